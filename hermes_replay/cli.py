@@ -1,0 +1,37 @@
+"""The ``hermes-replay`` command line. It calls only the public Python API.
+
+Sub-commands live in ``hermes_replay._cli.<name>``; see that package's docstring.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Order here is the order ``--help`` lists them in.
+COMMANDS: tuple[str, ...] = ()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hermes-replay",
+        description="Record and replay the LLM traffic of Atropos agent environments.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"hermes_replay._cli.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help()
+        return 0
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

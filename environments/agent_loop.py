@@ -1,0 +1,332 @@
+"""The multi-turn agent loop: model call → tool calls → tool results → model call …
+
+``HermesAgentLoop.run(messages)`` makes one ``server.chat_completion`` per turn and returns an
+``AgentResult``. It never raises for what a model or endpoint can do wrong: an API error or a
+response without choices ends the rollout (``finished_naturally=False``, logged), and every
+bad tool call becomes an error message the model can read plus a ``ToolError``.
+
+Tool calls come from ``message.tool_calls`` (SDK objects or dicts, flat ``{"name",
+"arguments"}`` or nested ``{"function": {...}}``). When a server returns none but the text
+holds calls (a raw completion endpoint, or a server without a tool parser), the text is
+parsed with ``environments.tool_call_parsers.get_parser(tool_call_parser)``.
+
+A tool result is an error when ``environments.tools.tool_result_error`` says so: a JSON object
+with a truthy ``"error"``, an integer ``"exit_code"`` other than 0, or ``"success": false``.
+Unknown tools, arguments that are not a JSON object (the tool is not run) and tools that
+raise are errors too. ``ToolError.turn`` is the 1-based number of the model call whose
+tool call failed.
+
+Tools are sync functions run in one bounded, module-level thread pool through
+``run_in_executor``, so many rollouts on one event loop overlap while their tools block;
+``resize_tool_pool(n)`` sets its size. The current ``contextvars`` context (the rollout scope
+of the replay harness) is carried into the worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import logging
+import os
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from environments.tools import cleanup_task, dispatch_tool, get_sandbox, tool_result_error
+
+__all__ = ["AgentResult", "HermesAgentLoop", "ToolError", "resize_tool_pool", "tool_pool_size"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ToolError:
+    """One failed tool call of a rollout."""
+
+    turn: int  # 1-based model call that produced the failing call
+    tool_name: str
+    arguments: str  # the arguments as the model sent them (JSON text)
+    error: str  # short description, e.g. "exit code 1" or "Unknown tool 'foo'"
+    tool_result: str  # exactly what the model was shown as the tool message
+
+
+@dataclass
+class AgentResult:
+    """The outcome of one rollout. Final answer and tools used are read from ``messages``."""
+
+    messages: list[dict[str, Any]]
+    managed_state: Any = None
+    turns_used: int = 0  # model calls that returned a usable response
+    finished_naturally: bool = False  # the model answered without tool calls
+    reasoning_per_turn: list[str | None] = field(default_factory=list)
+    tool_errors: list[ToolError] = field(default_factory=list)
+
+
+# -- the tool thread pool --------------------------------------------------------------------
+
+_DEFAULT_POOL_SIZE = min(64, (os.cpu_count() or 1) * 4)
+_POOL = ThreadPoolExecutor(max_workers=_DEFAULT_POOL_SIZE, thread_name_prefix="hermes-tool")
+_POOL_SIZE = _DEFAULT_POOL_SIZE
+_POOL_LOCK = threading.Lock()
+
+
+def resize_tool_pool(n: int) -> None:
+    """Replace the tool thread pool with one of ``n`` workers (running tools finish first)."""
+    global _POOL, _POOL_SIZE
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"tool pool size must be a positive integer, not {n!r}")
+    with _POOL_LOCK:
+        old, _POOL, _POOL_SIZE = _POOL, ThreadPoolExecutor(n, thread_name_prefix="hermes-tool"), n
+    old.shutdown(wait=False)
+
+
+def tool_pool_size() -> int:
+    return _POOL_SIZE
+
+
+async def run_blocking(fn, *args: Any) -> Any:
+    """Run ``fn(*args)`` in the tool pool, in a copy of the caller's ``contextvars`` context."""
+    ctx = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(_POOL, ctx.run, fn, *args)
+
+
+# -- reading responses that may be SDK objects or dicts --------------------------------------
+
+
+def _get(obj: Any, key: str, default: Any = None) -> Any:
+    """Field ``key`` of a pydantic object (including provider extras) or a dict."""
+    if obj is None:
+        return default
+    if isinstance(obj, dict):
+        return obj.get(key, default)
+    value = getattr(obj, key, None)
+    if value is None:
+        extra = getattr(obj, "model_extra", None) or {}
+        value = extra.get(key)
+    return default if value is None else value
+
+
+def _reasoning_text(message: Any) -> str | None:
+    """Reasoning of one assistant message: reasoning_content, reasoning, or reasoning_details."""
+    for key in ("reasoning_content", "reasoning"):
+        value = _get(message, key)
+        if isinstance(value, str) and value:
+            return value
+    details = _get(message, "reasoning_details")
+    if isinstance(details, list) and details:
+        parts = []
+        for d in details:
+            text = _get(d, "text") or _get(d, "summary")
+            if isinstance(text, str) and text:
+                parts.append(text)
+        if parts:
+            return "\n".join(parts)
+        return json.dumps([d if isinstance(d, dict) else str(d) for d in details])
+    if isinstance(details, str) and details:
+        return details
+    return None
+
+
+def _normalise_call(call: Any, turn: int, index: int) -> dict[str, Any]:
+    """An OpenAI-format tool call dict; arguments always a JSON string (or the raw text)."""
+    fn = _get(call, "function")
+    name = _get(fn, "name") if fn is not None else _get(call, "name")
+    args = _get(fn, "arguments") if fn is not None else _get(call, "arguments")
+    if args is None and fn is None:
+        args = _get(call, "parameters")
+    if args is None:
+        args = "{}"
+    elif not isinstance(args, str):
+        args = json.dumps(args, ensure_ascii=False)
+    # Deterministic ids keep replayed requests identical to the recorded ones.
+    call_id = _get(call, "id") or f"call_{turn}_{index}"
+    return {
+        "id": str(call_id),
+        "type": "function",
+        "function": {"name": str(name or ""), "arguments": args},
+    }
+
+
+class HermesAgentLoop:
+    """Runs one rollout: the model talks, tools answer, until the model stops or turns run out."""
+
+    def __init__(
+        self,
+        server: Any,
+        tool_schemas: list[dict[str, Any]] | None,
+        valid_tool_names: set[str] | list[str] | None,
+        max_turns: int = 30,
+        task_id: str | None = None,
+        temperature: float = 1.0,
+        max_tokens: int | None = None,
+        extra_body: dict[str, Any] | None = None,
+        tool_call_parser: str | Any = "hermes",
+        terminal_backend: str = "local",
+        terminal_timeout: float = 120,
+    ) -> None:
+        if max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1, not {max_turns}")
+        self.server = server
+        self.tool_schemas = list(tool_schemas or [])
+        self.valid_tool_names = set(valid_tool_names or [])
+        self.max_turns = max_turns
+        # Without a task id the loop owns a private sandbox and removes it after the run.
+        self._owns_task = task_id is None
+        self.task_id = task_id or f"agent-loop-{uuid.uuid4().hex}"
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.extra_body = extra_body
+        self.tool_call_parser = tool_call_parser
+        self.terminal_backend = terminal_backend
+        self.terminal_timeout = terminal_timeout
+        self._parser: Any = None
+        self._parser_loaded = False
+
+    # -- model side ------------------------------------------------------------------------
+
+    def _request_kwargs(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "messages": [dict(m) for m in messages],  # a copy: servers may keep or mutate it
+            "n": 1,
+            "temperature": self.temperature,
+        }
+        if self.tool_schemas:
+            kwargs["tools"] = self.tool_schemas
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
+        if self.extra_body is not None:
+            kwargs["extra_body"] = self.extra_body
+        return kwargs
+
+    def _text_parser(self) -> Any:
+        if not self._parser_loaded:
+            self._parser_loaded = True
+            if not isinstance(self.tool_call_parser, str):
+                self._parser = self.tool_call_parser  # a parser object given directly
+                return self._parser
+            try:
+                from environments.tool_call_parsers import get_parser
+            except ImportError as exc:
+                log.error(
+                    "cannot import environments.tool_call_parsers (%s); tool calls in "
+                    "message text are ignored",
+                    exc,
+                )
+                return None
+            parser = get_parser(self.tool_call_parser)
+            self._parser = parser() if isinstance(parser, type) else parser
+        return self._parser
+
+    def _tool_calls_of(self, message: Any, content: str, turn: int) -> tuple[str, list[dict]]:
+        raw_calls = _get(message, "tool_calls") or []
+        if not raw_calls and content:
+            parser = self._text_parser()
+            if parser is not None:
+                text, parsed = parser.parse(content)
+                if parsed:
+                    raw_calls, content = parsed, text or ""
+        return content, [_normalise_call(c, turn, i) for i, c in enumerate(raw_calls)]
+
+    # -- tool side -------------------------------------------------------------------------
+
+    def _dispatch(self, name: str, args: dict[str, Any]) -> str:
+        """Worker-thread side of a call: make sure the task's sandbox uses our backend first."""
+        get_sandbox(self.task_id, self.terminal_backend).default_timeout = self.terminal_timeout
+        return dispatch_tool(name, args, self.task_id)
+
+    async def _run_tool(self, call: dict[str, Any], turn: int) -> tuple[str, ToolError | None]:
+        """Run one call; return the tool message content and the error, if any."""
+        name = call["function"]["name"]
+        raw_args = call["function"]["arguments"]
+
+        def failure(error: str) -> tuple[str, ToolError]:
+            content = json.dumps({"error": error}, ensure_ascii=False)
+            return content, ToolError(turn, name, raw_args, error, content)
+
+        if name not in self.valid_tool_names:
+            available = ", ".join(sorted(self.valid_tool_names)) or "none"
+            return failure(f"Unknown tool {name!r}. Available tools: {available}.")
+        try:
+            args = json.loads(raw_args) if raw_args.strip() else {}
+        except ValueError as exc:
+            return failure(
+                f"Invalid JSON arguments for tool {name!r} ({exc}); the tool was not run. "
+                "Send the arguments as a JSON object."
+            )
+        if not isinstance(args, dict):
+            return failure(
+                f"Arguments for tool {name!r} must be a JSON object, not "
+                f"{type(args).__name__}; the tool was not run."
+            )
+        try:
+            result = await run_blocking(self._dispatch, name, args)
+        except Exception as exc:
+            log.warning("task %s turn %d: tool %s raised %r", self.task_id, turn, name, exc)
+            return failure(f"Tool {name!r} raised {type(exc).__name__}: {exc}")
+        error = tool_result_error(result)
+        if error is None:
+            return result, None
+        return result, ToolError(turn, name, raw_args, error, result)
+
+    # -- the loop --------------------------------------------------------------------------
+
+    async def run(self, messages: list[dict[str, Any]]) -> AgentResult:
+        """Run the rollout from ``messages`` (not modified) and return everything it produced."""
+        history = [dict(m) for m in messages]
+        result = AgentResult(messages=history)
+        try:
+            await self._loop(history, result)
+        finally:
+            if self._owns_task:
+                await run_blocking(cleanup_task, self.task_id)
+        return result
+
+    async def _loop(self, history: list[dict[str, Any]], result: AgentResult) -> None:
+        for turn in range(1, self.max_turns + 1):
+            try:
+                response = await self.server.chat_completion(**self._request_kwargs(history))
+            except Exception as exc:
+                log.error(
+                    "task %s turn %d: chat_completion failed, ending the rollout: %r",
+                    self.task_id,
+                    turn,
+                    exc,
+                )
+                return
+            choices = _get(response, "choices")
+            if not choices:
+                log.error("task %s turn %d: response has no choices; ending", self.task_id, turn)
+                return
+            message = _get(choices[0], "message")
+            if message is None:
+                log.error("task %s turn %d: choice has no message; ending", self.task_id, turn)
+                return
+            result.turns_used = turn
+            reasoning = _reasoning_text(message)
+            result.reasoning_per_turn.append(reasoning)
+            content = _get(message, "content") or ""
+            if not isinstance(content, str):
+                content = json.dumps(content, ensure_ascii=False)
+            content, calls = self._tool_calls_of(message, content, turn)
+
+            assistant: dict[str, Any] = {"role": "assistant", "content": content}
+            if calls:
+                assistant["tool_calls"] = calls
+            if reasoning is not None:
+                assistant["reasoning_content"] = reasoning
+            history.append(assistant)
+
+            if not calls:
+                result.finished_naturally = True
+                return
+            for call in calls:
+                tool_content, error = await self._run_tool(call, turn)
+                history.append(
+                    {"role": "tool", "tool_call_id": call["id"], "content": tool_content}
+                )
+                if error is not None:
+                    result.tool_errors.append(error)
+        log.info("task %s: stopped at max_turns=%d", self.task_id, self.max_turns)

@@ -1,0 +1,38 @@
+"""Tools the agent can call, grouped in toolsets, and the sandboxes they act in.
+
+Built-in toolsets: ``terminal`` (shell command), ``file`` (read_file, write_file,
+search_files, patch), ``todo``. Importing this package registers them. Add your own with
+``register_tool(name, toolset, schema)`` as a decorator on ``fn(args, task_id) -> str``.
+"""
+
+from . import file_tools, terminal, todo  # noqa: F401  (register the built-in tools)
+from .registry import (
+    Tool,
+    cleanup_task,
+    dispatch_tool,
+    get_tool,
+    register_task_cleanup,
+    register_tool,
+    resolve_toolsets,
+    tool_registry,
+    tool_result_error,
+    toolsets,
+)
+from .sandbox import SandboxBackend, cleanup_sandbox, get_sandbox, register_backend
+
+__all__ = [
+    "SandboxBackend",
+    "Tool",
+    "cleanup_sandbox",
+    "cleanup_task",
+    "dispatch_tool",
+    "get_sandbox",
+    "get_tool",
+    "register_backend",
+    "register_task_cleanup",
+    "register_tool",
+    "resolve_toolsets",
+    "tool_registry",
+    "tool_result_error",
+    "toolsets",
+]

@@ -1,0 +1,187 @@
+"""The tool registry: tools in OpenAI function-schema form, grouped in toolsets.
+
+A tool is a plain sync function ``fn(args: dict, task_id: str) -> str``; what it returns is
+the text the model reads. Tools are registered once at import (``register_tool``, usable as
+a decorator); duplicates are refused so two modules cannot silently replace each other's
+tool. The agent loop runs tools in a thread pool, so a tool may block (subprocess, disk).
+
+Error rule (``tool_result_error``) — one rule for every tool, so ``AgentResult.tool_errors``
+counts every failure and not only crashes:
+
+* the result parses as a JSON object and has a truthy ``"error"`` → that error;
+* it has an integer ``"exit_code"`` other than 0 → ``"exit code N"`` (a shell command failed,
+  including a timeout, which is 124);
+* it has ``"success": false`` → ``"success is false"`` (plus ``"message"`` if given);
+* anything else (other JSON, plain text) is a success.
+
+Tool authors report failure by returning ``{"error": "..."}`` — readable by the model and
+counted — rather than raising; a raising tool is still caught and recorded by the loop.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+__all__ = [
+    "Tool",
+    "ToolFunction",
+    "cleanup_task",
+    "dispatch_tool",
+    "get_tool",
+    "register_task_cleanup",
+    "register_tool",
+    "resolve_toolsets",
+    "tool_registry",
+    "tool_result_error",
+    "toolsets",
+]
+
+ToolFunction = Callable[[dict[str, Any], str], Any]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    toolset: str
+    #: {"type": "function", "function": {"name", "description", "parameters"}}
+    schema: dict[str, Any]
+    fn: ToolFunction
+
+
+_TOOLS: dict[str, Tool] = {}
+_TASK_CLEANUPS: list[Callable[[str], None]] = []
+_LOCK = threading.Lock()
+
+
+def _normalise_schema(name: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Accept the full ``{"type": "function", "function": {...}}`` form or just the inner part."""
+    inner = dict(schema["function"]) if "function" in schema else dict(schema)
+    if inner.get("name", name) != name:
+        raise ValueError(f"tool {name!r}: schema names a different tool {inner['name']!r}")
+    inner["name"] = name
+    inner.setdefault("description", "")
+    inner.setdefault("parameters", {"type": "object", "properties": {}})
+    return {"type": "function", "function": inner}
+
+
+def register_tool(
+    name: str, toolset: str, schema: Mapping[str, Any], fn: ToolFunction | None = None
+):
+    """Register ``fn`` as tool ``name`` in ``toolset``; without ``fn``, return a decorator."""
+
+    def add(func: ToolFunction) -> ToolFunction:
+        tool = Tool(name=name, toolset=toolset, schema=_normalise_schema(name, schema), fn=func)
+        with _LOCK:
+            if name in _TOOLS:
+                raise ValueError(
+                    f"tool {name!r} is already registered (toolset {_TOOLS[name].toolset!r}); "
+                    "pick another name"
+                )
+            _TOOLS[name] = tool
+        return func
+
+    return add(fn) if fn is not None else add
+
+
+def tool_registry() -> Mapping[str, Tool]:
+    """Read-only view of every registered tool, in registration order."""
+    return MappingProxyType(_TOOLS)
+
+
+def get_tool(name: str) -> Tool:
+    try:
+        return _TOOLS[name]
+    except KeyError:
+        raise KeyError(
+            f"no tool named {name!r}; registered tools: {', '.join(sorted(_TOOLS))}"
+        ) from None
+
+
+def toolsets() -> dict[str, list[str]]:
+    """Toolset name → its tool names (registration order)."""
+    out: dict[str, list[str]] = {}
+    for tool in _TOOLS.values():
+        out.setdefault(tool.toolset, []).append(tool.name)
+    return out
+
+
+def resolve_toolsets(
+    enabled: Iterable[str] | None = None, disabled: Iterable[str] | None = None
+) -> tuple[list[dict[str, Any]], set[str]]:
+    """The schemas and names of the tools an environment offers.
+
+    ``enabled=None`` means every toolset; ``disabled`` is removed afterwards. An unknown
+    toolset name (typo in a config file) raises ``ValueError`` listing the available ones
+    rather than silently offering fewer tools. Schemas come back in registration order, so
+    the request a model sees is stable between record and replay.
+    """
+    groups = toolsets()
+    wanted_in = list(enabled) if enabled is not None else list(groups)
+    unwanted = list(disabled or [])
+    unknown = [n for n in [*wanted_in, *unwanted] if n not in groups]
+    if unknown:
+        raise ValueError(
+            f"unknown toolset(s) {', '.join(map(repr, unknown))} in enabled_toolsets/"
+            f"disabled_toolsets; available toolsets: {', '.join(sorted(groups))}"
+        )
+    wanted = set(wanted_in) - set(unwanted)
+    chosen = [t for t in _TOOLS.values() if t.toolset in wanted]
+    return [json.loads(json.dumps(t.schema)) for t in chosen], {t.name for t in chosen}
+
+
+def dispatch_tool(name: str, args: dict[str, Any], task_id: str) -> str:
+    """Run tool ``name`` for ``task_id``; a non-string result is JSON-encoded.
+
+    Raises ``KeyError`` for an unknown tool; exceptions from the tool propagate (the agent
+    loop turns them into an error message and a ``ToolError``).
+    """
+    result = get_tool(name).fn(args, task_id)
+    if isinstance(result, str):
+        return result
+    return json.dumps(result, ensure_ascii=False, default=str)
+
+
+def tool_result_error(result: str) -> str | None:
+    """The error a tool result reports, or None. The rule is in the module docstring."""
+    text = result.strip() if isinstance(result, str) else ""
+    if not text.startswith("{"):
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    if data.get("error"):
+        err = data["error"]
+        return err if isinstance(err, str) else json.dumps(err, ensure_ascii=False)
+    code = data.get("exit_code")
+    if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+        return f"exit code {code}"
+    if data.get("success") is False:
+        msg = data.get("message")
+        return f"success is false: {msg}" if msg else "success is false"
+    return None
+
+
+def register_task_cleanup(fn: Callable[[str], None]) -> Callable[[str], None]:
+    """Register per-task state to drop when a task is cleaned up (todo lists, sandboxes)."""
+    _TASK_CLEANUPS.append(fn)
+    return fn
+
+
+def cleanup_task(task_id: str) -> None:
+    """Drop everything tools keep for ``task_id``; every hook runs even if one fails."""
+    errors: list[BaseException] = []
+    for fn in list(_TASK_CLEANUPS):
+        try:
+            fn(task_id)
+        except Exception as exc:
+            errors.append(exc)
+    if errors:
+        raise RuntimeError(f"cleanup of task {task_id!r} failed: {errors[0]!r}") from errors[0]

@@ -1,0 +1,204 @@
+"""The parser interface and the helpers every format shares.
+
+A parser turns the raw text a model generated (Phase 2: vLLM/SGLang ``/generate`` output, or an
+OpenAI-style server that did not extract tool calls itself) into OpenAI-shaped tool calls, and
+``render`` does the inverse so that scripted endpoints and round-trip tests can produce raw text
+in exactly the format a real model would.
+
+The shared contract (DESIGN section 3), enforced here once rather than in every format:
+
+* no calls            -> ``(text, None)`` with ``text`` untouched;
+* calls               -> ``(text before the first call marker, stripped, or None, calls)``;
+* any parse failure   -> ``(text, None)``; ``parse`` never raises;
+* ``function.arguments`` is always a JSON object serialised with ``json.dumps(ensure_ascii=False)``
+  so the same call always produces the same bytes (cassettes replay byte-identically);
+* ids are deterministic when the format carries none (see :func:`deterministic_call_id`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from openai.types.chat.chat_completion_message_function_tool_call import (
+    ChatCompletionMessageFunctionToolCall,
+    Function,
+)
+
+# openai 3.x: ``ChatCompletionMessageToolCall`` is a compatibility alias of the function-call
+# class (the union of function and custom calls is ``ChatCompletionMessageToolCallUnion``).
+# Import the concrete class so construction works on every 3.x release.
+ChatCompletionMessageToolCall = ChatCompletionMessageFunctionToolCall
+
+ParseResult = tuple[str | None, list[ChatCompletionMessageToolCall] | None]
+
+logger = logging.getLogger(__name__)
+
+# Tool names never contain whitespace, markup or JSON punctuation; rejecting them turns
+# "the wrong parser was configured" into a clean (text, None) instead of a garbage call.
+_NAME_RE = re.compile(r"[^\s<>{}\[\]\"'`]+")
+
+
+class MalformedToolCall(ValueError):
+    """Raised inside a parser when the text has call markers but they do not parse.
+
+    Internal: ``ToolCallParser.parse`` catches it (and anything else) and returns ``(text, None)``.
+    """
+
+
+class ToolCallParser(ABC):
+    """One raw-text tool-call format. Subclasses implement ``_parse`` and ``render``.
+
+    Parsers are stateless; ``get_parser`` returns a fresh instance each time anyway.
+    """
+
+    #: canonical registry name, set by ``register_parser``
+    name: ClassVar[str] = ""
+
+    def parse(self, text: str) -> ParseResult:
+        """Extract tool calls from ``text``; never raises (see the module docstring)."""
+        if not isinstance(text, str) or not text:
+            return text, None
+        try:
+            content, calls = self._parse(text)
+        except Exception as exc:  # a parse failure must never kill a rollout
+            logger.debug("%s parser: no tool calls parsed (%s); returning text", self.name, exc)
+            return text, None
+        if not calls:
+            return text, None
+        return _clean_content(content), calls
+
+    @abstractmethod
+    def _parse(self, text: str) -> tuple[str, list[ChatCompletionMessageToolCall]]:
+        """Return (text before the first call marker, calls); raise on malformed input."""
+
+    @abstractmethod
+    def render(self, content: str | None, calls: list[tuple[str, dict[str, Any]]]) -> str:
+        """Return the raw model text for ``content`` followed by ``calls`` in this format.
+
+        Contract: for content without call markers and calls ``[(name, args_dict), ...]``,
+        ``parse(render(content, calls))`` returns ``(content.strip() or None, calls)`` with the
+        same names and arguments (formats that write string values unquoted — glm45/47,
+        qwen3_coder — read back strings that look like JSON, e.g. ``"42"``, as JSON values).
+        With no calls the result is ``content or ""``. Deterministic: same input, same bytes.
+        """
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+def _clean_content(content: str | None) -> str | None:
+    if content is None:
+        return None
+    content = content.strip()
+    return content or None
+
+
+def dumps_args(args: dict[str, Any]) -> str:
+    """Serialise arguments the one way every parser (and render) uses."""
+    return json.dumps(args, ensure_ascii=False)
+
+
+def deterministic_call_id(name: str, arguments: str, index: int) -> str:
+    """``call_`` + 24 hex digits of sha256(index, name, arguments).
+
+    Random ids (uuid4) would make re-recorded cassettes differ on every run; a content hash keeps
+    them stable while still distinguishing the calls of one message (the index is hashed too).
+    """
+    digest = hashlib.sha256(f"{index}\x00{name}\x00{arguments}".encode()).hexdigest()
+    return "call_" + digest[:24]
+
+
+def check_name(name: Any) -> str:
+    """Return the stripped tool name or raise ``MalformedToolCall``."""
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name.strip()):
+        raise MalformedToolCall(f"invalid tool name {name!r}")
+    return name.strip()
+
+
+def normalize_args(args: Any) -> str:
+    """Accept a dict, a JSON string of an object, or None; return canonical JSON text."""
+    if args is None:
+        return "{}"
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except ValueError as exc:
+            raise MalformedToolCall(f"arguments are not JSON: {exc}") from exc
+    if not isinstance(args, dict):
+        raise MalformedToolCall(f"arguments must be a JSON object, got {type(args).__name__}")
+    return dumps_args(args)
+
+
+def make_call(
+    name: Any, args: Any, index: int, call_id: str | None = None
+) -> ChatCompletionMessageToolCall:
+    """Build one OpenAI tool call; ``call_id`` None means derive it deterministically."""
+    name = check_name(name)
+    arguments = normalize_args(args)
+    return ChatCompletionMessageToolCall(
+        id=call_id or deterministic_call_id(name, arguments, index),
+        type="function",
+        function=Function(name=name, arguments=arguments),
+    )
+
+
+_DECODER = json.JSONDecoder()
+_FENCE_RE = re.compile(r"\s*(?:```(?:json)?\s*)?")
+
+
+def decode_prefix(text: str, pos: int = 0) -> tuple[Any, int]:
+    """Decode one JSON value at ``pos`` (after whitespace and an optional ```json fence).
+
+    Returns (value, end index); trailing text (a closing fence, a closing tag) is the caller's
+    business. Raises ``MalformedToolCall`` when no complete value is there — which is also how a
+    truncated final call is recognised.
+    """
+    start = _FENCE_RE.match(text, pos).end()
+    try:
+        return _DECODER.raw_decode(text, start)
+    except ValueError as exc:
+        raise MalformedToolCall(f"no complete JSON value at offset {start}: {exc}") from exc
+
+
+def decode_object_prefix(text: str, pos: int = 0) -> dict[str, Any]:
+    """Like ``decode_prefix`` but the value must be a JSON object (tool-call arguments)."""
+    value, _ = decode_prefix(text, pos)
+    if not isinstance(value, dict):
+        raise MalformedToolCall(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def strip_partial_suffix(text: str, tag: str) -> str:
+    """Drop a truncated prefix of ``tag`` from the end of ``text`` (``…}</tool_`` -> ``…}``)."""
+    for k in range(len(tag) - 1, 0, -1):
+        if text.endswith(tag[:k]):
+            return text[:-k]
+    return text
+
+
+def iter_tagged_blocks(
+    text: str, open_tag: str, close_tag: str, start: int
+) -> list[tuple[str, bool]]:
+    """Split ``text[start:]`` into the bodies of ``open_tag…close_tag`` blocks.
+
+    Returns ``[(body, closed), ...]``; only the last block can be unclosed (truncated output).
+    Text between blocks is ignored, as the former layer and vLLM do.
+    """
+    blocks: list[tuple[str, bool]] = []
+    pos = start
+    while True:
+        i = text.find(open_tag, pos)
+        if i < 0:
+            return blocks
+        body_start = i + len(open_tag)
+        j = text.find(close_tag, body_start)
+        if j < 0:
+            blocks.append((strip_partial_suffix(text[body_start:], close_tag), False))
+            return blocks
+        blocks.append((text[body_start:j], True))
+        pos = j + len(close_tag)

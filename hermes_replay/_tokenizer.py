@@ -134,13 +134,28 @@ def load_tokenizer() -> Any:
 
 def _train_backend() -> Any:
     """Train the byte-level BPE on the deterministic corpus (``tokenizers.Tokenizer``)."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
+    from tokenizers import (
+        AddedToken,
+        Regex,
+        Tokenizer,
+        decoders,
+        models,
+        pre_tokenizers,
+        processors,
+    )
     from tokenizers.trainers import BpeTrainer
 
     from hermes_replay._tokenizer_corpus import corpus_lines
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    # Every "\n" is its own pre-token. The template ends each role header with "\n", and the
+    # GPT-2 regex alone would glue that newline to leading whitespace of the content ("\n\n",
+    # "\n  "), so encoding the generation prompt and the reply separately (as a model sees them)
+    # would differ from encoding the whole conversation and masks would be off by a token.
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex("\n"), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+    ])
     tok.decoder = decoders.ByteLevel()
     # trim_offsets=False: offsets cover the exact characters a token came from, spaces included.
     tok.post_processor = processors.ByteLevel(trim_offsets=False)

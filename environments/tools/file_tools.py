@@ -36,7 +36,7 @@ def _guard(fn: Callable[[dict[str, Any], str], str]) -> Callable[[dict[str, Any]
             return fn(args, task_id)
         except KeyError as exc:
             return _json({"error": f"missing required argument {exc.args[0]!r}"})
-        except (OSError, ValueError, TypeError) as exc:
+        except (OSError, ValueError, TypeError, re.error) as exc:
             return _json({"error": f"{type(exc).__name__}: {exc}"})
 
     wrapper.__name__ = fn.__name__

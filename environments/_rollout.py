@@ -1,0 +1,158 @@
+"""One rollout of a Hermes environment, start to finish (used by ``HermesAgentBaseEnv``).
+
+Kept out of the base class so the order of things — identity scope, sandbox, agent loop, reward,
+cleanup, tokens, report — reads top to bottom in one function.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import hermes_replay
+from environments import _managed, _tokens
+from environments.agent_loop import AgentResult, HermesAgentLoop
+from environments.tool_context import ToolContext
+from hermes_replay._scope import item_fingerprint, rollout_id_for, task_id_for
+
+if TYPE_CHECKING:
+    from environments.hermes_base_env import HermesAgentBaseEnv
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Rollout:
+    """Everything one rollout produced. ``tokens`` is None when they could not be built."""
+
+    rollout_id: str
+    task_id: str
+    item: Any
+    phase: str
+    result: AgentResult
+    reward: float = 0.0
+    reward_error: str | None = None
+    tokens: list[int] | None = None
+    masks: list[int] | None = None
+    logprobs: list[float] | None = None
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def tool_errors(self) -> int:
+        return len(self.result.tool_errors)
+
+    @property
+    def turns_used(self) -> int:
+        return self.result.turns_used
+
+    @property
+    def finished_naturally(self) -> bool:
+        return self.result.finished_naturally
+
+    @property
+    def final_response(self) -> str:
+        """The last assistant message with text content ('' if none)."""
+        for msg in reversed(self.messages):
+            if msg.get("role") == "assistant" and msg.get("content"):
+                return str(msg["content"])
+        return ""
+
+
+def _jsonable(value: Any) -> Any:
+    """Messages as plain JSON (SDK objects dumped), every message with a ``content`` key."""
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(exclude_none=True)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def plain_messages(messages: list[Any]) -> list[dict[str, Any]]:
+    out = []
+    for msg in messages:
+        msg = _jsonable(msg)
+        msg.setdefault("content", None)  # the trajectory API rejects messages without it
+        out.append(msg)
+    return out
+
+
+async def _cleanup(ctx: ToolContext, rollout_id: str) -> None:
+    try:
+        if hasattr(ctx, "acleanup"):
+            await ctx.acleanup()  # off the event loop: other rollouts keep running
+        elif inspect.iscoroutinefunction(ctx.cleanup):
+            await ctx.cleanup()
+        else:
+            await asyncio.to_thread(ctx.cleanup)
+    except Exception:
+        logger.exception("rollout %s: ToolContext.cleanup failed", rollout_id)
+
+
+async def _score(env: HermesAgentBaseEnv, item: Any, result: AgentResult, ctx: ToolContext,
+                 rollout_id: str) -> tuple[float, str | None]:
+    try:
+        reward = float(await env.compute_reward(item, result, ctx))
+    except Exception as exc:
+        logger.exception("rollout %s: compute_reward raised; reward 0.0 (counted in "
+                         "train/reward_errors)", rollout_id)
+        return 0.0, f"{type(exc).__name__}: {exc}"
+    if math.isnan(reward):
+        logger.error("rollout %s: compute_reward returned NaN; reward 0.0", rollout_id)
+        return 0.0, "NaN reward"
+    return reward, None
+
+
+async def run_rollout(env: HermesAgentBaseEnv, item: Any, tool_schemas: list[dict],
+                      valid_names: set[str], *, occurrence: int, slot: int, phase: str,
+                      temperature: float) -> Rollout:
+    prefix = "eval" if phase == "eval" else "train"
+    rollout_id = rollout_id_for(item, occurrence, slot, prefix=prefix)
+    task_id = task_id_for(rollout_id)
+    cfg = env.config
+    loop_kwargs = dict(tool_schemas=tool_schemas, valid_tool_names=valid_names,
+                       max_turns=cfg.max_agent_turns, task_id=task_id, temperature=temperature,
+                       max_tokens=cfg.max_token_length, extra_body=cfg.extra_body,
+                       tool_call_parser=cfg.tool_call_parser,
+                       terminal_backend=cfg.terminal_backend,
+                       terminal_timeout=cfg.terminal_timeout)
+    with hermes_replay.rollout(rollout_id) as scope:
+        ctx = ToolContext(task_id, backend=cfg.terminal_backend)
+        managed_tokens = None
+        try:
+            messages = env.initial_messages(item)
+            if env.phase2:
+                async with env.server.managed_server(tokenizer=env.tokenizer) as managed:
+                    _managed.install_translator(managed, cfg.tool_call_parser)
+                    result = await HermesAgentLoop(server=managed, **loop_kwargs).run(messages)
+                    result.managed_state = managed.get_state()
+                    managed_tokens = _managed.final_sequence(result.managed_state)
+            else:
+                result = await HermesAgentLoop(server=env.server, **loop_kwargs).run(messages)
+            reward, error = await _score(env, item, result, ctx, rollout_id)
+        finally:
+            await _cleanup(ctx, rollout_id)
+        outcome = Rollout(rollout_id, task_id, item, phase, result, reward, error,
+                          messages=plain_messages(result.messages))
+        if managed_tokens is not None:
+            outcome.tokens, outcome.masks, outcome.logprobs = managed_tokens
+        elif env.phase2:
+            logger.error("rollout %s: managed server tracked no sequence", rollout_id)
+        else:
+            try:
+                outcome.tokens, outcome.masks = _tokens.tokens_and_masks(
+                    env.tokenizer, outcome.messages, tool_schemas or None)
+            except Exception:
+                logger.exception("rollout %s: could not build training tokens", rollout_id)
+        scope.report(reward=outcome.reward, turns_used=outcome.turns_used,
+                     finished_naturally=outcome.finished_naturally,
+                     tool_errors=outcome.tool_errors, phase=phase,
+                     group=item_fingerprint(item), reward_error=error)
+    return outcome

@@ -1,0 +1,296 @@
+"""``HermesAgentBaseEnv``: multi-turn, tool-calling RL environments on atroposlib's ``BaseEnv``.
+
+An environment author implements ``setup``, ``get_next_item``, ``format_prompt``,
+``compute_reward`` and ``evaluate`` (and usually ``wandb_log``); this class runs the agent loop
+for every rollout, scores it, and hands atroposlib a ``ScoredDataGroup``::
+
+    collect_trajectories(item)
+      └ tools resolved once for the group (_resolve_tools_for_group)
+      └ group_size rollouts at once (asyncio.gather), each:
+          hermes_replay.rollout(rollout id)            ← identity for record/replay
+            HermesAgentLoop(task id).run(messages)     ← own sandbox per rollout
+            compute_reward(item, result, ToolContext)  ← a raise gives 0.0, counted, logged
+            ToolContext.cleanup()                      ← always, in finally
+          tokens/masks: Phase 1 from the chat template, Phase 2 from the ManagedServer state
+
+Evaluation never pollutes training buffers: every ``evaluate`` a subclass defines is wrapped
+(``__init_subclass__``) so it runs under :func:`environments._metrics.evaluation`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import logging
+import os
+import time
+from abc import abstractmethod
+from collections import Counter
+from typing import Any, ClassVar
+
+from atroposlib.envs.base import BaseEnv, ScoredDataGroup
+from atroposlib.envs.server_handling.openai_server import OpenAIServer
+from atroposlib.envs.server_handling.server_harness import ServerHarness
+
+import hermes_replay
+from environments import _metrics
+from environments._config import (
+    HermesAgentEnvConfig,
+    default_server_configs,
+    ensure_wandb_offline_safe,
+    normalize_server_configs,
+    redact_yaml_file,
+)
+from environments._rollout import Rollout, run_rollout
+from environments.agent_loop import AgentResult
+from environments.tool_context import ToolContext
+from environments.tools import resolve_toolsets
+
+__all__ = ["HermesAgentBaseEnv", "HermesAgentEnvConfig", "Rollout"]
+
+logger = logging.getLogger(__name__)
+
+
+class HermesAgentBaseEnv(BaseEnv):
+    """Base class of Hermes agent environments; see the module docstring."""
+
+    name: ClassVar[str | None] = None
+    env_config_cls: ClassVar[type[HermesAgentEnvConfig]] = HermesAgentEnvConfig
+    #: A hint for readers and tooling only; ``config.enabled_toolsets`` decides.
+    default_toolsets: ClassVar[tuple[str, ...] | None] = None
+    #: Training metric buffers protected during evaluate, besides any ``*_buffer`` attribute.
+    metric_buffers: ClassVar[tuple[str, ...]] = ()
+
+    config: HermesAgentEnvConfig
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        evaluate = cls.__dict__.get("evaluate")
+        if evaluate is not None and not getattr(evaluate, "_hermes_guarded", False):
+            cls.evaluate = _guard_evaluate(evaluate)  # type: ignore[method-assign]
+
+    def __init__(self, config: HermesAgentEnvConfig, server_configs: Any, slurm: bool = False,
+                 testing: bool = False) -> None:
+        server_configs = normalize_server_configs(server_configs)
+        super().__init__(config, server_configs, slurm=slurm, testing=testing)
+        if config.data_dir_to_save_evals:
+            # atroposlib's evaluate CLI has just written evaluate_config.yaml with the key in it.
+            redact_yaml_file(os.path.join(config.data_dir_to_save_evals, "evaluate_config.yaml"))
+        self._tool_error_buffer: list[int] = []
+        self._turns_buffer: list[int] = []
+        self._finished_buffer: list[int] = []
+        self._reward_error_buffer: list[int] = []
+        self._draws: Counter[tuple[str, str]] = Counter()
+        self._annotated = False
+        self.last_wandb_metrics: dict[str, Any] = {}
+
+    # -- what an environment implements ------------------------------------------------------
+
+    @abstractmethod
+    async def setup(self) -> None:
+        """Load the dataset and split train/eval (called once before anything else)."""
+
+    @abstractmethod
+    async def get_next_item(self) -> Any:
+        """The next training item (cycle through the training split)."""
+
+    @abstractmethod
+    def format_prompt(self, item: Any) -> str:
+        """The user message for ``item``."""
+
+    @abstractmethod
+    async def compute_reward(self, item: Any, result: AgentResult, ctx: ToolContext) -> float:
+        """Score one rollout; ``ctx`` reaches the rollout's sandbox. Raising gives 0.0."""
+
+    @abstractmethod
+    async def evaluate(self, *args: Any, **kwargs: Any) -> None:
+        """Run held-out items through the full agent loop (see ``run_eval_rollouts``)."""
+
+    @classmethod
+    def config_init(cls) -> tuple[HermesAgentEnvConfig, list[Any]]:
+        """Defaults: the env's config class and ONE server config in a list, no provider."""
+        return cls.env_config_cls(), default_server_configs()
+
+    # -- what an environment gets ------------------------------------------------------------
+
+    @property
+    def in_evaluation(self) -> bool:
+        """True while ``evaluate`` runs, in its own task and every task it spawned."""
+        return _metrics.in_evaluation()
+
+    @property
+    def phase2(self) -> bool:
+        """True when rollouts go through ``ManagedServer`` (vLLM/SGLang: real tokens/logprobs)."""
+        return not all(isinstance(s, (OpenAIServer, ServerHarness)) for s in self.server.servers)
+
+    def _resolve_tools_for_group(self) -> tuple[list[dict[str, Any]], set[str]]:
+        return resolve_toolsets(self.config.enabled_toolsets, self.config.disabled_toolsets)
+
+    def initial_messages(self, item: Any) -> list[dict[str, Any]]:
+        """System prompt (if configured) + the formatted user prompt."""
+        messages: list[dict[str, Any]] = []
+        if self.config.system_prompt:
+            messages.append({"role": "system", "content": self.config.system_prompt})
+        messages.append({"role": "user", "content": self.format_prompt(item)})
+        return messages
+
+    def _occurrence(self, item: Any, phase: str) -> int:
+        key = (phase, hermes_replay._scope.item_fingerprint(item))
+        n = self._draws[key]
+        self._draws[key] += 1
+        return n
+
+    async def rollout(self, item: Any, *, tools: tuple[list[dict], set[str]] | None = None,
+                      occurrence: int = 0, slot: int = 0, phase: str = "train",
+                      temperature: float | None = None) -> Rollout:
+        """One full rollout of ``item``: agent loop, reward, tokens; never raises for a reward."""
+        self._annotate_once()
+        tool_schemas, valid_names = tools or self._resolve_tools_for_group()
+        if temperature is None:
+            temperature = self.config.agent_temperature if phase == "train" else 0.0
+        outcome = await run_rollout(self, item, tool_schemas, valid_names, occurrence=occurrence,
+                                    slot=slot, phase=phase, temperature=temperature)
+        self._tool_error_buffer.append(outcome.tool_errors)
+        self._turns_buffer.append(outcome.turns_used)
+        self._finished_buffer.append(int(outcome.finished_naturally))
+        if outcome.reward_error:
+            self._reward_error_buffer.append(1)
+        return outcome
+
+    async def collect_trajectories(self, item: Any) -> tuple[ScoredDataGroup | None, list[Any]]:
+        tools = self._resolve_tools_for_group()
+        occurrence = self._occurrence(item, "train")
+        rollouts = await asyncio.gather(*(
+            self.rollout(item, tools=tools, occurrence=occurrence, slot=slot)
+            for slot in range(self.config.group_size)
+        ))
+        return self._group(rollouts), []
+
+    async def collect_trajectory(self, item: Any) -> tuple[dict[str, Any] | None, list[Any]]:
+        outcome = await self.rollout(item, occurrence=self._occurrence(item, "train"))
+        if outcome.tokens is None:
+            return None, []
+        scored: dict[str, Any] = {"tokens": outcome.tokens, "masks": outcome.masks,
+                                  "scores": outcome.reward, "messages": outcome.messages}
+        if outcome.logprobs is not None:
+            scored["inference_logprobs"] = outcome.logprobs
+        return scored, []
+
+    def _group(self, rollouts: list[Rollout]) -> ScoredDataGroup | None:
+        usable = [r for r in rollouts if r.tokens is not None]
+        if len(usable) < len(rollouts):
+            logger.error("%d of %d rollouts have no tokens (see errors above); group dropped",
+                         len(rollouts) - len(usable), len(rollouts))
+            return None
+        group = ScoredDataGroup(
+            tokens=[r.tokens for r in usable],
+            masks=[r.masks for r in usable],
+            scores=[r.reward for r in usable],
+            messages=[r.messages for r in usable],
+        )
+        if self.phase2:
+            group["inference_logprobs"] = [r.logprobs for r in usable]
+        return group
+
+    async def run_eval_rollouts(self, items: list[Any]) -> list[Rollout]:
+        """Each item once through the full agent loop with tools at temperature 0, concurrently."""
+        tools = self._resolve_tools_for_group()
+        limit = asyncio.Semaphore(self.config.max_concurrent_eval_rollouts)
+
+        async def one(item: Any) -> Rollout:
+            async with limit:
+                return await self.rollout(item, tools=tools, phase="eval", temperature=0.0,
+                                          occurrence=self._occurrence(item, "eval"))
+
+        return list(await asyncio.gather(*(one(item) for item in items)))
+
+    async def wandb_log(self, wandb_metrics: dict[str, Any] | None = None) -> None:
+        """Adds tool-error/turn/reward-error metrics, then atroposlib's ``wandb_log``."""
+        metrics = dict(wandb_metrics or {})
+        n = len(self._tool_error_buffer)
+        if n:
+            metrics["train/tool_errors_per_rollout"] = sum(self._tool_error_buffer) / n
+            metrics["train/rollouts_with_tool_errors"] = (
+                sum(1 for e in self._tool_error_buffer if e) / n)
+            metrics["train/turns_per_rollout"] = sum(self._turns_buffer) / n
+            metrics["train/finished_naturally"] = sum(self._finished_buffer) / n
+            metrics["train/reward_errors"] = len(self._reward_error_buffer)
+        for buffer in (self._tool_error_buffer, self._turns_buffer, self._finished_buffer,
+                       self._reward_error_buffer):
+            buffer.clear()
+        self.last_wandb_metrics = metrics
+        await _base_wandb_log(self, metrics)
+
+    def _annotate_once(self) -> None:
+        if self._annotated:
+            return
+        self._annotated = True
+        from hermes_replay._tokenizer import tokenizer_fingerprint
+
+        name = self.config.tokenizer_name
+        try:
+            fingerprint: str | None = tokenizer_fingerprint(name) if os.path.isdir(name) else None
+        except OSError:
+            fingerprint = None
+        hermes_replay.annotate(env_name=self.name or type(self).__name__,
+                               tokenizer={"name": name, "fingerprint": fingerprint})
+
+    # -- CLI hooks: make process/evaluate safe offline and keep keys out of output ----------
+
+    async def process_manager(self) -> None:
+        ensure_wandb_offline_safe()
+        await super().process_manager()
+
+    async def _run_evaluate(self) -> None:
+        ensure_wandb_offline_safe()
+        await super()._run_evaluate()
+
+    async def env_manager(self) -> None:
+        ensure_wandb_offline_safe()
+        await super().env_manager()
+
+    @classmethod
+    def get_cli_evaluate_config_cls(cls) -> type:
+        base = super().get_cli_evaluate_config_cls()
+
+        class RedactingEvaluateConfig(base):  # type: ignore[misc,valid-type]
+            def run(self) -> None:
+                try:
+                    super().run()
+                finally:
+                    out = getattr(self, "env.data_dir_to_save_evals", None)
+                    if out:
+                        redact_yaml_file(os.path.join(out, "evaluate_config.yaml"))
+
+        RedactingEvaluateConfig.__name__ = base.__name__
+        return RedactingEvaluateConfig
+
+
+async def _base_wandb_log(env: HermesAgentBaseEnv, metrics: dict[str, Any]) -> None:
+    """atroposlib's wandb_log, tolerant of runs that never called ``wandb.init`` (evaluate)."""
+    import wandb
+
+    if env.config.use_wandb and wandb.run is None:
+        env.config.use_wandb = False
+        try:
+            await BaseEnv.wandb_log(env, metrics)
+        finally:
+            env.config.use_wandb = True
+        return
+    await BaseEnv.wandb_log(env, metrics)
+
+
+def _guard_evaluate(evaluate: Any) -> Any:
+    @functools.wraps(evaluate)
+    async def guarded(self: HermesAgentBaseEnv, *args: Any, **kwargs: Any) -> Any:
+        with _metrics.evaluation(self, type(self).metric_buffers):
+            started = time.time()
+            result = evaluate(self, *args, **kwargs)
+            if inspect.isawaitable(result):
+                result = await result
+            logger.debug("%s.evaluate took %.2fs", type(self).__name__, time.time() - started)
+            return result
+
+    guarded._hermes_guarded = True  # type: ignore[attr-defined]
+    return guarded

@@ -10,7 +10,7 @@ import importlib
 import sys
 
 # Order here is the order ``--help`` lists them in.
-COMMANDS: tuple[str, ...] = ()
+COMMANDS: tuple[str, ...] = ("scripted_endpoint",)
 
 
 def build_parser() -> argparse.ArgumentParser:

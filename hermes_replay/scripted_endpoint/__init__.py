@@ -1,0 +1,50 @@
+"""The scripted endpoint — a stand-in for a model, not a model.
+
+No model weights can be had where this project is built and tested, so the one thing that plays
+the model is this: a real HTTP server on 127.0.0.1 that speaks what atroposlib's servers speak
+(OpenAI ``/v1/chat/completions`` with tools and SSE streaming, ``/v1/completions``, vLLM- and
+SGLang-style ``/generate``, ``/health``, ``/v1/models``) and answers from a *script* — ordered
+rules mapping the conversation to a reply. Answers are seeded and reproducible, yet identical
+requests at temperature > 0 get different samples (see ``_sampling`` for the exact rule).
+Latency and faults (5xx, timeout, dropped connection) can be injected.
+
+Example::
+
+    from hermes_replay.scripted_endpoint import ScriptedEndpoint
+
+    with ScriptedEndpoint(script="generic", seed=0) as ep:
+        client = openai.OpenAI(base_url=ep.base_url, api_key="x")
+        ...
+
+Responses carry ``"system_fingerprint": "hermes-replay-scripted"`` so nothing recorded against
+the stand-in can be mistaken for a model's output.
+"""
+
+from hermes_replay.scripted_endpoint._faults import FAULT_KINDS, FaultPlan
+from hermes_replay.scripted_endpoint._openai import SYSTEM_FINGERPRINT
+from hermes_replay.scripted_endpoint._script import (
+    Conversation,
+    NoRuleMatched,
+    Reply,
+    Rule,
+    Script,
+    get_script,
+    list_scripts,
+    register_script,
+)
+from hermes_replay.scripted_endpoint._server import ScriptedEndpoint
+
+__all__ = [
+    "FAULT_KINDS",
+    "SYSTEM_FINGERPRINT",
+    "Conversation",
+    "FaultPlan",
+    "NoRuleMatched",
+    "Reply",
+    "Rule",
+    "Script",
+    "ScriptedEndpoint",
+    "get_script",
+    "list_scripts",
+    "register_script",
+]

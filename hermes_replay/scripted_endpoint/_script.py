@@ -1,0 +1,255 @@
+"""Scripts: ordered rules that map a conversation to a reply.
+
+The scripted endpoint is a stand-in for a model, not a model. What it "generates" is whatever the
+first matching :class:`Rule` of a :class:`Script` returns. Rules see a :class:`Conversation` (the
+request, parsed once) and a seeded :class:`random.Random`, so a rule can vary its answer between
+samples (temperature > 0) while staying reproducible.
+
+Scripts are registered by name through :func:`register_script` (a decorator on a factory that
+returns a :class:`Script`) and looked up with :func:`get_script`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+_JUDGE_WORDS = ("score", "grade", "rate ", "rating", "judge", "evaluate")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What one sample of the stand-in says.
+
+    ``tool_calls`` is a list of ``(name, arguments_dict)``; ids are assigned by the endpoint.
+    ``finish_reason`` None means: "tool_calls" if there are calls, else "stop" (or "length" if
+    the reply is cut by ``max_tokens``).
+    """
+
+    content: str | None = None
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    reasoning: str | None = None
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule: ``when(conv)`` decides if it applies, ``reply(conv, rng)`` answers."""
+
+    name: str
+    when: Callable[[Conversation], bool]
+    reply: Callable[[Conversation, random.Random], Reply]
+
+
+class Script:
+    """An ordered list of rules; the first rule whose ``when`` is true answers."""
+
+    def __init__(self, name: str, rules: Iterable[Rule]) -> None:
+        self.name = name
+        self.rules: list[Rule] = list(rules)
+
+    def __repr__(self) -> str:
+        return f"Script({self.name!r}, rules={[r.name for r in self.rules]})"
+
+    def match(self, conv: Conversation) -> Rule | None:
+        for rule in self.rules:
+            if rule.when(conv):
+                return rule
+        return None
+
+
+class NoRuleMatched(LookupError):
+    """Raised when no rule of a script applies to a request (the endpoint answers 422)."""
+
+
+@dataclass
+class Conversation:
+    """A request as a rule sees it: the chat messages plus the sampling parameters.
+
+    For ``/v1/completions`` and ``/generate`` the prompt text is parsed back into messages when it
+    is ChatML; otherwise it becomes one user message.
+    """
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    path: str = "/v1/chat/completions"
+
+    @property
+    def tool_names(self) -> list[str]:
+        names = []
+        for tool in self.tools:
+            fn = tool.get("function", tool) if isinstance(tool, dict) else {}
+            if isinstance(fn, dict) and fn.get("name"):
+                names.append(str(fn["name"]))
+        return names
+
+    @property
+    def system_prompt(self) -> str | None:
+        for msg in self.messages:
+            if msg.get("role") == "system":
+                return _text(msg.get("content"))
+        return None
+
+    @property
+    def last_user_text(self) -> str:
+        for msg in reversed(self.messages):
+            if msg.get("role") == "user":
+                return _text(msg.get("content"))
+        return ""
+
+    @property
+    def first_user_text(self) -> str:
+        for msg in self.messages:
+            if msg.get("role") == "user":
+                return _text(msg.get("content"))
+        return ""
+
+    @property
+    def assistant_turn(self) -> int:
+        """How many assistant messages came before this request (0 on the first turn)."""
+        return sum(1 for m in self.messages if m.get("role") == "assistant")
+
+    @property
+    def tool_calls_made(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every tool call the assistant made so far, in order, as ``(name, args)``."""
+        calls = []
+        for msg in self.messages:
+            if msg.get("role") != "assistant":
+                continue
+            for tc in msg.get("tool_calls") or []:
+                fn = tc.get("function", {}) if isinstance(tc, dict) else {}
+                args = fn.get("arguments", {})
+                if isinstance(args, str):
+                    try:
+                        args = json.loads(args)
+                    except ValueError:
+                        args = {"_raw": args}
+                calls.append((str(fn.get("name", "")), args if isinstance(args, dict) else {}))
+        return calls
+
+    @property
+    def tool_results(self) -> dict[str, str]:
+        """Tool results so far, tool name → content (the latest result wins per name)."""
+        id_to_name: dict[str, str] = {}
+        for msg in self.messages:
+            if msg.get("role") == "assistant":
+                for tc in msg.get("tool_calls") or []:
+                    if isinstance(tc, dict):
+                        id_to_name[str(tc.get("id"))] = str(tc.get("function", {}).get("name"))
+        results: dict[str, str] = {}
+        for msg in self.messages:
+            if msg.get("role") == "tool":
+                name = msg.get("name") or id_to_name.get(str(msg.get("tool_call_id")), "tool")
+                results[str(name)] = _text(msg.get("content"))
+        return results
+
+    @property
+    def last_message(self) -> dict[str, Any]:
+        return self.messages[-1] if self.messages else {}
+
+    @property
+    def temperature(self) -> float:
+        value = self.params.get("temperature")
+        return 1.0 if value is None else float(value)
+
+    @property
+    def n(self) -> int:
+        return int(self.params.get("n") or 1)
+
+    @property
+    def max_tokens(self) -> int | None:
+        value = self.params.get("max_tokens")
+        return None if value is None else int(value)
+
+    @property
+    def model(self) -> str:
+        return str(self.params.get("model") or "")
+
+    @property
+    def is_judge(self) -> bool:
+        """True for a judge-style prompt: no tools, asks for a JSON score/grade."""
+        if self.tools:
+            return False
+        text = f"{self.system_prompt or ''}\n{self.last_user_text}".lower()
+        return "json" in text and any(word in text for word in _JUDGE_WORDS)
+
+
+def _text(content: Any) -> str:
+    """Message content as plain text (OpenAI content may be a list of parts)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(p.get("text", "")) for p in content if isinstance(p, dict)
+        )
+    return str(content)
+
+
+# --- registry -------------------------------------------------------------------------------
+
+_REGISTRY: dict[str, Callable[[], Script]] = {}
+SCRIPTS: Mapping[str, Callable[[], Script]] = MappingProxyType(_REGISTRY)
+
+
+def register_script(name: str) -> Callable[[Callable[[], Script]], Callable[[], Script]]:
+    """Decorator: register a factory returning a :class:`Script` under ``name``.
+
+    Names are unique; registering one twice raises ``ValueError`` (two modules fighting over a
+    name is always a bug).
+    """
+
+    def decorate(factory: Callable[[], Script]) -> Callable[[], Script]:
+        if name in _REGISTRY and _REGISTRY[name] is not factory:
+            raise ValueError(
+                f"scripted endpoint: a script named {name!r} is already registered "
+                f"(by {_REGISTRY[name].__module__}); pick another name"
+            )
+        _REGISTRY[name] = factory
+        return factory
+
+    return decorate
+
+
+def _load_builtin_scripts() -> None:
+    """Import the bundled script modules (lazily, so importing the package stays cheap)."""
+    import importlib
+
+    importlib.import_module("hermes_replay.scripted_endpoint.scripts.generic")
+    try:
+        importlib.import_module("hermes_replay.scripted_endpoint.scripts.examples")
+    except ModuleNotFoundError as exc:
+        # Only swallow the absence of the examples module itself, never its own broken imports.
+        if exc.name != "hermes_replay.scripted_endpoint.scripts.examples":
+            raise
+
+
+def list_scripts() -> list[str]:
+    _load_builtin_scripts()
+    return sorted(_REGISTRY)
+
+
+def get_script(name: str) -> Script:
+    """Build the script registered as ``name``.
+
+    ``"examples"`` falls back to ``"generic"`` while the examples module does not exist yet.
+    Unknown names raise ``KeyError`` listing the registered ones.
+    """
+    _load_builtin_scripts()
+    if name == "examples" and name not in _REGISTRY:
+        name = "generic"
+    try:
+        factory = _REGISTRY[name]
+    except KeyError:
+        raise KeyError(
+            f"scripted endpoint: no script named {name!r}; registered: "
+            f"{', '.join(sorted(_REGISTRY))}. Register one with "
+            "@register_script(name) in a module that is imported before the endpoint starts."
+        ) from None
+    return factory()

@@ -1,0 +1,164 @@
+"""The ``generic`` script: a sensible default for any tool-calling environment.
+
+Order of rules (first match answers):
+
+1. ``judge`` — a judge-style prompt (no tools, asks for a JSON score) gets
+   ``{"score": x, "reason": "..."}``; the scale follows the prompt ("0-10"/"1-10"/"1-5", else 0..1).
+2. ``first-tool-call`` — tools are offered and none has been called yet: call the tool whose name
+   and description best match the user's text, with arguments filled from its JSON schema.
+3. ``answer-from-tool-results`` — the last message is a tool result: a final answer quoting it.
+4. ``plain-answer`` — anything else: a short answer echoing the question.
+
+Wording varies with the sample's ``rng`` (so a GRPO group at temperature > 0 sees different
+samples) but is fixed for a given seed and sample index. ``generic_rules()`` returns the rules so
+other scripts can put their own rules in front and keep these as the fallback.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from typing import Any
+
+from hermes_replay.scripted_endpoint._script import (
+    Conversation,
+    Reply,
+    Rule,
+    Script,
+    register_script,
+)
+
+_OPENERS = (
+    "Here is what I found.",
+    "Done.",
+    "I checked it.",
+    "Result below.",
+    "That worked.",
+    "Okay.",
+)
+_CLOSERS = (
+    "Let me know if you need more.",
+    "That should answer it.",
+    "Hope this helps.",
+    "This is my final answer.",
+    "Nothing else to do.",
+    "All set.",
+)
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def _function(tool: dict[str, Any]) -> dict[str, Any]:
+    fn = tool.get("function", tool)
+    return fn if isinstance(fn, dict) else {}
+
+
+def pick_tool(conv: Conversation, rng: random.Random) -> dict[str, Any] | None:
+    """The offered tool sharing the most words with the user's text (ties broken by ``rng``)."""
+    if not conv.tools:
+        return None
+    asked = _words(conv.last_user_text or conv.first_user_text)
+
+    def overlap(tool: dict[str, Any]) -> int:
+        fn = _function(tool)
+        name_words = set(str(fn.get("name", "")).lower().replace("_", " ").split())
+        return 2 * len(asked & name_words) + len(asked & _words(str(fn.get("description", ""))))
+
+    scores = [overlap(t) for t in conv.tools]
+    best = max(scores)
+    candidates = [t for t, s in zip(conv.tools, scores, strict=True) if s == best]
+    return candidates[0] if len(candidates) == 1 else rng.choice(candidates)
+
+
+def fill_arguments(schema: dict[str, Any], conv: Conversation) -> dict[str, Any]:
+    """Arguments for a JSON-schema ``parameters`` object: every required property, plausibly."""
+    props = schema.get("properties") or {}
+    required = schema.get("required")
+    names = list(required) if required else list(props)[:1]
+    text = (conv.last_user_text or "").strip()[:200]
+    return {name: _value_for(name, props.get(name) or {}, text) for name in names}
+
+
+def _value_for(name: str, prop: dict[str, Any], text: str) -> Any:
+    if prop.get("enum"):
+        return prop["enum"][0]
+    kind = prop.get("type", "string")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind in ("integer", "number"):
+        return prop.get("minimum", 1)
+    if kind == "boolean":
+        return False
+    if kind == "array":
+        return []
+    if kind == "object":
+        return {}
+    lowered = name.lower()
+    if lowered in ("command", "cmd", "shell"):
+        return "echo scripted"
+    if lowered in ("code", "script", "source"):
+        return "print('scripted')"
+    if "path" in lowered or "file" in lowered:
+        return "notes.txt"
+    if "url" in lowered:
+        return "https://example.com"
+    return text or "scripted"
+
+
+def _judge(conv: Conversation, rng: random.Random) -> Reply:
+    prompt = f"{conv.system_prompt or ''}\n{conv.last_user_text}"
+    scale = re.search(r"\b([01])\s*(?:-|to)\s*(5|10|100)\b", prompt)
+    if scale:
+        low, high = int(scale.group(1)), int(scale.group(2))
+        score: float = rng.randint(max(low, high // 2), high)
+    else:
+        score = round(rng.uniform(0.5, 1.0), 2)
+    reason = rng.choice(
+        ("The answer addresses the question.", "Mostly correct.", "Clear and relevant.")
+    )
+    return Reply(content=json.dumps({"score": score, "reason": reason}))
+
+
+def _first_tool_call(conv: Conversation, rng: random.Random) -> Reply:
+    tool = pick_tool(conv, rng)
+    assert tool is not None  # guarded by ``when``
+    fn = _function(tool)
+    args = fill_arguments(fn.get("parameters") or {}, conv)
+    return Reply(tool_calls=[(str(fn.get("name")), args)])
+
+
+def _answer_from_results(conv: Conversation, rng: random.Random) -> Reply:
+    last = conv.last_message
+    name = last.get("name") or next(reversed(conv.tool_results), "tool")
+    result = conv.tool_results.get(name, str(last.get("content") or ""))
+    quoted = result.strip().replace("\n", " ")[:300]
+    return Reply(
+        content=f"{rng.choice(_OPENERS)} The {name} tool returned: {quoted} {rng.choice(_CLOSERS)}"
+    )
+
+
+def _plain_answer(conv: Conversation, rng: random.Random) -> Reply:
+    question = conv.last_user_text.strip().replace("\n", " ")[:200]
+    return Reply(
+        content=f"{rng.choice(_OPENERS)} You asked: {question} {rng.choice(_CLOSERS)}"
+    )
+
+
+def generic_rules() -> list[Rule]:
+    return [
+        Rule("judge", lambda c: c.is_judge, _judge),
+        Rule("first-tool-call", lambda c: bool(c.tools) and not c.tool_calls_made,
+             _first_tool_call),
+        Rule("answer-from-tool-results", lambda c: c.last_message.get("role") == "tool",
+             _answer_from_results),
+        Rule("plain-answer", lambda c: True, _plain_answer),
+    ]
+
+
+@register_script("generic")
+def generic() -> Script:
+    return Script("generic", generic_rules())

@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import tokenizers
 from atroposlib.utils.tokenize_for_trainer import tokenize_for_trainer
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -129,8 +130,9 @@ def test_rebuild_is_byte_identical_to_committed_files(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(TOKENIZER_FILES)
     for name in TOKENIZER_FILES:
         assert (tmp_path / name).read_bytes() == (shipped / name).read_bytes(), (
-            f"{name} differs from a fresh build; run `python scripts/build_tokenizer.py` and "
-            "commit hermes_replay/assets/tokenizer/"
+            f"{name} differs from a fresh build with tokenizers {tokenizers.__version__}; if the"
+            " corpus or template changed on purpose, run `python scripts/build_tokenizer.py` and"
+            " commit hermes_replay/assets/tokenizer/"
         )
     assert tokenizer_fingerprint(tmp_path) == tokenizer_fingerprint()
 

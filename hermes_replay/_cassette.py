@@ -1,0 +1,382 @@
+"""The cassette: a versioned JSON Lines file of recorded LLM interactions.
+
+Line 1 is the header (``{"type": "header", "schema_version": 1, ...}``); then records:
+
+- ``{"type": "blob", "id", "value"}`` — a long string or tool list, stored once
+- ``{"type": "interaction", "rollout", "seq", "kind", "fingerprint", "duration_ms",
+  "request": {"method", "url", "headers", "body"}, "response": {"status", "headers",
+  "body" | "text" | "chunks"}}`` — bodies use the delta/blob encoding of ``_format``
+- ``{"type": "outcome", "rollout", ...fields}`` — what the env reported (reward, turns …)
+- ``{"type": "annotate", "fields"}`` — only in ``.partial`` files; merged into the header
+
+A finished cassette is rewritten in a stable order (scope-less requests, then rollouts by
+id, each followed by its outcome) so re-recording the same run gives a small git diff.
+Writing goes to ``<path>.partial`` (one flushed line per record) and is renamed over
+``<path>`` only on a clean close, so a crash never touches an existing cassette.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from hermes_replay._errors import CassetteError
+from hermes_replay._format import BodyDecoder, BodyEncoder, DecodeError
+from hermes_replay._matching import request_path
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Cassette",
+    "CassetteHeader",
+    "CassetteWriter",
+    "Interaction",
+    "RolloutRecord",
+    "load_cassette",
+    "partial_path",
+    "write_cassette",
+]
+
+SCHEMA_VERSION = 1
+_RERECORD = "re-record it with `hermes-replay record …` (or mode='record')"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _harness_version() -> str:
+    from hermes_replay import __version__
+
+    return __version__
+
+
+class CassetteHeader(BaseModel):
+    """What was recorded, with what, and how (line 1 of every cassette)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["header"] = "header"
+    schema_version: int = SCHEMA_VERSION
+    harness_version: str = Field(default_factory=_harness_version)
+    created: str = Field(default_factory=_now)
+    env_name: str | None = None
+    env_file: str | None = None
+    command: list[str] = Field(default_factory=list)
+    endpoint_type: str | None = None
+    base_url: str | None = None
+    model: str | None = None
+    sampling: dict[str, Any] = Field(default_factory=dict)
+    tokenizer: dict[str, Any] | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    def merged(self, fields: dict[str, Any]) -> CassetteHeader:
+        """A copy with ``fields`` applied: known names set, everything else into ``extra``."""
+        data = self.model_dump()
+        known = set(type(self).model_fields) - {"type", "schema_version"}
+        for key, value in fields.items():
+            if key in known and key != "extra":
+                data[key] = value
+            elif key == "extra" and isinstance(value, dict):
+                data["extra"] = {**data["extra"], **value}
+            else:
+                data["extra"][key] = value
+        return CassetteHeader.model_validate(data)
+
+
+class Interaction(BaseModel):
+    """One LLM request and its response, both complete (decoded) and redacted."""
+
+    rollout: str | None = None
+    seq: int = 0
+    kind: str = "other"
+    request: dict[str, Any]
+    response: dict[str, Any]
+    fingerprint: str = ""
+    duration_ms: float = 0.0
+
+    @property
+    def key(self) -> tuple[str | None, int]:
+        return (self.rollout, self.seq)
+
+
+@dataclass
+class RolloutRecord:
+    id: str
+    interactions: list[Interaction] = field(default_factory=list)
+    outcome: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Cassette:
+    """A loaded cassette. ``complete`` is False for a ``.partial`` (interrupted) recording."""
+
+    path: Path
+    header: CassetteHeader
+    interactions: list[Interaction]
+    rollouts: dict[str, RolloutRecord]
+    complete: bool = True
+
+    @property
+    def scopeless(self) -> list[Interaction]:
+        return [i for i in self.interactions if i.rollout is None]
+
+    @property
+    def outcomes(self) -> dict[str, dict[str, Any]]:
+        return {rid: r.outcome for rid, r in self.rollouts.items() if r.outcome}
+
+
+def partial_path(path: str | Path) -> Path:
+    path = Path(path)
+    return path.with_name(path.name + ".partial")
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def load_cassette(path: str | Path) -> Cassette:
+    """Read a cassette (or a ``.partial`` one); raises ``CassetteError`` naming file:line."""
+    path = Path(path)
+    is_partial = path.name.endswith(".partial")
+    if not path.exists():
+        raise CassetteError("no such cassette", path=path,
+                            hint=f"check the path, or {_RERECORD} (mode='auto' records it)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CassetteError(f"cannot read the file: {exc}", path=path,
+                            hint="restore it from git, or " + _RERECORD) from exc
+    lines = text.split("\n")
+    truncated_tail = bool(lines) and lines[-1] != ""
+    if lines and lines[-1] == "":
+        lines.pop()
+    return _parse(path, lines, is_partial=is_partial, truncated_tail=truncated_tail)
+
+
+def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bool) -> Cassette:
+    bodies: dict[tuple[str, int], Any] = {}
+
+    def lookup(rollout: str, seq: int) -> Any:
+        if (rollout, seq) not in bodies:
+            raise DecodeError(f"refers to turn {seq} of rollout {rollout!r}, not found earlier")
+        return bodies[(rollout, seq)]
+
+    decoder = BodyDecoder(lookup)
+    header: CassetteHeader | None = None
+    interactions: list[Interaction] = []
+    rollouts: dict[str, RolloutRecord] = {}
+    seen: dict[tuple[str | None, int], int] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if is_partial and truncated_tail and number == len(lines):
+                break  # the write the crash interrupted; everything before it is whole
+            raise CassetteError(f"not valid JSON ({exc.msg})", path=path, line=number,
+                                hint="the file is damaged; restore it from git, or "
+                                + _RERECORD) from exc
+        kind = record.get("type") if isinstance(record, dict) else None
+        if header is None:
+            header = _read_header(path, number, record)
+            continue
+        try:
+            if kind == "blob":
+                decoder.add_blob(str(record["id"]), record["value"])
+            elif kind == "interaction":
+                inter = _read_interaction(record, decoder)
+                if inter.key in seen and not is_partial:
+                    raise DecodeError(f"duplicate recording for rollout {inter.rollout!r} turn "
+                                      f"{inter.seq} (first at line {seen[inter.key]})")
+                seen[inter.key] = number
+                if inter.rollout is not None:
+                    bodies[(inter.rollout, inter.seq)] = inter.request.get("body")
+                    rollouts.setdefault(inter.rollout, RolloutRecord(inter.rollout))
+                interactions.append(inter)
+            elif kind == "outcome":
+                fields = {k: v for k, v in record.items() if k not in ("type", "rollout")}
+                rid = str(record["rollout"])
+                rollouts.setdefault(rid, RolloutRecord(rid)).outcome.update(
+                    decoder.resolve_blobs(fields))
+            elif kind == "annotate":
+                header = header.merged(dict(record.get("fields") or {}))
+            else:
+                raise DecodeError(f"unknown record type {kind!r}")
+        except (DecodeError, KeyError, TypeError, ValueError, ValidationError) as exc:
+            raise CassetteError(f"bad {kind or 'record'} record: {_short(exc)}", path=path,
+                                line=number, hint="restore the file from git, or "
+                                + _RERECORD) from exc
+    if header is None:
+        raise CassetteError("empty file: no header line", path=path, line=1,
+                            hint=_RERECORD[0].upper() + _RERECORD[1:])
+    if is_partial:
+        interactions = _renumber(interactions)
+    for inter in interactions:
+        if inter.rollout is not None:
+            rollouts[inter.rollout].interactions.append(inter)
+    return Cassette(path, header, interactions, rollouts, complete=not is_partial)
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _read_header(path: Path, number: int, record: Any) -> CassetteHeader:
+    if not isinstance(record, dict) or record.get("type") != "header":
+        raise CassetteError("line 1 is not a cassette header", path=path, line=number,
+                            hint="is this a hermes-replay cassette? If so, " + _RERECORD)
+    version = record.get("schema_version")
+    if not isinstance(version, int) or version < 1:
+        raise CassetteError(f"bad schema_version {version!r}", path=path, line=number,
+                            hint=_RERECORD)
+    if version > SCHEMA_VERSION:
+        raise CassetteError(
+            f"cassette schema {version} is newer than this hermes-replay reads "
+            f"(schema {SCHEMA_VERSION}, hermes-replay {_harness_version()})",
+            path=path, line=number,
+            hint="upgrade hermes-replay, or " + _RERECORD + " with this version")
+    try:
+        return CassetteHeader.model_validate(record)
+    except ValidationError as exc:
+        raise CassetteError(f"bad header: {_short(exc)}", path=path, line=number,
+                            hint=_RERECORD) from exc
+
+
+def _read_interaction(record: dict, decoder: BodyDecoder) -> Interaction:
+    rollout = record.get("rollout")
+    request = dict(record["request"])
+    request["body"] = decoder.decode(rollout, request.get("body"))
+    request["path"] = request_path(str(request.get("url", "")))
+    fields = {k: v for k, v in record.items() if k not in ("type", "request")}
+    return Interaction.model_validate({**fields, "request": request})
+
+
+def _renumber(interactions: list[Interaction]) -> list[Interaction]:
+    """A ``.partial`` holds provisional sequence numbers (order of issue, with gaps where an
+    attempt failed); rank them 0..n-1 per rollout as a finished cassette would."""
+    by_rollout: dict[str | None, list[Interaction]] = {}
+    for inter in interactions:
+        by_rollout.setdefault(inter.rollout, []).append(inter)
+    out = []
+    for group in by_rollout.values():
+        for rank, inter in enumerate(sorted(group, key=lambda i: i.seq)):
+            out.append(inter.model_copy(update={"seq": rank}))
+    return out
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def _dumps(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False, default=_json_default)
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if hasattr(value, "__dataclass_fields__"):
+        from dataclasses import asdict
+
+        return asdict(value)
+    return repr(value)
+
+
+def _interaction_records(encoder: BodyEncoder, inter: Interaction) -> list[dict[str, Any]]:
+    request = {k: v for k, v in inter.request.items() if k != "path"}
+    blobs, body = encoder.encode(inter.rollout, inter.seq, request.get("body"))
+    request["body"] = body
+    record = {"type": "interaction", "rollout": inter.rollout, "seq": inter.seq,
+              "kind": inter.kind, "fingerprint": inter.fingerprint,
+              "duration_ms": round(inter.duration_ms, 1), "request": request,
+              "response": inter.response}
+    return [*blobs, record]
+
+
+def _outcome_records(encoder: BodyEncoder, rollout: str, outcome: dict) -> list[dict[str, Any]]:
+    blobs, fields = encoder.encode_plain(json.loads(_dumps(outcome)))
+    return [*blobs, {"type": "outcome", "rollout": rollout, **fields}]
+
+
+class CassetteWriter:
+    """Appends records to ``<path>.partial``, one flushed line each (crash-safe journal)."""
+
+    def __init__(self, path: str | Path, header: CassetteHeader) -> None:
+        self.path = Path(path)
+        self.partial = partial_path(self.path)
+        self.partial.parent.mkdir(parents=True, exist_ok=True)
+        self._encoder = BodyEncoder()
+        self._file: IO[str] | None = self.partial.open("w", encoding="utf-8")
+        self._write([header.model_dump(mode="json")])
+
+    def _write(self, records: Iterable[dict[str, Any]]) -> None:
+        if self._file is None:
+            raise ValueError(f"{self.partial}: writer already closed")
+        self._file.write("".join(_dumps(r) + "\n" for r in records))
+        self._file.flush()
+
+    def interaction(self, inter: Interaction) -> None:
+        self._write(_interaction_records(self._encoder, inter))
+
+    def outcome(self, rollout: str, outcome: dict[str, Any]) -> None:
+        self._write(_outcome_records(self._encoder, rollout, outcome))
+
+    def annotate(self, fields: dict[str, Any]) -> None:
+        self._write([{"type": "annotate", "fields": json.loads(_dumps(fields))}])
+
+    def close(self) -> None:
+        """Stop writing and leave the ``.partial`` as it is (interrupted recording)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def commit(self, header: CassetteHeader, interactions: list[Interaction],
+               outcomes: dict[str, dict[str, Any]]) -> None:
+        """Write the final, compacted cassette over ``path`` atomically; drop the journal."""
+        self.close()
+        write_cassette(self.path, header, interactions, outcomes)
+        self.partial.unlink(missing_ok=True)
+
+
+def _ordered(interactions: list[Interaction],
+             outcomes: dict[str, dict[str, Any]]) -> Iterator[tuple[str, Any]]:
+    scopeless = sorted((i for i in interactions if i.rollout is None), key=lambda i: i.seq)
+    for inter in scopeless:
+        yield "interaction", inter
+    grouped: dict[str, list[Interaction]] = {}
+    for inter in interactions:
+        if inter.rollout is not None:
+            grouped.setdefault(inter.rollout, []).append(inter)
+    for rid in sorted(set(grouped) | set(outcomes)):
+        for inter in sorted(grouped.get(rid, []), key=lambda i: i.seq):
+            yield "interaction", inter
+        if outcomes.get(rid):
+            yield "outcome", (rid, outcomes[rid])
+
+
+def write_cassette(path: str | Path, header: CassetteHeader, interactions: list[Interaction],
+                   outcomes: dict[str, dict[str, Any]] | None = None) -> None:
+    """Write a complete cassette atomically (temp file, fsync, ``os.replace``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    encoder = BodyEncoder()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            fh.write(_dumps(header.model_dump(mode="json")) + "\n")
+            for kind, item in _ordered(interactions, outcomes or {}):
+                records = (_interaction_records(encoder, item) if kind == "interaction"
+                           else _outcome_records(encoder, *item))
+                fh.write("".join(_dumps(r) + "\n" for r in records))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

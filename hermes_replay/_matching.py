@@ -1,0 +1,235 @@
+"""Request matching: canonical form, fingerprints, and the diff shown on a miss.
+
+A request (the stored form: ``{"method", "url", "headers", "body"}``, already redacted)
+becomes a *canonical* value — method, path, non-secret query and the JSON body with
+ignored paths removed and normalizers applied — and its fingerprint is a hash of that
+value serialised with sorted keys. Host and headers are never part of it: replay may use
+another port, and SDK headers (``x-stainless-*``, user-agent) change between versions.
+
+Recorded fingerprints are recomputed with the *current* matcher at load time, so adding
+an ignore path or a normalizer takes effect on an existing cassette without re-recording.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+__all__ = ["DEFAULT_IGNORE_PATHS", "Matcher", "request_path", "similarity", "unified_request_diff"]
+
+# Fields that carry no meaning for what the model answers, or that differ run to run.
+DEFAULT_IGNORE_PATHS: tuple[str, ...] = ("body.user", "body.metadata", "body.stream_options")
+
+_SEGMENT = re.compile(r"([^.\[\]]+)|\[(\*|\d+)\]")
+
+
+def _parse_path(path: str) -> tuple[str | int, ...]:
+    """``"body.messages[*].content"`` → ``("body", "messages", "*", "content")``.
+
+    ``*`` matches any dict key or list index; ``[N]`` one list index.
+    """
+    parts: list[str | int] = []
+    for name, index in _SEGMENT.findall(path):
+        if name:
+            parts.append(name)
+        elif index == "*":
+            parts.append("*")
+        else:
+            parts.append(int(index))
+    if not parts:
+        raise ValueError(f"empty ignore path {path!r}; use e.g. 'body.metadata'")
+    return tuple(parts)
+
+
+def _remove(value: Any, parts: Sequence[str | int]) -> Any:
+    """A copy of ``value`` without the nodes addressed by ``parts``."""
+    if not parts:
+        return value
+    head, rest = parts[0], parts[1:]
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            hit = head == "*" or head == key
+            if hit and not rest:
+                continue
+            out[key] = _remove(item, rest) if hit else item
+        return out
+    if isinstance(value, list):
+        if head == "*":
+            return [_remove(item, rest) for item in value] if rest else []
+        if isinstance(head, int) and 0 <= head < len(value):
+            if not rest:
+                return value[:head] + value[head + 1:]
+            return [*value[:head], _remove(value[head], rest), *value[head + 1:]]
+    return value
+
+
+def request_path(url: str) -> str:
+    """The path part of a URL (``/v1/chat/completions``)."""
+    return urlsplit(url).path or "/"
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """Turns requests into fingerprints, and renders them for a readable miss diff.
+
+    ``ignore_paths`` address fields of ``{"method","path","query","body"}`` (e.g.
+    ``"body.messages[*].name"``); ``normalizers`` are ``(regex, replacement)`` pairs applied
+    to every string in the body before hashing (timestamps, tmp paths, uuids).
+    """
+
+    ignore_paths: tuple[str, ...] = DEFAULT_IGNORE_PATHS
+    normalizers: tuple[tuple[str | re.Pattern[str], str], ...] = ()
+    _parsed: tuple[tuple[str | int, ...], ...] = field(init=False, repr=False, compare=False)
+    _regexes: tuple[tuple[re.Pattern[str], str], ...] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_parsed", tuple(_parse_path(p) for p in self.ignore_paths))
+        regexes = []
+        for pattern, repl in self.normalizers:
+            regexes.append((re.compile(pattern) if isinstance(pattern, str) else pattern, repl))
+        object.__setattr__(self, "_regexes", tuple(regexes))
+
+    @classmethod
+    def build(
+        cls,
+        ignore_paths: Iterable[str] | None = None,
+        normalizers: Iterable[tuple[str | re.Pattern[str], str]] | None = None,
+        *,
+        default_ignores: bool = True,
+    ) -> Matcher:
+        paths = list(DEFAULT_IGNORE_PATHS) if default_ignores else []
+        paths.extend(ignore_paths or ())
+        return cls(tuple(paths), tuple(normalizers or ()))
+
+    def _normalize(self, value: Any) -> Any:
+        if isinstance(value, str):
+            for regex, repl in self._regexes:
+                value = regex.sub(repl, value)
+            return value
+        if isinstance(value, list):
+            return [self._normalize(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self._normalize(v) for k, v in value.items()}
+        return value
+
+    def canonical(self, request: dict[str, Any]) -> dict[str, Any]:
+        url = request.get("url", "")
+        parts = urlsplit(url)
+        canon: dict[str, Any] = {
+            "method": str(request.get("method", "GET")).upper(),
+            "path": parts.path or "/",
+            "query": sorted(parse_qsl(parts.query, keep_blank_values=True)),
+            "body": request.get("body"),
+        }
+        for path in self._parsed:
+            canon = _remove(canon, path)
+        if self._regexes:
+            canon = self._normalize(canon)
+        return canon
+
+    def fingerprint(self, request: dict[str, Any]) -> str:
+        text = json.dumps(self.canonical(request), sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False, default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+    def render(self, request: dict[str, Any]) -> list[str]:
+        """The canonical request as ``path: value`` lines; multi-line strings one line each."""
+        lines: list[str] = []
+        _flatten(self.canonical(request), "", lines)
+        return lines
+
+
+def _flatten(value: Any, prefix: str, out: list[str]) -> None:
+    if isinstance(value, dict):
+        if not value:
+            out.append(f"{prefix}: {{}}")
+        for key in sorted(value):
+            _flatten(value[key], f"{prefix}.{key}" if prefix else str(key), out)
+    elif isinstance(value, list):
+        if not value:
+            out.append(f"{prefix}: []")
+        for i, item in enumerate(value):
+            _flatten(item, f"{prefix}[{i}]", out)
+    elif isinstance(value, str) and "\n" in value:
+        out.append(f"{prefix}: |")
+        out.extend(f"  {line}" for line in value.split("\n"))
+    else:
+        out.append(f"{prefix}: {json.dumps(value, ensure_ascii=False, default=str)}")
+
+
+def similarity(a: Sequence[str], b: Sequence[str]) -> float:
+    """Cheap closeness of two rendered requests: Jaccard index of their line sets."""
+    sa, sb = set(a), set(b)
+    if not sa and not sb:
+        return 1.0
+    return len(sa & sb) / len(sa | sb)
+
+
+_MAX_LINE = 160
+_MAX_DIFF_LINES = 60
+
+
+def _clip_pair(old: str, new: str) -> tuple[str, str]:
+    """Shorten a long changed line to a window around where it first differs."""
+    if len(old) <= _MAX_LINE and len(new) <= _MAX_LINE:
+        return old, new
+    start = 0
+    for start, (x, y) in enumerate(zip(old, new, strict=False)):  # noqa: B007
+        if x != y:
+            break
+    lo = max(0, start - 60)
+
+    def cut(s: str) -> str:
+        piece = s[lo:lo + _MAX_LINE]
+        return ("…" if lo else "") + piece + ("…" if lo + _MAX_LINE < len(s) else "")
+
+    return cut(old), cut(new)
+
+
+def unified_request_diff(
+    recorded: Sequence[str], actual: Sequence[str], recorded_label: str, actual_label: str
+) -> str:
+    """A unified diff (2 lines of context) of two rendered requests, long lines clipped."""
+    raw = list(difflib.unified_diff(list(recorded), list(actual), recorded_label, actual_label,
+                                    n=2, lineterm=""))
+    out: list[str] = []
+    i = 0
+    while i < len(raw):
+        line = raw[i]
+        if line.startswith("-") and not line.startswith("---"):
+            minus = []
+            while i < len(raw) and raw[i].startswith("-") and not raw[i].startswith("---"):
+                minus.append(raw[i][1:])
+                i += 1
+            plus = []
+            while i < len(raw) and raw[i].startswith("+") and not raw[i].startswith("+++"):
+                plus.append(raw[i][1:])
+                i += 1
+            for k in range(max(len(minus), len(plus))):
+                old = minus[k] if k < len(minus) else ""
+                new = plus[k] if k < len(plus) else ""
+                old, new = _clip_pair(old, new)
+                if k < len(minus):
+                    minus[k] = old
+                if k < len(plus):
+                    plus[k] = new
+            out.extend("-" + m for m in minus)
+            out.extend("+" + p for p in plus)
+            continue
+        if len(line) > _MAX_LINE + 2:
+            line = line[: _MAX_LINE] + "…"
+        out.append(line)
+        i += 1
+    if len(out) > _MAX_DIFF_LINES:
+        hidden = len(out) - _MAX_DIFF_LINES
+        out = [*out[:_MAX_DIFF_LINES], f"… ({hidden} more diff lines)"]
+    return "\n".join(out)

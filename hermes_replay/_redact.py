@@ -1,0 +1,127 @@
+"""Redaction: secrets never reach a cassette.
+
+Applied to every request and response *before* it is fingerprinted or written, so a
+recorded fingerprint and a replay-time fingerprint are computed over the same redacted
+form (a key in a body therefore never breaks matching). Replay never needs a key.
+
+Three layers: headers (a small allow-list is kept at all, and the secret ones are
+replaced even if a caller widens the list), query parameters with key-like names, and
+key-shaped patterns inside any string of a JSON body.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+__all__ = [
+    "KEPT_HEADERS",
+    "redact_headers",
+    "redact_json",
+    "redact_text",
+    "redact_url",
+]
+
+# Headers worth keeping in a cassette: they change how a body is read. Everything else
+# (user-agent, x-stainless-*, request ids, dates) is noise in a git diff.
+KEPT_HEADERS = frozenset({"content-type", "accept"})
+
+_SECRET_HEADERS = {
+    "authorization": "authorization",
+    "proxy-authorization": "authorization",
+    "api-key": "api-key",
+    "x-api-key": "api-key",
+    "x-goog-api-key": "api-key",
+    "openai-organization": "organization",
+    "openai-project": "project",
+    "cookie": "cookie",
+    "set-cookie": "cookie",
+}
+
+_SECRET_PARAMS = frozenset({
+    "key", "api_key", "apikey", "api-key", "token", "access_token", "auth", "secret",
+    "client_secret", "password", "sig", "signature", "x-api-key",
+})
+
+# Keys whose string values are secrets wherever they appear in a JSON body.
+_SECRET_FIELD = re.compile(
+    r"^(api[_-]?key|apikey|access[_-]?token|auth[_-]?token|secret|client[_-]?secret|"
+    r"password|authorization|x-api-key)$",
+    re.IGNORECASE,
+)
+
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"Bearer\s+[A-Za-z0-9._~+/=-]{8,}"), "Bearer <redacted:token>"),
+    (re.compile(r"\bsk-(?:ant-|proj-|or-v1-)?[A-Za-z0-9_-]{16,}"), "<redacted:api-key>"),
+    (re.compile(r"\bhf_[A-Za-z0-9]{20,}"), "<redacted:hf-token>"),
+    (re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"), "<redacted:google-key>"),
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), "<redacted:github-token>"),
+    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), "<redacted:slack-token>"),
+    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), "<redacted:aws-key>"),
+    (
+        re.compile(r'("(?:api[_-]?key|access[_-]?token|secret|password)"\s*:\s*)"[^"]+"',
+                   re.IGNORECASE),
+        r'\1"<redacted:secret>"',
+    ),
+)
+
+
+def redact_text(text: str) -> str:
+    """Replace key-shaped substrings of ``text`` with placeholders."""
+    for pattern, replacement in _PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def redact_json(value: Any) -> Any:
+    """A copy of a JSON value with secret fields and key-shaped strings replaced."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, list):
+        return [redact_json(v) for v in value]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if isinstance(item, str) and item and _SECRET_FIELD.match(str(key)):
+                out[key] = f"<redacted:{str(key).lower()}>"
+            else:
+                out[key] = redact_json(item)
+        return out
+    return value
+
+
+def redact_headers(
+    headers: Iterable[tuple[str, str]], keep: Iterable[str] = KEPT_HEADERS
+) -> dict[str, str]:
+    """Allow-listed headers (lower-cased names) plus placeholders for the secret ones.
+
+    A placeholder (not a silent drop) shows a reviewer that a credential was sent.
+    """
+    kept = {k.lower() for k in keep}
+    out: dict[str, str] = {}
+    for name, value in headers:
+        low = name.lower()
+        if low in _SECRET_HEADERS:
+            out[low] = f"<redacted:{_SECRET_HEADERS[low]}>"
+        elif low in kept:
+            out[low] = redact_text(value)
+    return out
+
+
+def redact_url(url: str) -> str:
+    """The URL with key-like query values and any userinfo replaced."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "<redacted:userinfo>@" + netloc.rsplit("@", 1)[1]
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        pairs = [
+            (k, f"<redacted:{k.lower()}>" if k.lower() in _SECRET_PARAMS else redact_text(v))
+            for k, v in pairs
+        ]
+        query = urlencode(pairs, safe="<>:")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))

@@ -1,0 +1,218 @@
+"""ToolContext: same sandbox as the rollout, sync and awaitable forms, cleanup."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+import uuid
+
+import pytest
+from openai.types.chat import ChatCompletion
+
+from environments import tool_context as tool_context_module
+from environments.agent_loop import HermesAgentLoop
+from environments.tool_context import ToolContext
+from environments.tools import register_tool, resolve_toolsets
+from environments.tools import registry as registry_module
+from environments.tools.sandbox import active_sandboxes, cleanup_sandbox, get_sandbox
+from environments.tools.todo import todo_items
+
+
+@pytest.fixture
+def task_id():
+    tid = f"test-ctx-{uuid.uuid4().hex[:8]}"
+    yield tid
+    ToolContext(tid).cleanup()
+
+
+def _completion(content=None, tool_calls=None) -> ChatCompletion:
+    message = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return ChatCompletion.model_validate(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+        }
+    )
+
+
+class _Server:
+    def __init__(self, *responses):
+        self.responses = list(responses)
+
+    async def chat_completion(self, **kwargs):
+        return self.responses.pop(0)
+
+
+async def test_reaches_the_sandbox_the_rollout_used(task_id):
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {
+            "name": "write_file",
+            "arguments": json.dumps({"path": "sol.py", "content": "print(6 * 7)\n"}),
+        },
+    }
+    todo = {
+        "id": "c2",
+        "type": "function",
+        "function": {"name": "todo", "arguments": '{"action": "add", "text": "verify"}'},
+    }
+    schemas, names = resolve_toolsets(None)
+    server = _Server(_completion(None, [call, todo]), _completion("done"))
+    await HermesAgentLoop(server, schemas, names, task_id=task_id).run([])
+
+    ctx = ToolContext(task_id)
+    assert (await ctx.aterminal("python sol.py")) == {"exit_code": 0, "output": "42\n"}
+    assert await ctx.aread_file("sol.py") == "print(6 * 7)\n"
+    assert json.loads(await ctx.acall_tool("todo", {"action": "list"}))["todos"][0]["text"] == (
+        "verify"
+    )
+    await ctx.acleanup()
+    assert task_id not in active_sandboxes()
+    assert todo_items(task_id) == []
+
+
+def test_sync_api_outside_an_event_loop(task_id, tmp_path, caplog):
+    ctx = ToolContext(task_id)
+    ctx.write_file("a/b.txt", "hello")
+    assert ctx.read_file("a/b.txt") == "hello"
+    assert ctx.terminal("cat a/b.txt; exit 4") == {"exit_code": 4, "output": "hello"}
+    assert ctx.terminal("sleep 5", timeout=0.2)["exit_code"] == 124
+
+    (tmp_path / "in.txt").write_text("up")
+    ctx.upload_file(str(tmp_path / "in.txt"), "up.txt")
+    ctx.download_file("up.txt", str(tmp_path / "out.txt"))
+    assert (tmp_path / "out.txt").read_text() == "up"
+
+    assert json.loads(ctx.call_tool("read_file", {"path": "up.txt"}))["content"] == "up"
+    assert json.loads(ctx.call_tool("read_file", '{"path": "up.txt"}'))["content"] == "up"
+    with pytest.raises(KeyError, match="no tool named 'nope'"):
+        ctx.call_tool("nope", {})
+    with pytest.raises(PermissionError):
+        ctx.read_file("../../outside.txt")
+    assert "blocks every other rollout" not in caplog.text  # no loop, no warning
+
+
+def test_call_tool_returns_error_text_when_the_tool_raises(task_id, monkeypatch):
+    monkeypatch.setattr(registry_module, "_TOOLS", dict(registry_module._TOOLS))
+
+    @register_tool("explode", "test", {})
+    def explode(args, tid):
+        raise ValueError("bad input")
+
+    result = json.loads(ToolContext(task_id).call_tool("explode", {}))
+    assert result == {"error": "Tool 'explode' raised ValueError: bad input"}
+
+
+async def _ticks_during(coro, interval: float = 0.02) -> tuple[int, float]:
+    """How often another coroutine got to run while ``coro`` was running."""
+    ticks = 0
+    done = asyncio.Event()
+
+    async def ticker():
+        nonlocal ticks
+        while not done.is_set():
+            await asyncio.sleep(interval)
+            ticks += 1
+
+    ticking = asyncio.create_task(ticker())
+    await asyncio.sleep(0)  # let the ticker start
+    started = time.monotonic()
+    try:
+        await coro
+    finally:
+        done.set()
+    await ticking
+    return ticks, time.monotonic() - started
+
+
+async def test_async_terminal_does_not_stall_other_rollouts(task_id):
+    ctx = ToolContext(task_id)
+    ticks, elapsed = await _ticks_during(ctx.aterminal("sleep 0.6"))
+    # A stalled loop would tick at most once; a free one ~30 times.
+    assert ticks >= 10, (ticks, elapsed)
+
+
+async def test_sync_terminal_on_the_loop_works_but_blocks_and_warns(task_id, caplog, monkeypatch):
+    """The documented trade-off: the seed's sync call still works, at the cost of the loop."""
+    monkeypatch.setattr(tool_context_module, "_warned_blocking", False)
+    ctx = ToolContext(task_id)
+
+    async def sync_call():
+        return ctx.terminal("sleep 0.4; echo done")
+
+    with caplog.at_level(logging.WARNING):
+        ticks, _ = await _ticks_during(sync_call())
+    assert ticks <= 2
+    assert "await ctx.aterminal" in caplog.text
+
+
+async def test_two_rollouts_scoring_concurrently_overlap(task_id):
+    """Two rewards each running a 0.5 s verification finish in about the time of one."""
+    a, b = ToolContext(f"{task_id}-a"), ToolContext(f"{task_id}-b")
+    try:
+        started = time.monotonic()
+        await a.aterminal("sleep 0.5")
+        single = time.monotonic() - started
+        started = time.monotonic()
+        await asyncio.gather(a.aterminal("sleep 0.5"), b.aterminal("sleep 0.5"))
+        assert time.monotonic() - started < 1.6 * single
+    finally:
+        await a.acleanup()
+        await b.acleanup()
+
+
+def test_cleanup_removes_processes_and_files_and_is_idempotent(task_id):
+    ctx = ToolContext(task_id)
+    pid = int(ctx.terminal("sleep 1000 >/dev/null 2>&1 & echo $!")["output"])
+    base = get_sandbox(task_id).base_dir
+    ctx.cleanup()
+    ctx.cleanup()
+    assert not os.path.exists(base)
+    deadline = time.monotonic() + 3
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        with open(f"/proc/{pid}/stat") as fh:
+            if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        time.sleep(0.02)
+    else:
+        assert not os.path.exists(f"/proc/{pid}")
+
+
+async def test_context_managers_always_clean_up(task_id):
+    with pytest.raises(RuntimeError), ToolContext(task_id) as ctx:
+        ctx.write_file("x", "1")
+        raise RuntimeError("reward crashed")
+    assert task_id not in active_sandboxes()
+
+    async with ToolContext(task_id) as actx:
+        await actx.awrite_file("y", "2")
+        assert task_id in active_sandboxes()
+    assert task_id not in active_sandboxes()
+
+
+async def test_async_file_transfer(task_id, tmp_path):
+    ctx = ToolContext(task_id)
+    (tmp_path / "src.txt").write_text("s")
+    await ctx.aupload_file(str(tmp_path / "src.txt"), "s.txt")
+    await ctx.adownload_file("s.txt", str(tmp_path / "back.txt"))
+    assert (tmp_path / "back.txt").read_text() == "s"
+
+
+def test_backend_choice(task_id):
+    assert ToolContext(task_id).sandbox.name == "local"  # default when the task has none yet
+    with pytest.raises(ValueError, match="already has a 'local' sandbox"):
+        ToolContext(task_id, backend="docker").terminal("ls")
+    cleanup_sandbox(task_id)
+    with pytest.raises(NotImplementedError, match="not available"):
+        ToolContext(task_id, backend="docker").terminal("ls")
+    with pytest.raises(ValueError, match="task_id"):
+        ToolContext("")

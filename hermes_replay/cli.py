@@ -10,7 +10,15 @@ import importlib
 import sys
 
 # Order here is the order ``--help`` lists them in.
-COMMANDS: tuple[str, ...] = ("scripted_endpoint",)
+COMMANDS: tuple[str, ...] = (
+    "record",
+    "replay",
+    "passthrough",
+    "ls",
+    "show",
+    "scripted_endpoint",
+    "check",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,328 @@
+"""Which inference endpoint a recording talks to — always the user's decision.
+
+Recording sends real requests, so hermes-replay never picks a provider (DESIGN section 4, the
+seed's rule "always ask the user"). The endpoint comes from, in order:
+
+1. ``--endpoint URL --model NAME [--server-type T] [--api-key-env VAR]`` on ``record``;
+2. ``--openai.base_url`` (or a ``--config`` YAML with ``openai.base_url``) among the env flags;
+3. a question on the terminal with the seed's four options;
+4. with no terminal: exit 2 with a message that lists the four options and their flags.
+
+The API key is only ever read from an environment variable and handed to the env CLI
+in-process (``--openai.api_key=…`` in ``sys.argv``), so it never lands in shell history, the
+cassette header or the printed command.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+__all__ = [
+    "ATROPOS_DEFAULT_URL",
+    "OPENROUTER_URL",
+    "Endpoint",
+    "ProviderError",
+    "ask_endpoint",
+    "endpoint_from_args",
+    "flag_value",
+    "no_endpoint_message",
+    "options_text",
+]
+
+OPENROUTER_URL = "https://openrouter.ai/api/v1"
+ATROPOS_DEFAULT_URL = "http://localhost:8000/v1"
+OPENROUTER_MODEL_EXAMPLES = (
+    "anthropic/claude-sonnet-4.5",
+    "google/gemini-2.5-pro",
+    "meta-llama/llama-3.3-70b-instruct",
+)
+SERVER_TYPES = ("openai", "vllm", "sglang")
+_ENV_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class ProviderError(Exception):
+    """The endpoint cannot be settled; the message says what to pass instead. Exit code 2."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where recorded requests go. ``None`` fields keep the environment's own default."""
+
+    source: str  # "flags" | "env-args" | "openrouter" | "vllm" | "openai-compatible" | "atropos"
+    base_url: str | None = None
+    model: str | None = None
+    server_type: str | None = None
+    health_check: bool | None = None
+    api_key_env: str | None = None
+
+    def env_flags(self) -> list[str]:
+        """The ``--openai.*`` flags to append to the env CLI (safe to print and record)."""
+        if self.source == "env-args":
+            return []  # the user's env flags already say everything
+        flags: list[str] = []
+        if self.base_url:
+            flags += ["--openai.base_url", self.base_url]
+        if self.model:
+            flags += ["--openai.model_name", self.model]
+        if self.server_type:
+            flags += ["--openai.server_type", self.server_type]
+        if self.health_check is not None:
+            flags += ["--openai.health_check", "true" if self.health_check else "false"]
+        return flags
+
+    def secret_flags(self, environ: Mapping[str, str]) -> list[str]:
+        """``--openai.api_key=…`` for the in-process argv only; never printed or recorded."""
+        if not self.api_key_env:
+            return []
+        value = environ.get(self.api_key_env, "")
+        if not value:
+            raise ProviderError(
+                f"environment variable {self.api_key_env} is not set (it should hold the API key "
+                f"for {self.base_url or 'the endpoint'}). Next step: export {self.api_key_env}=… "
+                "and run the command again."
+            )
+        return [f"--openai.api_key={value}"]
+
+    def record_flags(self) -> list[str]:
+        """Flags that reproduce this choice on the ``hermes-replay record`` command line."""
+        if self.source == "env-args":
+            return []
+        parts: list[str] = []
+        if self.base_url:
+            parts += ["--endpoint", self.base_url]
+        if self.model:
+            parts += ["--model", self.model]
+        if self.server_type:
+            parts += ["--server-type", self.server_type]
+        if self.api_key_env:
+            parts += ["--api-key-env", self.api_key_env]
+        return parts
+
+    def header_fields(self) -> dict[str, str]:
+        """Fields for the cassette header (no key, only the variable's name)."""
+        fields = {
+            "endpoint_type": self.server_type or "default",
+            "base_url": self.base_url or "",
+            "model": self.model or "",
+        }
+        return {k: v for k, v in fields.items() if v}
+
+
+def flag_value(args: Sequence[str], name: str) -> str | None:
+    """The value of ``--name V`` or ``--name=V`` in an env-CLI argv (last one wins), else None."""
+    value: str | None = None
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg[len(name) + 1 :]
+    return value
+
+
+def _yaml_base_url(config_path: str) -> str | None:
+    """``openai.base_url`` from an env ``--config`` YAML file, if it sets one."""
+    try:
+        import yaml
+
+        data = yaml.safe_load(Path(config_path).read_text(encoding="utf-8")) or {}
+    except (OSError, ValueError, ImportError):
+        return None
+    section = data.get("openai") if isinstance(data, dict) else None
+    if isinstance(section, list) and section:
+        section = section[0]
+    if isinstance(section, dict) and section.get("base_url"):
+        return str(section["base_url"])
+    return None
+
+
+def endpoint_from_args(
+    *,
+    endpoint: str | None,
+    model: str | None,
+    server_type: str | None,
+    api_key_env: str | None,
+    env_args: Sequence[str],
+) -> Endpoint | None:
+    """The endpoint the command line already names, or None when the user must be asked."""
+    in_env = flag_value(env_args, "--openai.base_url")
+    config = flag_value(env_args, "--config")
+    if endpoint is None and (model or server_type or api_key_env):
+        raise ProviderError(
+            "--model/--server-type/--api-key-env need --endpoint URL as well. Next step: add "
+            "--endpoint (e.g. --endpoint http://localhost:8000/v1)."
+        )
+    if endpoint is not None:
+        if in_env is not None:
+            raise ProviderError(
+                f"the endpoint is given twice: --endpoint {endpoint} and --openai.base_url "
+                f"{in_env} after `--`. Next step: keep one of them."
+            )
+        if not re.match(r"^https?://", endpoint):
+            raise ProviderError(
+                f"--endpoint {endpoint!r} is not an http(s) URL. Next step: pass the base URL of "
+                "the OpenAI-compatible API, e.g. --endpoint http://localhost:8000/v1."
+            )
+        if not model:
+            raise ProviderError(
+                f"--endpoint {endpoint} needs --model NAME (the model name the endpoint serves)."
+            )
+        if api_key_env is not None and not _ENV_VAR_NAME.match(api_key_env):
+            raise ProviderError(
+                f"--api-key-env takes the NAME of an environment variable, got {api_key_env!r}. "
+                "Next step: export the key as e.g. MY_API_KEY and pass --api-key-env MY_API_KEY."
+            )
+        kind = server_type or "openai"
+        return Endpoint(
+            source="flags",
+            base_url=endpoint.rstrip("/"),
+            model=model,
+            server_type=kind,
+            # an external OpenAI-style API has no /health; vLLM/SGLang keep their default
+            health_check=False if kind == "openai" else None,
+            api_key_env=api_key_env,
+        )
+    base_url = in_env if in_env is not None else (_yaml_base_url(config) if config else None)
+    if base_url:
+        return Endpoint(
+            source="env-args",
+            base_url=base_url,
+            model=flag_value(env_args, "--openai.model_name"),
+            server_type=flag_value(env_args, "--openai.server_type"),
+        )
+    return None
+
+
+def options_text() -> str:
+    """The seed's four options with the flags that pick each one non-interactively."""
+    return (
+        "  1. OpenRouter (needs OPENROUTER_API_KEY in the environment)\n"
+        f"       --endpoint {OPENROUTER_URL} --model MODEL "
+        "--api-key-env OPENROUTER_API_KEY\n"
+        f"       MODEL e.g. {', '.join(OPENROUTER_MODEL_EXAMPLES)}\n"
+        "  2. Your own vLLM endpoint\n"
+        "       --endpoint http://HOST:8000/v1 --model MODEL --server-type vllm\n"
+        "  3. Another OpenAI-compatible API (server type openai, health check off)\n"
+        "       --endpoint URL --model MODEL [--api-key-env VAR_HOLDING_THE_KEY]\n"
+        "  4. Local Atropos training server (serve mode)\n"
+        f"       -- serve --openai.base_url {ATROPOS_DEFAULT_URL}\n"
+    )
+
+
+def no_endpoint_message(prog: str, env_file: str, env_args: Sequence[str]) -> str:
+    """Why a non-interactive ``record`` stops, and the four ways to go on."""
+    shown = " ".join(env_args) if env_args else "process …"
+    return (
+        f"{prog}: no inference endpoint given for {env_file}, and stdin is not a terminal to ask.\n"
+        "Recording sends real requests, and hermes-replay never picks a provider for you.\n"
+        "Choose one of these and add its flags (before `--` unless shown after it):\n"
+        f"{options_text()}"
+        f"Example: hermes-replay record {env_file} --endpoint http://localhost:8000/v1 "
+        f"--model MODEL --server-type vllm -- {shown}\n"
+    )
+
+
+class _Asker:
+    """Line-based question/answer over two text streams (a terminal, or fakes in tests)."""
+
+    def __init__(self, stdin: TextIO, stdout: TextIO) -> None:
+        self.stdin, self.stdout = stdin, stdout
+
+    def ask(self, prompt: str, *, default: str | None = None, required: bool = True) -> str:
+        for _attempt in range(3):
+            self.stdout.write(prompt)
+            self.stdout.flush()
+            line = self.stdin.readline()
+            if not line:
+                raise ProviderError("no answer (end of input) — nothing was recorded.")
+            answer = line.strip()
+            if answer:
+                return answer
+            if default is not None:
+                return default
+            if not required:
+                return ""
+            self.stdout.write("  an answer is needed here.\n")
+        raise ProviderError("no usable answer after 3 tries — nothing was recorded.")
+
+    def ask_url(self, prompt: str, *, default: str | None = None) -> str:
+        for _attempt in range(3):
+            url = self.ask(prompt, default=default)
+            if re.match(r"^https?://", url):
+                return url.rstrip("/")
+            self.stdout.write(f"  {url!r} is not an http(s) URL, e.g. {ATROPOS_DEFAULT_URL}\n")
+        raise ProviderError("no valid base URL after 3 tries — nothing was recorded.")
+
+    def ask_key_var(self, environ: Mapping[str, str]) -> str | None:
+        for _attempt in range(3):
+            name = self.ask(
+                "Environment variable that holds the API key (empty if none): ", required=False
+            )
+            if not name:
+                return None
+            if not _ENV_VAR_NAME.match(name):
+                self.stdout.write(
+                    "  give the variable's NAME (e.g. MY_API_KEY), not the key itself.\n"
+                )
+                continue
+            if not environ.get(name):
+                self.stdout.write(f"  {name} is not set in this shell; export it first.\n")
+                continue
+            return name
+        raise ProviderError("no usable API-key variable after 3 tries — nothing was recorded.")
+
+
+def ask_endpoint(
+    stdin: TextIO,
+    stdout: TextIO,
+    *,
+    env_mode: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Endpoint:
+    """Ask which endpoint to record against (the seed's four options). Pure over its streams."""
+    environ = os.environ if environ is None else environ
+    q = _Asker(stdin, stdout)
+    stdout.write(
+        "No inference endpoint given. Recording sends real requests; where should they go?\n"
+        "  1. OpenRouter — a hosted model (needs OPENROUTER_API_KEY)\n"
+        "  2. Your own vLLM endpoint — base URL and model name\n"
+        "  3. Another OpenAI-compatible API — base URL, model name, optional API key\n"
+        f"  4. Local Atropos training server (serve mode) — default {ATROPOS_DEFAULT_URL}\n"
+    )
+    choice = ""
+    for _attempt in range(3):
+        choice = q.ask("Choice [1-4]: ")
+        if choice in {"1", "2", "3", "4"}:
+            break
+        stdout.write("  answer 1, 2, 3 or 4.\n")
+    else:
+        raise ProviderError("no valid choice after 3 tries — nothing was recorded.")
+
+    if choice == "1":
+        if not environ.get("OPENROUTER_API_KEY"):
+            raise ProviderError(
+                "OpenRouter needs OPENROUTER_API_KEY in the environment, and it is not set. "
+                "Next step: export OPENROUTER_API_KEY=… and run the command again."
+            )
+        model = q.ask(f"OpenRouter model (e.g. {', '.join(OPENROUTER_MODEL_EXAMPLES)}): ")
+        return Endpoint("openrouter", OPENROUTER_URL, model, "openai", False, "OPENROUTER_API_KEY")
+    if choice == "2":
+        url = q.ask_url(f"vLLM base URL (e.g. {ATROPOS_DEFAULT_URL}): ")
+        model = q.ask("Model name served there: ")
+        return Endpoint("vllm", url, model, "vllm", None, None)
+    if choice == "3":
+        url = q.ask_url("Base URL of the OpenAI-compatible API (e.g. https://api.example.com/v1): ")
+        model = q.ask("Model name: ")
+        key_var = q.ask_key_var(environ)
+        return Endpoint("openai-compatible", url, model, "openai", False, key_var)
+    if env_mode not in (None, "serve"):
+        stdout.write(f"  note: option 4 is meant for `serve`; this run is `{env_mode}`.\n")
+    url = q.ask_url(
+        f"Atropos server base URL [{ATROPOS_DEFAULT_URL}]: ", default=ATROPOS_DEFAULT_URL
+    )
+    model = q.ask("Model name [the environment's default]: ", required=False) or None
+    return Endpoint("atropos", url, model, None, None, None)

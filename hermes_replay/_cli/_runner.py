@@ -1,0 +1,343 @@
+"""Run an environment file's own CLI in this process, as ``python ENV_FILE ARGS…`` would.
+
+In-process (``runpy``), not a subprocess, because the cassette's interception lives in this
+interpreter: the env's openai/httpx/aiohttp clients are patched only here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+import traceback
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hermes_replay._cli._render import Progress, RunSummary
+
+__all__ = [
+    "ENV_MODES",
+    "OutcomeCollector",
+    "add_env_command",
+    "check_env_args",
+    "default_cassette_path",
+    "redact_command",
+    "relative_to_cwd",
+    "run_env_file",
+    "run_with_cassette",
+]
+
+ENV_MODES = ("serve", "process", "evaluate")
+_SECRET_FLAGS = ("--openai.api_key",)
+REDACTED = "<redacted>"
+
+
+class _EnvArgsParser(argparse.ArgumentParser):
+    """Puts everything after the first ``--`` into ``env_args`` untouched.
+
+    argparse cannot do this itself: a ``nargs="*"`` positional after ENV_FILE is consumed
+    (empty) together with it, and the env's own ``--env.*`` flags would be rejected.
+    """
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        items = list(sys.argv[1:] if args is None else args)
+        tail: list[str] | None = None
+        if "--" in items:
+            i = items.index("--")
+            items, tail = items[:i], items[i + 1 :]
+        ns, extras = super().parse_known_args(items, namespace)
+        ns.env_args = tail
+        return ns, extras
+
+
+def add_env_command(sub: Any, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """A sub-command parser whose ``args.env_args`` is the argv after ``--`` (None if no ``--``)."""
+    parser = sub.add_parser(name, **kwargs)
+    parser.__class__ = _EnvArgsParser  # same state, only parse_known_args differs
+    return parser
+
+
+def check_env_args(prog: str, env_file: str, env_args: Sequence[str] | None) -> str | None:
+    """Why ``env_args`` cannot be run (a usage message), or None when it is fine."""
+    example = f"hermes-replay {prog} {env_file} -- process --env.total_steps 2 --env.group_size 4"
+    if not env_args:
+        return (
+            f"hermes-replay {prog}: say which mode of {env_file} to run after `--` "
+            f"(serve, process or evaluate). Example:\n  {example}"
+        )
+    if env_args[0] not in ENV_MODES:
+        return (
+            f"hermes-replay {prog}: {env_args[0]!r} is not a mode of the environment CLI; the "
+            f"first word after `--` must be serve, process or evaluate. Example:\n  {example}"
+        )
+    return None
+
+
+def relative_to_cwd(path: Path) -> str:
+    """``path`` relative to the working directory, POSIX style (stable across machines)."""
+    try:
+        return Path(os.path.relpath(path.resolve(), Path.cwd())).as_posix()
+    except ValueError:  # another drive on Windows
+        return path.resolve().as_posix()
+
+
+def default_cassette_path(env_file: Path, env_mode: str) -> Path:
+    """``cassettes/<env file stem>/<mode>.jsonl``."""
+    return Path("cassettes") / env_file.stem / f"{env_mode}.jsonl"
+
+
+def redact_command(argv: Sequence[str]) -> list[str]:
+    """The env argv with API-key values replaced, for headers and printed commands."""
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+        elif arg in _SECRET_FLAGS:
+            out.append(arg)
+            hide_next = True
+        elif any(arg.startswith(flag + "=") for flag in _SECRET_FLAGS):
+            out.append(arg.split("=", 1)[0] + "=" + REDACTED)
+        else:
+            out.append(arg)
+    return out
+
+
+@contextmanager
+def _as_script(env_file: Path, argv: Sequence[str]) -> Iterator[None]:
+    """``sys.argv``/``sys.path[0]`` as ``python ENV_FILE ARGV…`` sets them; restored after."""
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = [str(env_file), *argv]
+    sys.path.insert(0, str(env_file.resolve().parent))
+    try:
+        yield
+    finally:
+        sys.argv[:] = saved_argv
+        sys.path[:] = saved_path
+
+
+def run_env_file(env_file: Path, argv: Sequence[str]) -> int:
+    """Run ``env_file`` as ``__main__`` with ``argv``; return its exit code.
+
+    ``SystemExit`` (the env CLI ends with one) becomes the code. Errors of hermes-replay itself
+    (a cassette miss, a bad cassette) propagate so the caller can report them with context;
+    any other crash of the environment is printed with its traceback and returns 1.
+    """
+    from hermes_replay._errors import HermesReplayError
+
+    with _as_script(env_file, argv):
+        try:
+            runpy.run_path(str(env_file), run_name="__main__")
+        except SystemExit as exc:
+            code = exc.code
+            if code is None:
+                return 0
+            if isinstance(code, int):
+                return code
+            print(code, file=sys.stderr)
+            return 1
+        except HermesReplayError:
+            raise
+        except Exception as exc:
+            # The miss may arrive wrapped by the env (e.g. a retry layer); surface it as such.
+            cause = _find_cause(exc, HermesReplayError)
+            if cause is not None:
+                raise cause from exc
+            traceback.print_exc()
+            print(
+                f"hermes-replay: {env_file} raised {type(exc).__name__}: {exc}\n"
+                f"  (traceback above). Next step: run `python {env_file} {' '.join(argv)}` "
+                "directly to debug the environment.",
+                file=sys.stderr,
+            )
+            return 1
+    return 0
+
+
+def _find_cause(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, kind):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+class OutcomeCollector:
+    """A ``_hooks`` listener that keeps what each finished rollout reported, and feeds progress.
+
+    Independent of the cassette session so the CLI sees per-rollout rewards in every mode.
+    """
+
+    def __init__(self, on_rollout: Any = None) -> None:
+        self.outcomes: dict[str, dict[str, Any]] = {}
+        self.annotations: dict[str, Any] = {}
+        self._on_rollout = on_rollout
+
+    def rollout_finished(self, scope: Any) -> None:
+        self.outcomes[scope.id] = dict(scope.outcome)
+        if self._on_rollout is not None:
+            self._on_rollout(scope.id, self.outcomes[scope.id])
+
+    def annotate(self, fields: dict[str, Any]) -> None:
+        self.annotations.update(fields)
+
+    @contextmanager
+    def listening(self) -> Iterator[OutcomeCollector]:
+        from hermes_replay import _hooks
+
+        _hooks.add_listener(self)
+        try:
+            yield self
+        finally:
+            _hooks.remove_listener(self)
+
+    @property
+    def rewards(self) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
+        for rid, outcome in self.outcomes.items():
+            reward = outcome.get("reward")
+            out[rid] = float(reward) if isinstance(reward, (int, float)) else None
+        return out
+
+    @property
+    def turns(self) -> int:
+        return sum(int(o.get("turns_used") or 0) for o in self.outcomes.values())
+
+
+class _EnvFailed(Exception):
+    """Internal: the env CLI exited non-zero while recording."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+@contextmanager
+def _env_default(name: str, value: str | None) -> Iterator[None]:
+    """Set an environment variable unless the user set it; undo afterwards."""
+    if value is None or name in os.environ:
+        yield
+        return
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        os.environ.pop(name, None)
+
+
+def run_with_cassette(
+    *,
+    mode: str,
+    env_file: Path,
+    argv: Sequence[str],
+    cassette_path: Path | None,
+    options: dict[str, Any],
+    label: str,
+    err: Any = None,
+) -> tuple[RunSummary, OutcomeCollector]:
+    """Run the env CLI inside ``hermes_replay.cassette(...)`` with progress; never raises
+    hermes-replay errors (they end up in the summary's ``error``, already printed)."""
+    import hermes_replay
+    from hermes_replay._errors import CassetteMiss, HermesReplayError
+
+    err = sys.stderr if err is None else err
+    progress = Progress(err, label=label)
+    collector = OutcomeCollector(on_rollout=progress.rollout_done)
+    summary = RunSummary(mode=mode, cassette=str(cassette_path) if cassette_path else None)
+    session = None
+    code = 0
+    try:
+        # Replay is offline: keep wandb from trying the network (the user's setting wins).
+        with _env_default("WANDB_MODE", "disabled" if mode == "replay" else None):
+            with collector.listening():
+                with hermes_replay.cassette(
+                    cassette_path, mode=mode, **_event_option(progress), **options
+                ) as session:
+                    progress.miss_count = lambda: _count(session, "misses")
+                    code = run_env_file(env_file, argv)
+                    if code != 0 and mode == "record":
+                        # Leave the block by an exception: the core then keeps the old
+                        # cassette and leaves the completed interactions in <path>.partial.
+                        raise _EnvFailed(code)
+    except _EnvFailed:
+        progress.close()
+        summary.error = (
+            f"the environment exited with code {code}; the previous cassette (if any) was "
+            f"left as it was, completed interactions are in {cassette_path}.partial"
+        )
+    except CassetteMiss as exc:
+        progress.close()
+        print(f"hermes-replay {mode}: {exc}", file=err)
+        summary.error = (
+            f"{len(exc.unused)} recordings never used (strict)"
+            if hasattr(exc, "unused")
+            else f"{len(exc.misses)} requests had no recording"
+        )
+    except HermesReplayError as exc:
+        progress.close()
+        print(f"hermes-replay {mode}: {exc}", file=err)
+        summary.error = str(exc).splitlines()[0]
+    except KeyboardInterrupt:
+        progress.close()
+        print(f"\nhermes-replay {mode}: interrupted; nothing was overwritten.", file=err)
+        summary.error = "interrupted"
+        code = 130
+    progress.close()
+    summary.exit_code = code
+    _fill_summary(summary, session, collector)
+    return summary, collector
+
+
+def _event_option(progress: Progress) -> dict[str, Any]:
+    """``on_event=`` if this core accepts it (progress then also hears about misses)."""
+    import inspect
+
+    import hermes_replay
+
+    try:
+        params = inspect.signature(hermes_replay.cassette).parameters
+    except (TypeError, ValueError):
+        return {}
+    if "on_event" in params:
+        return {"on_event": progress.event}
+    return {}
+
+
+def _count(session: Any, name: str) -> int:
+    try:
+        value = getattr(session.summary(), name)
+    except Exception:  # progress must never break the run
+        return 0
+    return len(value) if isinstance(value, (list, tuple)) else int(value or 0)
+
+
+def _fill_summary(summary: RunSummary, session: Any, collector: OutcomeCollector) -> None:
+    """Numbers from the session's own summary where it has them, else from the collector."""
+    core = None
+    if session is not None:
+        try:
+            core = session.summary()
+        except Exception:
+            core = None
+    rewards = [r for r in collector.rewards.values() if r is not None]
+    summary.rollouts = len(collector.outcomes)
+    summary.turns = collector.turns
+    summary.mean_reward = sum(rewards) / len(rewards) if rewards else None
+    if core is None:
+        return
+    summary.rollouts = max(summary.rollouts, int(getattr(core, "rollouts", 0) or 0))
+    summary.turns = int(getattr(core, "turns", 0) or 0) or summary.turns
+    summary.misses = _count(session, "misses")
+    summary.unused = _count(session, "unused")
+    summary.recorded = _count(session, "recorded")
+    if summary.mean_reward is None:
+        summary.mean_reward = getattr(core, "mean_reward", None)

@@ -1,0 +1,104 @@
+"""``hermes-replay ls PATH`` — what a cassette (or a folder of them) holds.
+
+Per cassette: a header line (env, model, endpoint type, created, tokenizer), then one row per
+rollout: id, phase, turns, tool calls, reward.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from hermes_replay._cli._render import Style, fmt_reward, table
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "ls",
+        help="list the rollouts, turns and rewards in cassettes",
+        description="List each cassette's header and its rollouts (id, phase, turns, tool "
+        "calls, reward).",
+    )
+    p.add_argument("path", metavar="PATH", type=Path, nargs="?", default=Path("cassettes"),
+                   help="a cassette or a folder of cassettes (default: ./cassettes)")
+    p.set_defaults(func=run)
+
+
+def header_line(cassette: Any) -> str:
+    h = cassette.header
+    tok = h.tokenizer or {}
+    tokenizer = tok.get("name") or "-"
+    if tok.get("fingerprint"):
+        tokenizer += f" ({str(tok['fingerprint'])[:12]})"
+    env = h.env_name or (Path(h.env_file).stem if h.env_file else "-")
+    return (f"env {env} · model {h.model or '-'} · endpoint {h.endpoint_type or '-'} · "
+            f"created {h.created} · tokenizer {tokenizer}")
+
+
+def rollout_rows(cassette: Any) -> list[list[Any]]:
+    from hermes_replay._cli.show import count_tool_calls, count_turns
+
+    rows = []
+    for record in cassette.rollouts.values():
+        outcome = record.outcome or {}
+        phase = outcome.get("phase") or ("eval" if record.id.startswith("eval") else "train")
+        rows.append([record.id, phase, count_turns(record), count_tool_calls(record),
+                     fmt_reward(outcome.get("reward"))])
+    return rows
+
+
+def render(cassette: Any, style: Style) -> str:
+    lines = [style(str(cassette.path), "bold")
+             + ("" if cassette.complete else style("  (incomplete recording)", "red")),
+             "  " + header_line(cassette)]
+    if cassette.header.command:
+        lines.append("  command: " + " ".join(cassette.header.command))
+    rows = rollout_rows(cassette)
+    if rows:
+        lines.extend("  " + line for line in
+                     table(["rollout", "phase", "turns", "tool calls", "reward"], rows,
+                           align="llrrr", style=style).splitlines())
+    rewards = [r.outcome.get("reward") for r in cassette.rollouts.values()
+               if isinstance((r.outcome or {}).get("reward"), (int, float))]
+    mean = sum(rewards) / len(rewards) if rewards else None
+    tail = f"  {len(rows)} rollouts · {len(cassette.interactions)} requests · " \
+           f"mean reward {fmt_reward(mean)}"
+    scopeless = len(cassette.scopeless)
+    if scopeless:
+        tail += f" · {scopeless} requests outside any rollout"
+    lines.append(tail)
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from hermes_replay._cassette import load_cassette
+    from hermes_replay._cli.replay import NOTHING_RECORDED, find_cassettes
+    from hermes_replay._errors import CassetteError
+
+    path: Path = args.path
+    if not path.exists():
+        if path == Path("cassettes"):
+            print(f"{NOTHING_RECORDED} ENV_FILE --endpoint URL --model NAME -- process "
+                  "(no ./cassettes folder here)")
+            return 0
+        print(f"hermes-replay ls: {path} does not exist. Next step: pass a cassette file or a "
+              "folder of cassettes.", file=sys.stderr)
+        return 2
+    cassettes = find_cassettes(path)
+    if not cassettes:
+        print(f"{NOTHING_RECORDED} ENV_FILE --endpoint URL --model NAME -- process "
+              f"(no cassettes in {path})")
+        return 0
+    style = Style(sys.stdout)
+    failed = 0
+    blocks = []
+    for cpath in cassettes:
+        try:
+            blocks.append(render(load_cassette(cpath), style))
+        except CassetteError as exc:
+            failed += 1
+            print(f"hermes-replay ls: {exc}", file=sys.stderr)
+    print("\n\n".join(blocks))
+    return 1 if failed else 0

@@ -1,0 +1,73 @@
+"""``hermes-replay passthrough ENV_FILE [endpoint flags] -- MODE [env flags]``.
+
+A real run (serve/process/evaluate) under the harness with nothing recorded and nothing blocked:
+the same code path as replay, so what a cassette test exercises is what production runs. The
+endpoint is settled exactly as for ``record`` (never assumed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from hermes_replay._cli._provider import SERVER_TYPES, ProviderError
+from hermes_replay._cli._render import Style
+from hermes_replay._cli._runner import add_env_command, check_env_args, run_with_cassette
+from hermes_replay._cli.record import check_env_file, resolve_endpoint
+
+
+def register(sub: Any) -> None:
+    p = add_env_command(
+        sub,
+        "passthrough",
+        help="run an environment live under the harness; nothing is recorded or blocked",
+        usage=(
+            "hermes-replay passthrough ENV_FILE [--endpoint URL --model NAME ...] "
+            "-- serve|process|evaluate [env flags]"
+        ),
+        description=(
+            "Run ENV_FILE's CLI live with the harness active but writing nothing — for real "
+            "serve/process runs through the same code path that replay tests exercise."
+        ),
+    )
+    p.add_argument("env_file", metavar="ENV_FILE", help="the environment file (a CLI)")
+    g = p.add_argument_group("endpoint (never assumed)")
+    g.add_argument("--endpoint", metavar="URL")
+    g.add_argument("--model", metavar="NAME")
+    g.add_argument("--server-type", choices=SERVER_TYPES)
+    g.add_argument("--api-key-env", metavar="VAR")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    problem = check_env_file("passthrough", args.env_file) or check_env_args(
+        "passthrough", args.env_file, args.env_args
+    )
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
+    env_args: list[str] = list(args.env_args)
+    try:
+        endpoint = resolve_endpoint(args, env_args)
+        secret = endpoint.secret_flags(os.environ)
+    except ProviderError as exc:
+        msg = str(exc).replace("hermes-replay record", "hermes-replay passthrough")
+        print(msg if msg.startswith("hermes-replay") else f"hermes-replay passthrough: {msg}",
+              file=sys.stderr)
+        return 2
+    env_file = Path(args.env_file)
+    summary, _ = run_with_cassette(
+        mode="passthrough",
+        env_file=env_file,
+        argv=[*env_args, *endpoint.env_flags(), *secret],
+        cassette_path=None,
+        options={},
+        label=f"running {env_file.name}",
+    )
+    print("\n".join(summary.lines(Style(sys.stdout))))
+    if summary.error and not summary.exit_code:
+        return 1
+    return summary.exit_code

@@ -1,0 +1,165 @@
+"""``hermes-replay record ENV_FILE [--cassette PATH] [endpoint flags] -- MODE [env flags]``.
+
+Runs the environment's own CLI live, in this process, and writes its LLM traffic to a
+cassette. The endpoint is never assumed (see ``_provider``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from hermes_replay._cli._provider import (
+    SERVER_TYPES,
+    Endpoint,
+    ProviderError,
+    ask_endpoint,
+    endpoint_from_args,
+    no_endpoint_message,
+)
+from hermes_replay._cli._render import Style
+from hermes_replay._cli._runner import (
+    add_env_command,
+    check_env_args,
+    default_cassette_path,
+    redact_command,
+    relative_to_cwd,
+    run_with_cassette,
+)
+
+USAGE = (
+    "hermes-replay record ENV_FILE [--cassette PATH] [--endpoint URL --model NAME "
+    "[--server-type T] [--api-key-env VAR]] -- serve|process|evaluate [env flags]"
+)
+
+
+def register(sub: Any) -> None:
+    p = add_env_command(
+        sub,
+        "record",
+        help="run an environment live and record its LLM traffic to a cassette",
+        usage=USAGE,
+        description=(
+            "Run ENV_FILE's own CLI (serve, process or evaluate) in this process against a real "
+            "endpoint and write every LLM request/response to a cassette. The endpoint is never "
+            "assumed: give --endpoint/--model, or --openai.base_url after `--`; otherwise a "
+            "terminal is asked and a non-interactive run stops with the options."
+        ),
+        epilog=(
+            "example: hermes-replay record environments/my_env.py --endpoint "
+            "http://localhost:8000/v1 --model my-model --server-type vllm -- process "
+            "--env.total_steps 2 --env.group_size 4"
+        ),
+    )
+    p.add_argument("env_file", metavar="ENV_FILE", help="the environment file (a CLI)")
+    p.add_argument(
+        "--cassette",
+        type=Path,
+        help="where to write (default: cassettes/<env file stem>/<mode>.jsonl)",
+    )
+    g = p.add_argument_group("endpoint (never assumed)")
+    g.add_argument("--endpoint", metavar="URL", help="base URL, e.g. http://localhost:8000/v1")
+    g.add_argument("--model", metavar="NAME", help="model name the endpoint serves")
+    g.add_argument(
+        "--server-type",
+        choices=SERVER_TYPES,
+        help="atroposlib server type (default openai; openai also turns the health check off)",
+    )
+    g.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="NAME of the environment variable holding the API key (the key is never a flag)",
+    )
+    p.set_defaults(func=run)
+
+
+def check_env_file(prog: str, env_file: str) -> str | None:
+    path = Path(env_file)
+    if not path.is_file():
+        return (
+            f"hermes-replay {prog}: environment file {env_file} does not exist "
+            f"(looked in {Path.cwd()}). Next step: pass the path of your env .py file."
+        )
+    if path.suffix != ".py":
+        return (
+            f"hermes-replay {prog}: {env_file} is not a Python file; ENV_FILE is the "
+            "environment script that ends with `MyEnv.cli()`."
+        )
+    return None
+
+
+def resolve_endpoint(args: argparse.Namespace, env_args: list[str]) -> Endpoint:
+    """The endpoint from flags, else asked on a terminal; ProviderError when neither works."""
+    endpoint = endpoint_from_args(
+        endpoint=args.endpoint,
+        model=args.model,
+        server_type=args.server_type,
+        api_key_env=args.api_key_env,
+        env_args=env_args,
+    )
+    if endpoint is not None:
+        return endpoint
+    if not _stdin_is_tty():
+        raise ProviderError(no_endpoint_message("hermes-replay record", args.env_file, env_args))
+    chosen = ask_endpoint(sys.stdin, sys.stderr, env_mode=env_args[0])
+    again = " ".join([*chosen.record_flags()])
+    print(
+        f"Next time, skip this question with: hermes-replay record {args.env_file} {again} "
+        f"-- {' '.join(env_args)}",
+        file=sys.stderr,
+    )
+    return chosen
+
+
+def _stdin_is_tty() -> bool:
+    try:
+        return bool(sys.stdin and sys.stdin.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def run(args: argparse.Namespace) -> int:
+    problem = check_env_file("record", args.env_file) or check_env_args(
+        "record", args.env_file, args.env_args
+    )
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
+    env_args: list[str] = list(args.env_args)
+    try:
+        endpoint = resolve_endpoint(args, env_args)
+        secret = endpoint.secret_flags(os.environ)
+    except ProviderError as exc:
+        msg = str(exc)
+        print(msg if msg.startswith("hermes-replay") else f"hermes-replay record: {msg}",
+              file=sys.stderr)
+        return 2
+
+    env_file = Path(args.env_file)
+    public = [*env_args, *endpoint.env_flags()]
+    cassette = args.cassette or default_cassette_path(env_file, env_args[0])
+    header: dict[str, Any] = {
+        "env_file": relative_to_cwd(env_file),
+        "command": redact_command(public),
+        **endpoint.header_fields(),
+    }
+    where = endpoint.base_url or "the env's configured endpoint"
+    print(f"hermes-replay record: {env_file} {env_args[0]} against {where} -> {cassette}",
+          file=sys.stderr)
+    summary, _ = run_with_cassette(
+        mode="record",
+        env_file=env_file,
+        argv=[*public, *secret],
+        cassette_path=cassette,
+        options={"header": header},
+        label=f"recording {env_file.name}",
+    )
+    style = Style(sys.stdout)
+    print("\n".join(summary.lines(style)))
+    if summary.error is None and summary.exit_code == 0:
+        print(f"  next: replay it offline with: hermes-replay replay {cassette}")
+        return 0
+    return summary.exit_code or 1

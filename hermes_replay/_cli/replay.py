@@ -1,0 +1,383 @@
+"""``hermes-replay replay`` — re-run recorded environments offline and report what changed.
+
+Two forms:
+
+* ``replay [CASSETTE_OR_DIR] [--out DIR] [--strict] [--fail-on-change]`` (the main job): for every
+  cassette, run its recorded command (``header.env_file`` + ``header.command``) in replay mode,
+  with output paths moved into ``--out``, and print a summary per cassette plus a final table.
+* ``replay ENV_FILE [--cassette PATH] [--strict] -- MODE [env flags]``: one run, your flags.
+
+Exit codes: 0 all replayed (changed rewards are shown, not fatal unless --fail-on-change);
+1 misses, unused recordings under --strict, a bad cassette or a failing environment; 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from hermes_replay._cli._provider import flag_value
+from hermes_replay._cli._render import RunSummary, Style, fmt_reward, table
+from hermes_replay._cli._runner import (
+    ENV_MODES,
+    add_env_command,
+    check_env_args,
+    default_cassette_path,
+    run_with_cassette,
+)
+
+# Flags whose values are recording-time endpoint facts: taken from the cassette when the user
+# leaves them out, so the replayed requests name the same model.
+_ENDPOINT_FLAGS = (
+    "--openai.base_url",
+    "--openai.model_name",
+    "--openai.server_type",
+    "--openai.health_check",
+)
+# Replay needs no key, but openai 3.x refuses to build a client with an empty one.
+_PLACEHOLDER_KEY = "--openai.api_key=hermes-replay-offline"
+_OUTPUT_FLAGS = {
+    "process": ("--env.data_path_to_save_groups", "groups.jsonl"),
+    "evaluate": ("--env.data_dir_to_save_evals", "evals"),
+}
+NOTHING_RECORDED = "nothing recorded yet — record one with: hermes-replay record"
+
+
+def register(sub: Any) -> None:
+    p = add_env_command(
+        sub,
+        "replay",
+        help="re-run recorded environments offline and report rewards, misses, changes",
+        usage=(
+            "hermes-replay replay [CASSETTE_OR_DIR] [--out DIR] [--strict] [--fail-on-change]\n"
+            "       hermes-replay replay ENV_FILE [--cassette PATH] [--strict] "
+            "-- serve|process|evaluate [env flags]"
+        ),
+        description=(
+            "Without `--`: replay every cassette under CASSETTE_OR_DIR (default ./cassettes) by "
+            "re-running its recorded command offline, outputs into --out. With `--`: run "
+            "ENV_FILE's CLI with your flags against one cassette. No endpoint, no key."
+        ),
+    )
+    p.add_argument(
+        "target",
+        nargs="?",
+        default="cassettes",
+        metavar="CASSETTE_OR_DIR|ENV_FILE",
+        help="a cassette, a folder of cassettes (default: ./cassettes), or an env file with `--`",
+    )
+    p.add_argument("--cassette", type=Path, help="with ENV_FILE: the cassette to replay")
+    p.add_argument("--out", type=Path, help="output folder (default: a new ./replay-out/<time>/)")
+    p.add_argument(
+        "--strict", action="store_true", help="fail when recordings were never requested"
+    )
+    p.add_argument(
+        "--fail-on-change",
+        action="store_true",
+        help="exit 1 when a reward differs from the recorded one (default: shown, exit 0)",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.env_args is not None:
+        return _run_env(args)
+    if str(args.target).endswith(".py"):
+        print(
+            f"hermes-replay replay: {args.target} is an environment file; say what to run after "
+            f"`--`, e.g.\n  hermes-replay replay {args.target} -- process --env.total_steps 2\n"
+            "or give a cassette / folder of cassettes instead.",
+            file=sys.stderr,
+        )
+        return 2
+    if args.cassette is not None:
+        print("hermes-replay replay: --cassette goes with ENV_FILE -- MODE …; to replay a "
+              f"cassette directly, pass it as the argument: hermes-replay replay {args.cassette}",
+              file=sys.stderr)
+        return 2
+    return replay_all(Path(args.target), out=args.out, strict=args.strict,
+                      fail_on_change=args.fail_on_change)
+
+
+# --------------------------------------------------------------------------- one run
+
+
+def recorded_rewards(cassette: Path) -> dict[str, float | None]:
+    """Reward per rollout as recorded (``{}`` if the cassette cannot be read)."""
+    from hermes_replay._cassette import load_cassette
+
+    try:
+        c = load_cassette(cassette)
+    except Exception:
+        return {}
+    out: dict[str, float | None] = {}
+    for rid, rec in c.rollouts.items():
+        reward = (rec.outcome or {}).get("reward")
+        out[rid] = float(reward) if isinstance(reward, (int, float)) else None
+    return out
+
+
+def changed_rewards(
+    recorded: dict[str, float | None], replayed: dict[str, float | None], tol: float = 1e-9
+) -> dict[str, tuple[float | None, float | None]]:
+    """Rollouts replayed with a reward different from the recorded one."""
+    changed: dict[str, tuple[float | None, float | None]] = {}
+    for rid, new in replayed.items():
+        if rid not in recorded:
+            continue
+        old = recorded[rid]
+        if (old is None) != (new is None) or (
+            old is not None and new is not None and abs(old - new) > tol
+        ):
+            changed[rid] = (old, new)
+    return changed
+
+
+def replay_argv(recorded: list[str], user: list[str] | None = None) -> list[str]:
+    """The argv to replay: the user's (or the recorded) command, the recorded endpoint flags the
+    user left out, and a placeholder key unless one is given."""
+    argv = list(user if user is not None else recorded)
+    for flag in _ENDPOINT_FLAGS:
+        value = flag_value(recorded, flag)
+        if value is not None and flag_value(argv, flag) is None:
+            argv += [flag, value]
+    argv = _drop_flag([a for a in argv if not a.startswith("--openai.api_key=")],
+                      "--openai.api_key")
+    # Only where --openai.* overrides are already in use: atroposlib rejects them outright for
+    # envs with several servers.
+    if any(a.startswith("--openai.") for a in argv):
+        argv.append(_PLACEHOLDER_KEY)
+    return argv
+
+
+def _drop_flag(argv: list[str], flag: str) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg == flag:
+            skip = True
+            continue
+        out.append(arg)
+    return out
+
+
+def redirect_outputs(argv: list[str], out_dir: Path) -> list[str]:
+    """Point the env's output flags into ``out_dir`` (added when the recording had none)."""
+    mode = argv[0] if argv else ""
+    result = list(argv)
+    for flag, default_name in _OUTPUT_FLAGS.values():
+        old = flag_value(result, flag)
+        if old is None and _OUTPUT_FLAGS.get(mode, ("",))[0] != flag:
+            continue
+        name = Path(old).name if old else default_name
+        result = _drop_flag([a for a in result if not a.startswith(flag + "=")], flag)
+        result += [flag, str(out_dir / name)]
+    return result
+
+
+def replay_once(
+    env_file: Path, argv: list[str], cassette: Path, *, strict: bool, label: str
+) -> RunSummary:
+    recorded = recorded_rewards(cassette)
+    summary, collector = run_with_cassette(
+        mode="replay",
+        env_file=env_file,
+        argv=argv,
+        cassette_path=cassette,
+        options={"strict": strict},
+        label=label,
+    )
+    summary.changed = changed_rewards(recorded, collector.rewards)
+    return summary
+
+
+def _run_env(args: argparse.Namespace) -> int:
+    from hermes_replay._cli.record import check_env_file
+
+    problem = check_env_file("replay", args.target) or check_env_args(
+        "replay", args.target, args.env_args
+    )
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
+    env_file = Path(args.target)
+    cassette = args.cassette or default_cassette_path(env_file, args.env_args[0])
+    if not cassette.is_file():
+        print(
+            f"hermes-replay replay: no cassette at {cassette}. Next step: record one with\n"
+            f"  hermes-replay record {env_file} --endpoint URL --model NAME -- "
+            f"{' '.join(args.env_args)}\nor pass --cassette PATH.",
+            file=sys.stderr,
+        )
+        return 2
+    recorded_cmd = _header_command(cassette)
+    argv = replay_argv(recorded_cmd, list(args.env_args))
+    summary = replay_once(env_file, argv, cassette, strict=args.strict,
+                          label=f"replaying {cassette}")
+    print("\n".join(summary.lines(Style(sys.stdout))))
+    return _exit_code([summary], args.fail_on_change)
+
+
+def _header_command(cassette: Path) -> list[str]:
+    from hermes_replay._cassette import load_cassette
+
+    try:
+        return list(load_cassette(cassette).header.command or [])
+    except Exception:
+        return []
+
+
+def _exit_code(summaries: list[RunSummary], fail_on_change: bool) -> int:
+    if any(s.error or s.exit_code or s.misses for s in summaries):
+        return 1
+    if fail_on_change and any(s.changed for s in summaries):
+        return 1
+    return 0
+
+
+# --------------------------------------------------------------------------- the main job
+
+
+@dataclass
+class _Row:
+    cassette: str
+    mode: str
+    summary: RunSummary
+
+
+def find_cassettes(target: Path) -> list[Path]:
+    """Cassettes at ``target``: the file itself, or every ``*.jsonl`` under it with a header."""
+    if target.is_file():
+        return [target]
+    if not target.is_dir():
+        return []
+    found = []
+    for path in sorted(target.rglob("*.jsonl")):
+        if any(part.startswith(".") for part in path.relative_to(target).parts):
+            continue
+        if _looks_like_cassette(path):
+            found.append(path)
+    return found
+
+
+def _looks_like_cassette(path: Path) -> bool:
+    """First line is a JSON header (a data file of an env is not a cassette)."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            first = json.loads(fh.readline() or "null")
+    except (OSError, ValueError):
+        return True  # let load_cassette report what is wrong with it
+    return isinstance(first, dict) and "schema_version" in first
+
+
+def find_env_file(env_file: str, cassette: Path) -> Path | None:
+    """``header.env_file`` is relative to where it was recorded: try cwd, then the cassette's
+    ancestors (so replay works from anywhere inside the repository)."""
+    rel = Path(env_file)
+    if rel.is_absolute():
+        return rel if rel.is_file() else None
+    for base in [Path.cwd(), *cassette.resolve().parents]:
+        if (base / rel).is_file():
+            return base / rel
+    return None
+
+
+def _fresh_out_dir() -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    out = Path("replay-out") / stamp
+    n = 1
+    while out.exists():
+        n += 1
+        out = Path("replay-out") / f"{stamp}-{n}"
+    return out
+
+
+def replay_all(target: Path, *, out: Path | None, strict: bool, fail_on_change: bool) -> int:
+    if not target.exists() and target != Path("cassettes"):
+        print(
+            f"hermes-replay replay: {target} does not exist. Next step: pass a cassette file or "
+            "a folder of cassettes (default ./cassettes).",
+            file=sys.stderr,
+        )
+        return 2
+    cassettes = find_cassettes(target)
+    if not cassettes:
+        print(
+            f"{NOTHING_RECORDED} ENV_FILE --endpoint URL --model NAME -- process "
+            f"(looked in {target})"
+        )
+        return 0
+    out = out or _fresh_out_dir()
+    style = Style(sys.stdout)
+    rows: list[_Row] = []
+    for cassette in cassettes:
+        rel = cassette.relative_to(target) if target.is_dir() else Path(cassette.name)
+        summary, mode = _replay_cassette(cassette, out / rel.with_suffix(""), strict)
+        rows.append(_Row(str(cassette), mode, summary))
+        print("\n".join(summary.lines(style)))
+    print()
+    print(_final_table(rows, style))
+    print(f"outputs: {out}")
+    code = _exit_code([r.summary for r in rows], fail_on_change)
+    if any(r.summary.changed for r in rows) and not code:
+        print("rewards changed (shown above); pass --fail-on-change to make that exit 1")
+    return code
+
+
+def _replay_cassette(cassette: Path, out_dir: Path, strict: bool) -> tuple[RunSummary, str]:
+    from hermes_replay._cassette import load_cassette
+    from hermes_replay._errors import CassetteError
+
+    fail = RunSummary(mode="replay", cassette=str(cassette))
+    try:
+        header = load_cassette(cassette).header
+    except CassetteError as exc:
+        fail.error = str(exc)
+        print(f"hermes-replay replay: {exc}", file=sys.stderr)
+        return fail, "?"
+    command = list(header.command or [])
+    if not header.env_file or not command or command[0] not in ENV_MODES:
+        fail.error = (
+            "the header names no env file/command to re-run; replay it from a test or with "
+            "`hermes-replay replay ENV_FILE --cassette … -- MODE …`"
+        )
+        return fail, command[0] if command else "?"
+    env_file = find_env_file(header.env_file, cassette)
+    if env_file is None:
+        fail.error = (
+            f"recorded env file {header.env_file} not found from {Path.cwd()} or above the "
+            "cassette; run from the directory it was recorded in"
+        )
+        return fail, command[0]
+    argv = replay_argv(redirect_outputs(command, out_dir))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = replay_once(env_file, argv, cassette, strict=strict,
+                          label=f"replaying {cassette.name}")
+    return summary, command[0]
+
+
+def _final_table(rows: list[_Row], style: Style) -> str:
+    body = []
+    for r in rows:
+        s = r.summary
+        if s.error or s.exit_code:
+            status = style("ERROR", "red") if not s.misses else style("MISS", "red")
+        elif s.misses:
+            status = style("MISS", "red")
+        elif s.changed:
+            status = style("CHANGED", "yellow")
+        else:
+            status = style("ok", "green")
+        body.append([r.cassette, r.mode, s.rollouts, s.turns, s.misses, s.unused,
+                     fmt_reward(s.mean_reward), len(s.changed), status])
+    headers = ["cassette", "mode", "rollouts", "turns", "misses", "unused", "mean reward",
+               "changed", "status"]
+    return table(headers, body, align="llrrrrrrl", style=style)

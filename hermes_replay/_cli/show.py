@@ -1,0 +1,361 @@
+"""``hermes-replay show PATH [--rollout ID] [--turn N] [--raw] [--full]`` — a readable transcript.
+
+System/user/assistant/tool messages in order, tool calls with pretty JSON arguments, tool
+results (long ones cut, with a note), reasoning, then reward and outcome. Colors only on a
+terminal and never with NO_COLOR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from hermes_replay._cli._render import Style, fmt_reward, truncate
+
+TOOL_RESULT_LIMIT = 1200
+TEXT_LIMIT = 4000
+_ROLE_STYLE = {"system": "magenta", "user": "green", "assistant": "cyan", "tool": "yellow"}
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "show",
+        help="print a readable transcript of a cassette's rollouts",
+        description="Render the conversations recorded in a cassette: messages, tool calls, "
+        "tool results, reasoning, reward and outcome.",
+    )
+    p.add_argument("path", metavar="PATH", type=Path, help="a cassette file")
+    p.add_argument("--rollout", metavar="ID", help="only this rollout (a unique prefix is enough)")
+    p.add_argument("--turn", metavar="N", type=int, help="only request/response N (0-based)")
+    p.add_argument("--raw", action="store_true", help="the decoded JSON records instead")
+    p.add_argument("--full", action="store_true", help="do not shorten long texts")
+    p.set_defaults(func=run)
+
+
+# --------------------------------------------------------------------------- message helpers
+
+
+def text_of(content: Any) -> str:
+    """Message content as text (a list of parts keeps its text parts)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict):
+                parts.append(str(part.get("text") or f"[{part.get('type', 'part')}]"))
+            else:
+                parts.append(str(part))
+        return "\n".join(parts)
+    return json.dumps(content, ensure_ascii=False)
+
+
+def assistant_from_response(response: dict[str, Any]) -> dict[str, Any] | None:
+    """The assistant message of a chat response, from JSON or from SSE chunks."""
+    body = response.get("body")
+    if isinstance(body, dict):
+        choices = body.get("choices") or []
+        if choices and isinstance(choices[0], dict):
+            if isinstance(choices[0].get("message"), dict):
+                return choices[0]["message"]
+            if "text" in choices[0]:
+                return {"role": "assistant", "content": choices[0]["text"]}
+        return None
+    chunks = response.get("chunks")
+    if isinstance(chunks, list):
+        return _assistant_from_chunks(chunks)
+    return None
+
+
+def _assistant_from_chunks(chunks: list[Any]) -> dict[str, Any] | None:
+    content, reasoning = [], []
+    calls: dict[int, dict[str, Any]] = {}
+    for chunk in chunks:
+        for line in str(chunk).splitlines():
+            if not line.startswith("data:"):
+                continue
+            data = line[5:].strip()
+            if not data or data == "[DONE]":
+                continue
+            try:
+                event = json.loads(data)
+            except ValueError:
+                continue
+            for choice in event.get("choices") or []:
+                delta = choice.get("delta") or {}
+                content.append(delta.get("content") or "")
+                reasoning.append(delta.get("reasoning_content") or delta.get("reasoning") or "")
+                for tc in delta.get("tool_calls") or []:
+                    slot = calls.setdefault(int(tc.get("index", 0)), {
+                        "id": None, "type": "function", "function": {"name": "", "arguments": ""}
+                    })
+                    slot["id"] = tc.get("id") or slot["id"]
+                    fn = tc.get("function") or {}
+                    slot["function"]["name"] += fn.get("name") or ""
+                    slot["function"]["arguments"] += fn.get("arguments") or ""
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
+    if any(reasoning):
+        message["reasoning_content"] = "".join(reasoning)
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return message
+
+
+def tool_calls_of(message: dict[str, Any]) -> list[dict[str, Any]]:
+    calls = message.get("tool_calls") or []
+    return [c for c in calls if isinstance(c, dict)]
+
+
+def conversation(record: Any) -> list[dict[str, Any]]:
+    """The rollout's conversation: the env's reported final messages when present, else the
+    last request's messages plus the model's last reply."""
+    reported = (record.outcome or {}).get("messages")
+    if isinstance(reported, list) and reported:
+        return [m for m in reported if isinstance(m, dict)]
+    chats = [i for i in record.interactions if isinstance(i.request.get("body"), dict)
+             and "messages" in i.request["body"]]
+    if not chats:
+        return []
+    last = chats[-1]
+    messages = [m for m in last.request["body"].get("messages") or [] if isinstance(m, dict)]
+    reply = assistant_from_response(last.response)
+    return [*messages, reply] if reply else messages
+
+
+def count_tool_calls(record: Any) -> int:
+    msgs = conversation(record)
+    if msgs:
+        return sum(len(tool_calls_of(m)) for m in msgs if m.get("role") == "assistant")
+    return 0
+
+
+def count_turns(record: Any) -> int:
+    turns = (record.outcome or {}).get("turns_used")
+    return int(turns) if isinstance(turns, int) else len(record.interactions)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+class Transcript:
+    def __init__(self, style: Style, *, full: bool) -> None:
+        self.s = style
+        self.full = full
+        self.out: list[str] = []
+
+    def _cut(self, text: str, limit: int) -> str:
+        if self.full:
+            return text
+        kept, cut = truncate(text, limit)
+        if cut:
+            kept += "\n" + self.s(
+                f"… [{cut} more characters not shown; --full shows everything]", "dim"
+            )
+        return kept
+
+    def _rule(self, title: str, color: str | None = None) -> None:
+        bar = f"── {title} " + "─" * max(3, 60 - len(title))
+        self.out.append(self.s(bar, color, "bold") if color else self.s(bar, "bold"))
+
+    def _body(self, text: str) -> None:
+        self.out.extend("  " + line for line in text.splitlines() or [""])
+
+    def message(self, msg: dict[str, Any], turn: int | None = None) -> None:
+        role = str(msg.get("role", "?"))
+        title = role if turn is None else f"{role} · turn {turn}"
+        if role == "tool":
+            name = msg.get("name")
+            title = f"tool result{' · ' + name if name else ''}"
+            if msg.get("tool_call_id"):
+                title += f" ({msg['tool_call_id']})"
+        self._rule(title, _ROLE_STYLE.get(role))
+        reasoning = msg.get("reasoning_content") or msg.get("reasoning")
+        if reasoning:
+            self.out.append("  " + self.s("reasoning:", "dim"))
+            self.out.extend("    " + self.s(line, "dim")
+                            for line in self._cut(text_of(reasoning), TEXT_LIMIT).splitlines())
+        text = text_of(msg.get("content"))
+        limit = TOOL_RESULT_LIMIT if role == "tool" else TEXT_LIMIT
+        if text:
+            self._body(self._cut(text, limit))
+        for call in tool_calls_of(msg):
+            fn = call.get("function") or {}
+            head = f"→ tool call {fn.get('name', '?')}"
+            if call.get("id"):
+                head += f"  (id {call['id']})"
+            self.out.append("  " + self.s(head, "blue", "bold"))
+            args_text = _pretty_args(fn.get("arguments"))
+            self.out.extend("    " + line for line in args_text.splitlines())
+        if not text and not tool_calls_of(msg) and not reasoning:
+            self.out.append("  " + self.s("(empty)", "dim"))
+
+    def messages(self, msgs: list[dict[str, Any]]) -> None:
+        turn = 0
+        for msg in msgs:
+            if msg.get("role") == "assistant":
+                self.message(msg, turn)
+                turn += 1
+            else:
+                self.message(msg)
+
+    def outcome(self, outcome: dict[str, Any]) -> None:
+        self._rule("outcome")
+        if not outcome:
+            self.out.append("  " + self.s("no outcome recorded (the rollout did not report one)",
+                                          "dim"))
+            return
+        parts = [f"reward {fmt_reward(outcome.get('reward'))}"]
+        if "turns_used" in outcome:
+            parts.append(f"turns {outcome['turns_used']}")
+        if "finished_naturally" in outcome:
+            parts.append("finished naturally" if outcome["finished_naturally"]
+                         else "stopped at the turn limit")
+        if "tool_errors" in outcome:
+            parts.append(f"tool errors {_count(outcome['tool_errors'])}")
+        for key in ("phase", "group"):
+            if outcome.get(key) is not None:
+                parts.append(f"{key} {outcome[key]}")
+        self.out.append("  " + " · ".join(parts))
+        rest = {k: v for k, v in outcome.items() if k not in {
+            "reward", "turns_used", "finished_naturally", "tool_errors", "phase", "group",
+            "messages", "reasoning_per_turn"}}
+        for key, value in rest.items():
+            self.out.append(f"  {key}: {self._cut(json.dumps(value, ensure_ascii=False), 300)}")
+
+
+def _count(value: Any) -> int:
+    return len(value) if isinstance(value, (list, tuple)) else int(value or 0)
+
+
+def _pretty_args(arguments: Any) -> str:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return arguments
+    return json.dumps(arguments, indent=2, ensure_ascii=False)
+
+
+def _render_turn(t: Transcript, record: Any, turn: int) -> None:
+    inter = record.interactions[turn]
+    body = inter.request.get("body")
+    t.out.append(t.s(f"{inter.request.get('method', 'POST')} {inter.request.get('path', '')}"
+                     f" · {inter.kind} · {inter.duration_ms:.0f} ms", "dim"))
+    if isinstance(body, dict) and isinstance(body.get("messages"), list):
+        prev: list[Any] = []
+        if turn > 0:
+            pbody = record.interactions[turn - 1].request.get("body")
+            prev = pbody.get("messages") if isinstance(pbody, dict) else []
+        msgs = body["messages"]
+        start = len(prev) if msgs[: len(prev)] == prev else 0
+        if start:
+            t.out.append(t.s(f"  ({start} earlier messages not repeated)", "dim"))
+        params = {k: v for k, v in body.items() if k not in ("messages", "tools")}
+        if body.get("tools"):
+            params["tools"] = [(x.get("function") or {}).get("name") for x in body["tools"]
+                               if isinstance(x, dict)]
+        t.out.append("  " + t.s("params: " + json.dumps(params, ensure_ascii=False), "dim"))
+        for msg in msgs[start:]:
+            if isinstance(msg, dict):
+                t.message(msg)
+        reply = assistant_from_response(inter.response)
+        if reply:
+            t.message(reply, turn)
+        return
+    t._rule(f"request · {inter.kind}")
+    t._body(t._cut(json.dumps(body, indent=2, ensure_ascii=False), TEXT_LIMIT))
+    t._rule(f"response · status {inter.response.get('status')}")
+    resp = inter.response.get("body", inter.response.get("text", inter.response.get("chunks")))
+    t._body(t._cut(json.dumps(resp, indent=2, ensure_ascii=False), TEXT_LIMIT))
+
+
+def pick_rollouts(cassette: Any, wanted: str | None) -> list[Any]:
+    """The rollout(s) to show; ``wanted`` may be a unique prefix. ValueError says which exist."""
+    records = list(cassette.rollouts.values())
+    if wanted is None:
+        return records
+    if wanted in cassette.rollouts:
+        return [cassette.rollouts[wanted]]
+    matches = [r for r in records if r.id.startswith(wanted)]
+    if len(matches) == 1:
+        return matches
+    ids = ", ".join(r.id for r in records[:12]) + (" …" if len(records) > 12 else "")
+    if matches:
+        raise ValueError(f"--rollout {wanted!r} matches {len(matches)} rollouts; give more of "
+                         f"the id. Rollouts: {ids}")
+    raise ValueError(f"no rollout {wanted!r} in {cassette.path}. Rollouts: {ids or '(none)'}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from hermes_replay._cassette import load_cassette
+    from hermes_replay._errors import CassetteError
+
+    if args.path.is_dir():
+        print(f"hermes-replay show: {args.path} is a folder; show takes one cassette file. "
+              f"Next step: `hermes-replay ls {args.path}` lists them.", file=sys.stderr)
+        return 2
+    try:
+        cassette = load_cassette(args.path)
+    except CassetteError as exc:
+        print(f"hermes-replay show: {exc}", file=sys.stderr)
+        return 2
+    try:
+        records = pick_rollouts(cassette, args.rollout)
+    except ValueError as exc:
+        print(f"hermes-replay show: {exc}", file=sys.stderr)
+        return 2
+    if args.raw:
+        return _print_raw(records, args.turn)
+    style = Style(sys.stdout)
+    t = Transcript(style, full=args.full)
+    h = cassette.header
+    t.out.append(style(f"{cassette.path}", "bold") + ("" if cassette.complete else
+                                                      style("  (incomplete recording)", "red")))
+    t.out.append(f"env {h.env_name or '-'} · model {h.model or '-'} · "
+                 f"endpoint {h.endpoint_type or '-'} · created {h.created}")
+    if not records:
+        t.out.append("no rollouts recorded in this cassette")
+    for record in records:
+        t.out.append("")
+        t.out.append(style(f"rollout {record.id}", "bold")
+                     + f"  reward {fmt_reward((record.outcome or {}).get('reward'))}"
+                     + f" · {len(record.interactions)} requests")
+        if args.turn is not None:
+            if not 0 <= args.turn < len(record.interactions):
+                print(f"hermes-replay show: rollout {record.id} has turns 0.."
+                      f"{len(record.interactions) - 1}; --turn {args.turn} is out of range.",
+                      file=sys.stderr)
+                return 2
+            _render_turn(t, record, args.turn)
+            continue
+        msgs = conversation(record)
+        if msgs:
+            t.messages(msgs)
+        else:
+            for turn in range(len(record.interactions)):
+                _render_turn(t, record, turn)
+        t.outcome({k: v for k, v in (record.outcome or {}).items()})
+    print("\n".join(t.out))
+    return 0
+
+
+def _print_raw(records: list[Any], turn: int | None) -> int:
+    for record in records:
+        inters = record.interactions
+        if turn is not None:
+            if not 0 <= turn < len(inters):
+                print(f"hermes-replay show: rollout {record.id} has no turn {turn}",
+                      file=sys.stderr)
+                return 2
+            inters = [inters[turn]]
+        for inter in inters:
+            print(json.dumps(inter.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        if turn is None and record.outcome:
+            print(json.dumps({"rollout": record.id, "outcome": record.outcome}, indent=2,
+                             ensure_ascii=False))
+    return 0

@@ -1,0 +1,168 @@
+"""``hermes-replay ls`` and ``show`` on a small cassette written with the core's writer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hermes_replay._cassette import CassetteHeader, Interaction, write_cassette
+from hermes_replay.cli import main
+
+SYSTEM = {"role": "system", "content": "You are a careful agent. Use tools."}
+USER = {"role": "user", "content": "How many files are in /data?"}
+CALL = {
+    "id": "call_1",
+    "type": "function",
+    "function": {"name": "terminal", "arguments": json.dumps({"command": "ls /data | wc -l"})},
+}
+ASSISTANT_1 = {"role": "assistant", "content": None, "tool_calls": [CALL],
+               "reasoning_content": "I should count them with ls."}
+TOOL = {"role": "tool", "tool_call_id": "call_1", "name": "terminal", "content": "3"}
+ASSISTANT_2 = {"role": "assistant", "content": "There are 3 files."}
+LONG_TOOL = {"role": "tool", "tool_call_id": "call_9", "name": "read_file",
+             "content": "x" * 5000}
+
+
+def _chat(rollout: str, seq: int, messages: list, reply: dict) -> Interaction:
+    return Interaction(
+        rollout=rollout, seq=seq, kind="chat", fingerprint=f"fp{seq}", duration_ms=12.0,
+        request={"method": "POST", "url": "http://127.0.0.1:9/v1/chat/completions",
+                 "headers": {}, "body": {"model": "scripted", "messages": messages,
+                                         "temperature": 1.0}},
+        response={"status": 200, "headers": {},
+                  "body": {"choices": [{"index": 0, "message": reply,
+                                        "finish_reason": "stop"}]}},
+    )
+
+
+def _sse(rollout: str, seq: int, messages: list) -> Interaction:
+    chunks = [
+        'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"I do "}}]}\n\n',
+        'data: {"choices":[{"index":0,"delta":{"content":"not know."}}]}\n\n',
+        "data: [DONE]\n\n",
+    ]
+    return Interaction(
+        rollout=rollout, seq=seq, kind="chat",
+        request={"method": "POST", "url": "http://127.0.0.1:9/v1/chat/completions",
+                 "headers": {}, "body": {"model": "scripted", "messages": messages,
+                                         "stream": True}},
+        response={"status": 200, "headers": {}, "chunks": chunks},
+    )
+
+
+def build_cassette(path: Path) -> Path:
+    header = CassetteHeader(
+        env_name="demo_env", env_file="environments/demo_env.py",
+        command=["process", "--env.total_steps", "1"], endpoint_type="openai",
+        model="scripted",
+        tokenizer={"name": "hermes-replay-tiny", "fingerprint": "0123456789abcdef"},
+    )
+    ok = "train-aaaaaaaaaaaa-0-0"
+    interactions = [
+        _chat(ok, 0, [SYSTEM, USER], ASSISTANT_1),
+        _chat(ok, 1, [SYSTEM, USER, ASSISTANT_1, TOOL], ASSISTANT_2),
+        _sse("train-aaaaaaaaaaaa-0-1", 0, [SYSTEM, USER]),
+        _chat("eval-bbbbbbbbbbbb-0-0", 0, [SYSTEM, USER, LONG_TOOL], ASSISTANT_2),
+    ]
+    outcomes = {
+        ok: {"reward": 1.0, "turns_used": 2, "finished_naturally": True, "tool_errors": 0,
+             "phase": "train", "messages": [SYSTEM, USER, ASSISTANT_1, TOOL, ASSISTANT_2]},
+        "train-aaaaaaaaaaaa-0-1": {"reward": 0.0, "turns_used": 1, "phase": "train"},
+        "eval-bbbbbbbbbbbb-0-0": {"reward": 0.5, "turns_used": 1, "phase": "eval"},
+    }
+    write_cassette(path, header, interactions, outcomes)
+    return path
+
+
+@pytest.fixture
+def cassette(tmp_path: Path) -> Path:
+    return build_cassette(tmp_path / "cassettes" / "demo_env" / "process.jsonl")
+
+
+def test_ls_lists_header_and_rollouts(cassette: Path, capsys) -> None:
+    assert main(["ls", str(cassette.parent.parent)]) == 0
+    out = capsys.readouterr().out
+    assert "env demo_env · model scripted · endpoint openai" in out
+    assert "tokenizer hermes-replay-tiny (0123456789ab)" in out
+    assert "\x1b[" not in out  # not a terminal: no colors
+    rows = {line.split()[0]: line.split() for line in out.splitlines()
+            if line.strip().startswith(("train-", "eval-"))}
+    assert rows["train-aaaaaaaaaaaa-0-0"][1:] == ["train", "2", "1", "1.000"]
+    assert rows["train-aaaaaaaaaaaa-0-1"][1:] == ["train", "1", "0", "0.000"]
+    assert rows["eval-bbbbbbbbbbbb-0-0"][1:] == ["eval", "1", "0", "0.500"]
+    assert "3 rollouts · 4 requests · mean reward 0.500" in out
+
+
+def test_ls_missing_path_is_a_usage_error(tmp_path: Path, capsys) -> None:
+    assert main(["ls", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert "does not exist" in err and "Next step" in err
+
+
+def test_ls_empty_dir_says_nothing_recorded(tmp_path: Path, capsys) -> None:
+    assert main(["ls", str(tmp_path)]) == 0
+    assert "nothing recorded yet" in capsys.readouterr().out
+
+
+def test_show_renders_transcript(cassette: Path, capsys) -> None:
+    assert main(["show", str(cassette), "--rollout", "train-aaaaaaaaaaaa-0-0"]) == 0
+    out = capsys.readouterr().out
+    order = [out.index(s) for s in ("── system", "── user", "── assistant · turn 0",
+                                     "── tool result · terminal (call_1)",
+                                     "── assistant · turn 1", "── outcome")]
+    assert order == sorted(order)
+    assert "→ tool call terminal  (id call_1)" in out
+    assert '"command": "ls /data | wc -l"' in out  # pretty-printed arguments
+    assert "I should count them with ls." in out  # reasoning
+    assert "reward 1.000 · turns 2 · finished naturally · tool errors 0" in out
+    assert "\x1b[" not in out
+
+
+def test_show_prefix_streaming_and_truncation(cassette: Path, capsys) -> None:
+    assert main(["show", str(cassette), "--rollout", "train-aaaaaaaaaaaa-0-1"]) == 0
+    assert "I do not know." in capsys.readouterr().out  # rebuilt from SSE chunks
+    assert main(["show", str(cassette), "--rollout", "eval-"]) == 0
+    out = capsys.readouterr().out
+    assert "more characters not shown; --full shows everything" in out
+    assert "x" * 5000 not in out
+    assert main(["show", str(cassette), "--rollout", "eval-", "--full"]) == 0
+    assert "x" * 5000 in capsys.readouterr().out
+
+
+def test_show_turn_and_raw(cassette: Path, capsys) -> None:
+    assert main(["show", str(cassette), "--rollout", "train-aaaaaaaaaaaa-0-0", "--turn", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "(2 earlier messages not repeated)" in out
+    assert "There are 3 files." in out and "You are a careful agent" not in out
+    assert main(["show", str(cassette), "--rollout", "train-aaaaaaaaaaaa-0-0", "--turn", "0",
+                 "--raw"]) == 0
+    raw = json.loads(capsys.readouterr().out)
+    assert raw["request"]["body"]["messages"] == [SYSTEM, USER]
+
+
+def test_show_colors_only_on_a_tty_without_no_color(cassette: Path, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True, raising=False)
+    assert main(["show", str(cassette), "--rollout", "train-aaaaaaaaaaaa-0-0"]) == 0
+    assert "\x1b[" in capsys.readouterr().out
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert main(["show", str(cassette), "--rollout", "train-aaaaaaaaaaaa-0-0"]) == 0
+    assert "\x1b[" not in capsys.readouterr().out
+
+
+def test_show_unknown_rollout_names_the_existing_ones(cassette: Path, capsys) -> None:
+    assert main(["show", str(cassette), "--rollout", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "no rollout 'nope'" in err and "train-aaaaaaaaaaaa-0-0" in err
+    assert main(["show", str(cassette), "--rollout", "train-"]) == 2
+    assert "matches 2 rollouts" in capsys.readouterr().err
+
+
+def test_show_bad_cassette_names_file_and_line(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type": "header", "schema_version": 1}\nnot json\n', encoding="utf-8")
+    assert main(["show", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:2" in err and "next step" in err

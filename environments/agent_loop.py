@@ -163,7 +163,7 @@ class HermesAgentLoop:
         temperature: float = 1.0,
         max_tokens: int | None = None,
         extra_body: dict[str, Any] | None = None,
-        tool_call_parser: str | Any = "hermes",
+        tool_call_parser: str | Any | None = "hermes",
         terminal_backend: str = "local",
         terminal_timeout: float = 120,
     ) -> None:
@@ -182,8 +182,7 @@ class HermesAgentLoop:
         self.tool_call_parser = tool_call_parser
         self.terminal_backend = terminal_backend
         self.terminal_timeout = terminal_timeout
-        self._parser: Any = None
-        self._parser_loaded = False
+        self._parser: Any = self._load_parser(tool_call_parser)
 
     # -- model side ------------------------------------------------------------------------
 
@@ -201,31 +200,32 @@ class HermesAgentLoop:
             kwargs["extra_body"] = self.extra_body
         return kwargs
 
-    def _text_parser(self) -> Any:
-        if not self._parser_loaded:
-            self._parser_loaded = True
-            if not isinstance(self.tool_call_parser, str):
-                self._parser = self.tool_call_parser  # a parser object given directly
-                return self._parser
-            try:
-                from environments.tool_call_parsers import get_parser
-            except ImportError as exc:
-                log.error(
-                    "cannot import environments.tool_call_parsers (%s); tool calls in "
-                    "message text are ignored",
-                    exc,
-                )
-                return None
-            parser = get_parser(self.tool_call_parser)
-            self._parser = parser() if isinstance(parser, type) else parser
-        return self._parser
+    @staticmethod
+    def _load_parser(spec: Any) -> Any:
+        """The text tool-call parser: an object with ``.parse(text)``, or a registered name.
+
+        Resolved here so that a misspelt parser name fails when the loop is built (KeyError
+        naming the available parsers), not in the middle of a rollout.
+        """
+        if spec is None or not isinstance(spec, str):
+            return spec
+        try:
+            from environments.tool_call_parsers import get_parser
+        except ImportError as exc:
+            log.error(
+                "cannot import environments.tool_call_parsers (%s); tool calls written in "
+                "message text will be ignored",
+                exc,
+            )
+            return None
+        parser = get_parser(spec)
+        return parser() if isinstance(parser, type) else parser
 
     def _tool_calls_of(self, message: Any, content: str, turn: int) -> tuple[str, list[dict]]:
         raw_calls = _get(message, "tool_calls") or []
         if not raw_calls and content:
-            parser = self._text_parser()
-            if parser is not None:
-                text, parsed = parser.parse(content)
+            if self._parser is not None:
+                text, parsed = self._parser.parse(content)
                 if parsed:
                     raw_calls, content = parsed, text or ""
         return content, [_normalise_call(c, turn, i) for i, c in enumerate(raw_calls)]

@@ -478,3 +478,18 @@ async def test_given_task_id_keeps_its_sandbox_for_scoring(task_id):
     await make_loop(server, task_id).run(USER)
     assert task_id in active_sandboxes()
     assert get_sandbox(task_id).run("ls").output == "x\n"
+
+
+def test_unknown_parser_name_fails_when_the_loop_is_built():
+    parsers = pytest.importorskip("environments.tool_call_parsers")
+    if not hasattr(parsers, "get_parser"):
+        pytest.skip("environments.tool_call_parsers is not complete yet")
+    with pytest.raises(KeyError, match="hermes"):
+        HermesAgentLoop(FakeServer(), [], set(), tool_call_parser="no-such-format")
+
+
+async def test_parser_none_leaves_text_alone(task_id):
+    text = '<tool_call>{"name": "terminal", "arguments": {"command": "ls"}}</tool_call>'
+    server = FakeServer(completion(text))
+    result = await make_loop(server, task_id, tool_call_parser=None).run(USER)
+    assert result.finished_naturally and result.messages[-1]["content"] == text

@@ -218,3 +218,21 @@ def test_unknown_backend_and_backend_mismatch_are_errors(task_id):
 
 def test_local_sandbox_is_the_default_backend(task_id):
     assert isinstance(get_sandbox(task_id), LocalSandbox)
+
+
+@needs_proc
+def test_process_without_the_marker_is_still_killed_through_its_group(task_id):
+    box = get_sandbox(task_id)
+    pid = int(box.run("env -i /bin/sleep 1000 >/dev/null 2>&1 & echo $!").output)
+    assert _alive(pid)
+    cleanup_sandbox(task_id)
+    assert _wait_gone(pid)
+
+
+def test_empty_process_groups_are_forgotten(task_id):
+    """A dead group's number can be reused by a stranger; cleanup must not signal it."""
+    box = get_sandbox(task_id)
+    box.run("true")
+    assert box._pgids == set()
+    box.run("sleep 1000 >/dev/null 2>&1 &")
+    assert len(box._pgids) == 1

@@ -77,8 +77,8 @@ def _slug(task_id: str) -> str:
     return f"{clean}-{digest}"
 
 
-def _live_pids_where(predicate) -> list[int]:
-    """Pids of non-zombie processes for which ``predicate(pid, stat_fields)`` is true."""
+def _live_processes() -> list[tuple[int, int, int]]:
+    """(pid, pgid, sid) of every non-zombie process, from ``/proc``; [] where there is none."""
     found = []
     try:
         entries = os.listdir("/proc")
@@ -87,19 +87,25 @@ def _live_pids_where(predicate) -> list[int]:
     for entry in entries:
         if not entry.isdigit():
             continue
-        pid = int(entry)
         try:
-            with open(f"/proc/{pid}/stat", "rb") as fh:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
                 raw = fh.read().decode(errors="replace")
         except OSError:
             continue
         # fields after the ")" closing the command name: state ppid pgrp session ...
         fields = raw[raw.rfind(")") + 2 :].split()
-        if not fields or fields[0] == "Z":
+        if len(fields) < 4 or fields[0] == "Z":
             continue
-        if predicate(pid, fields):
-            found.append(pid)
+        found.append((int(entry), int(fields[2]), int(fields[3])))
     return found
+
+
+def _has_marker(pid: int, needle: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return needle in fh.read().split(b"\0")
+    except OSError:
+        return False
 
 
 def group_members(pgid: int) -> list[int]:
@@ -110,20 +116,36 @@ def group_members(pgid: int) -> list[int]:
         except (ProcessLookupError, PermissionError):
             return []
         return [pgid]
-    return _live_pids_where(lambda _pid, f: len(f) > 2 and f[2] == str(pgid))
+    return [pid for pid, pg, _sid in _live_processes() if pg == pgid]
 
 
-def _marked_pids(marker: str) -> list[int]:
+def _scan(pgids: set[int], marker: str) -> tuple[set[int], set[int]]:
+    """The sandbox's live process groups and its live processes, in one pass over /proc.
+
+    A pid number is reused once its process is gone, so a remembered pgid is trusted only
+    while a member still proves it is ours: it carries the sandbox marker, or it is in the
+    session our command opened (session id == pgid, set by ``start_new_session``).
+    """
+    if not os.path.isdir("/proc"):  # no /proc (macOS): trust the remembered groups
+        live = {pg for pg in pgids if group_members(pg)}
+        return live, set(live)
     needle = f"{_MARKER_VAR}={marker}".encode()
-
-    def has_marker(pid: int, _fields: list[str]) -> bool:
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as fh:
-                return needle in fh.read().split(b"\0")
-        except OSError:
-            return False
-
-    return _live_pids_where(has_marker)
+    groups: set[int] = set()
+    pids: set[int] = set()
+    by_group: dict[int, list[int]] = {}
+    for pid, pg, sid in _live_processes():
+        if pid == os.getpid():
+            continue
+        marked = _has_marker(pid, needle)
+        if marked:
+            pids.add(pid)
+        if pg in pgids:
+            by_group.setdefault(pg, []).append(pid)
+            if marked or sid == pg:
+                groups.add(pg)
+    for pg in groups:
+        pids.update(by_group[pg])
+    return groups, pids
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -211,6 +233,13 @@ class LocalSandbox(SandboxBackend):
                 _signal_group(proc.pid, signal.SIGKILL)
                 proc.wait()
             output, truncated = self._read_capped(out)
+        try:  # forget groups that are already empty: their number may be reused later
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            with self._lock:
+                self._pgids.discard(proc.pid)
+        except PermissionError:
+            pass
         if timed_out:
             output += (
                 f"\n[command timed out after {timeout:g}s; it and every process it started "
@@ -246,32 +275,25 @@ class LocalSandbox(SandboxBackend):
     def processes(self) -> list[int]:
         """Live processes of this sandbox (its process groups plus marked escapees)."""
         with self._lock:
-            pgids = list(self._pgids)
-        pids = {pid for pg in pgids for pid in group_members(pg)}
-        pids.update(_marked_pids(self._marker))
-        pids.discard(os.getpid())
-        return sorted(pids)
+            pgids = set(self._pgids)
+        return sorted(_scan(pgids, self._marker)[1])
 
     def _kill_all(self) -> None:
         with self._lock:
-            pgids = list(self._pgids)
-        for pg in pgids:
-            _signal_group(pg, signal.SIGTERM)
-        for pid in _marked_pids(self._marker):
-            _signal_pid(pid, signal.SIGTERM)
-        deadline = time.monotonic() + self.kill_grace
-        while self.processes() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        for pg in pgids:
-            _signal_group(pg, signal.SIGKILL)
-        for pid in self.processes():
-            _signal_pid(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 2.0
-        while self.processes() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        left = self.processes()
-        if left:
-            log.warning("sandbox %s: processes %s survived SIGKILL", self.task_id, left)
+            pgids = set(self._pgids)
+        for sig, wait in ((signal.SIGTERM, self.kill_grace), (signal.SIGKILL, 2.0)):
+            groups, pids = _scan(pgids, self._marker)
+            for pg in groups:
+                _signal_group(pg, sig)
+            for pid in pids:
+                _signal_pid(pid, sig)
+            deadline = time.monotonic() + wait
+            while pids and time.monotonic() < deadline:
+                time.sleep(0.02)
+                pids = _scan(pgids, self._marker)[1]
+            if not pids:
+                return
+        log.warning("sandbox %s: processes %s survived SIGKILL", self.task_id, sorted(pids))
 
     def cleanup(self) -> None:
         self._closed = True

@@ -36,8 +36,20 @@ TOOLS = [
 ASK = [{"role": "user", "content": "search the web for cats"}]
 
 
+_clients: list[openai.AsyncOpenAI] = []
+
+
 def client(ep: ScriptedEndpoint, **kw) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=ep.base_url, api_key="x", max_retries=0, **kw)
+    c = openai.AsyncOpenAI(base_url=ep.base_url, api_key="x", max_retries=0, **kw)
+    _clients.append(c)
+    return c
+
+
+@pytest.fixture(autouse=True)
+async def _close_clients():
+    yield
+    while _clients:  # unclosed SDK clients would leak sockets into later tests' warnings
+        await _clients.pop().close()
 
 
 @pytest.fixture
@@ -213,11 +225,11 @@ async def test_fault_timeout_and_quick_stop():
 def test_random_faults_are_seeded():
     def outcomes() -> list[int]:
         plan = FaultPlan(rate=0.5, kinds=("5xx",), seed=3)
-        with ScriptedEndpoint(script="generic", faults=plan) as ep:
-            codes = [httpx.post(ep.base_url + "/chat/completions",
-                                json={"model": "m", "messages": ASK}).status_code
+        with ScriptedEndpoint(script="generic", faults=plan) as ep, httpx.Client() as http:
+            codes = [http.post(ep.base_url + "/chat/completions",
+                               json={"model": "m", "messages": ASK}).status_code
                      for _ in range(12)]
-            assert httpx.get(ep.root_url + "/health").status_code == 200  # never faulted
+            assert http.get(ep.root_url + "/health").status_code == 200  # never faulted
             return codes
 
     first = outcomes()
@@ -281,6 +293,7 @@ async def test_atropos_server_manager_chat_completion(ep):
         base_url=ep.base_url, server_type="openai", health_check=False, api_key="x",
         model_name="scripted")])
     r = await manager.chat_completion(messages=ASK, tools=TOOLS, n=2, temperature=1.0)
+    await manager.servers[0].openai.close()
     assert len(r.choices) == 2
     assert r.choices[0].message.tool_calls[0].function.name == "web_search"
 
@@ -344,20 +357,21 @@ def test_vllm_prompt_logprobs(ep):
 
 def test_cli_subcommand_serves_health():
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-m", "hermes_replay.cli", "scripted-endpoint", "--port", "0",
          "--script", "generic", "--latency-ms", "1-2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        base = None
-        deadline = time.monotonic() + 30
-        while base is None and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if "base_url" in line:
-                base = line.split()[-1]
-        assert base and base.startswith("http://127.0.0.1:")
-        assert httpx.get(base.removesuffix("/v1") + "/health").status_code == 200
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+    ) as proc:
+        try:
+            base = None
+            deadline = time.monotonic() + 30
+            while base is None and time.monotonic() < deadline:
+                line = proc.stdout.readline()
+                if "base_url" in line:
+                    base = line.split()[-1]
+            assert base and base.startswith("http://127.0.0.1:")
+            assert httpx.get(base.removesuffix("/v1") + "/health").status_code == 200
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
     assert proc.returncode == 0

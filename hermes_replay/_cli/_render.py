@@ -111,6 +111,7 @@ class RunSummary:
     changed: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
     exit_code: int = 0
     error: str | None = None
+    log: str | None = None  # where the env's own output went, if not to the terminal
 
     def lines(self, style: Style) -> list[str]:
         what = {"record": "recorded", "replay": "replayed", "passthrough": "ran live"}.get(
@@ -140,6 +141,8 @@ class RunSummary:
             out.append("  " + style("error: ", "red") + self.error)
         if self.exit_code:
             out.append(f"  environment exit code {self.exit_code}")
+        if self.log and (self.error or self.exit_code):
+            out.append(f"  environment output: {self.log}")
         return out
 
 

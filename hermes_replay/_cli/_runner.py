@@ -7,12 +7,13 @@ interpreter: the env's openai/httpx/aiohttp clients are patched only here.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import runpy
 import sys
 import traceback
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -213,6 +214,45 @@ class OutcomeCollector:
         return sum(int(o.get("turns_used") or 0) for o in self.outcomes.values())
 
 
+class _Sink(io.TextIOBase):
+    """Where an env's stdout/stderr go during a quiet run. Retargeted per run and never
+    closed, so logging handlers an env created during an earlier run keep working."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.target: Any = None
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        (self.target or sys.__stderr__).write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.target is not None:
+            self.target.flush()
+
+
+_SINK = _Sink()
+
+
+@contextmanager
+def _quiet(log_path: Path | None) -> Iterator[None]:
+    """Send the env's own output to ``log_path`` (None: leave it on the terminal)."""
+    if log_path is None:
+        yield
+        return
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("w", encoding="utf-8") as fh:
+        _SINK.target = fh
+        try:
+            with redirect_stdout(_SINK), redirect_stderr(_SINK):
+                yield
+        finally:
+            _SINK.target = None
+
+
 class _EnvFailed(Exception):
     """Internal: the env CLI exited non-zero while recording."""
 
@@ -243,6 +283,7 @@ def run_with_cassette(
     options: dict[str, Any],
     label: str,
     err: Any = None,
+    log_path: Path | None = None,
 ) -> tuple[RunSummary, OutcomeCollector]:
     """Run the env CLI inside ``hermes_replay.cassette(...)`` with progress; never raises
     hermes-replay errors (they end up in the summary's ``error``, already printed)."""
@@ -252,7 +293,8 @@ def run_with_cassette(
     err = sys.stderr if err is None else err
     progress = Progress(err, label=label)
     collector = OutcomeCollector(on_rollout=progress.rollout_done)
-    summary = RunSummary(mode=mode, cassette=str(cassette_path) if cassette_path else None)
+    summary = RunSummary(mode=mode, cassette=str(cassette_path) if cassette_path else None,
+                         log=str(log_path) if log_path else None)
     session = None
     code = 0
     try:
@@ -263,7 +305,8 @@ def run_with_cassette(
                     cassette_path, mode=mode, **_event_option(progress), **options
                 ) as session:
                     progress.miss_count = lambda: _count(session, "misses")
-                    code = run_env_file(env_file, argv)
+                    with _quiet(log_path):
+                        code = run_env_file(env_file, argv)
                     if code != 0 and mode == "record":
                         # Leave the block by an exception: the core then keeps the old
                         # cassette and leaves the completed interactions in <path>.partial.

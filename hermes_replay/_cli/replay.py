@@ -81,6 +81,12 @@ def register(sub: Any) -> None:
         action="store_true",
         help="exit 1 when a reward differs from the recorded one (default: shown, exit 0)",
     )
+    p.add_argument(
+        "-v", "--verbose",
+        action="store_true",
+        help="show each environment's own output (default for CASSETTE_OR_DIR: into "
+        "<out>/<cassette>/env.log)",
+    )
     p.set_defaults(func=run)
 
 
@@ -101,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     return replay_all(Path(args.target), out=args.out, strict=args.strict,
-                      fail_on_change=args.fail_on_change)
+                      fail_on_change=args.fail_on_change, verbose=args.verbose)
 
 
 # --------------------------------------------------------------------------- one run
@@ -184,7 +190,13 @@ def redirect_outputs(argv: list[str], out_dir: Path) -> list[str]:
 
 
 def replay_once(
-    env_file: Path, argv: list[str], cassette: Path, *, strict: bool, label: str
+    env_file: Path,
+    argv: list[str],
+    cassette: Path,
+    *,
+    strict: bool,
+    label: str,
+    log_path: Path | None = None,
 ) -> RunSummary:
     recorded = recorded_rewards(cassette)
     summary, collector = run_with_cassette(
@@ -194,6 +206,7 @@ def replay_once(
         cassette_path=cassette,
         options={"strict": strict},
         label=label,
+        log_path=log_path,
     )
     summary.changed = changed_rewards(recorded, collector.rewards)
     return summary
@@ -300,7 +313,9 @@ def _fresh_out_dir() -> Path:
     return out
 
 
-def replay_all(target: Path, *, out: Path | None, strict: bool, fail_on_change: bool) -> int:
+def replay_all(
+    target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False
+) -> int:
     if not target.exists() and target != Path("cassettes"):
         print(
             f"hermes-replay replay: {target} does not exist. Next step: pass a cassette file or "
@@ -320,7 +335,7 @@ def replay_all(target: Path, *, out: Path | None, strict: bool, fail_on_change: 
     rows: list[_Row] = []
     for cassette in cassettes:
         rel = cassette.relative_to(target) if target.is_dir() else Path(cassette.name)
-        summary, mode = _replay_cassette(cassette, out / rel.with_suffix(""), strict)
+        summary, mode = _replay_cassette(cassette, out / rel.with_suffix(""), strict, verbose)
         rows.append(_Row(str(cassette), mode, summary))
         print("\n".join(summary.lines(style)))
     print()
@@ -332,7 +347,9 @@ def replay_all(target: Path, *, out: Path | None, strict: bool, fail_on_change: 
     return code
 
 
-def _replay_cassette(cassette: Path, out_dir: Path, strict: bool) -> tuple[RunSummary, str]:
+def _replay_cassette(
+    cassette: Path, out_dir: Path, strict: bool, verbose: bool
+) -> tuple[RunSummary, str]:
     from hermes_replay._cassette import load_cassette
     from hermes_replay._errors import CassetteError
 
@@ -360,7 +377,8 @@ def _replay_cassette(cassette: Path, out_dir: Path, strict: bool) -> tuple[RunSu
     argv = replay_argv(redirect_outputs(command, out_dir))
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = replay_once(env_file, argv, cassette, strict=strict,
-                          label=f"replaying {cassette.name}")
+                          label=f"replaying {cassette.name}",
+                          log_path=None if verbose else out_dir / "env.log")
     return summary, command[0]
 
 

@@ -1,0 +1,159 @@
+"""Pieces of the run commands that need no cassette: argv handling, progress, summary."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+from hermes_replay._cli._render import Progress, RunSummary, Style
+from hermes_replay._cli._runner import redact_command, run_env_file
+from hermes_replay._cli.replay import (
+    NOTHING_RECORDED,
+    changed_rewards,
+    find_cassettes,
+    find_env_file,
+    redirect_outputs,
+    replay_argv,
+)
+from hermes_replay.cli import main
+
+
+def test_env_cli_runs_in_process_with_its_argv_and_exit_code(tmp_path: Path) -> None:
+    script = tmp_path / "env_cli.py"
+    script.write_text(
+        "import sys, helper_mod\n"
+        "open(sys.argv[-1], 'w').write(repr(sys.argv[1:]) + helper_mod.X)\n"
+        "raise SystemExit(3)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "helper_mod.py").write_text("X = '!'\n", encoding="utf-8")
+    out = tmp_path / "argv.txt"
+    saved = sys.argv[:]
+    assert run_env_file(script, ["process", "--env.x", "1", str(out)]) == 3
+    assert out.read_text() == repr(["process", "--env.x", "1", str(out)]) + "!"
+    assert sys.argv == saved  # restored
+    sys.modules.pop("helper_mod", None)
+
+
+def test_env_crash_returns_1_with_next_step(tmp_path: Path, capsys) -> None:
+    script = tmp_path / "crash_env.py"
+    script.write_text("raise RuntimeError('boom')\n", encoding="utf-8")
+    assert run_env_file(script, ["process"]) == 1
+    err = capsys.readouterr().err
+    assert "RuntimeError: boom" in err and "Next step: run `python" in err
+
+
+def test_replay_argv_adds_recorded_endpoint_and_placeholder_key() -> None:
+    recorded = ["process", "--env.total_steps", "2", "--openai.base_url", "http://h/v1",
+                "--openai.model_name", "m", "--openai.api_key", "<redacted>"]
+    argv = replay_argv(recorded)
+    assert argv[:7] == recorded[:7]
+    assert "<redacted>" not in argv and argv[-1] == "--openai.api_key=hermes-replay-offline"
+    mine = replay_argv(recorded, ["process", "--env.total_steps", "5"])
+    assert mine[:3] == ["process", "--env.total_steps", "5"]
+    assert "--openai.model_name" in mine and "m" in mine
+    # no --openai.* at all (e.g. a multi-server env): add nothing, atroposlib would refuse it
+    assert replay_argv(["evaluate"]) == ["evaluate"]
+
+
+def test_redirect_outputs_moves_or_adds_output_paths(tmp_path: Path) -> None:
+    argv = redirect_outputs(["process", "--env.data_path_to_save_groups=data/g.jsonl",
+                             "--env.total_steps", "2"], tmp_path)
+    assert argv == ["process", "--env.total_steps", "2", "--env.data_path_to_save_groups",
+                    str(tmp_path / "g.jsonl")]
+    assert redirect_outputs(["process"], tmp_path)[-1] == str(tmp_path / "groups.jsonl")
+    ev = redirect_outputs(["evaluate", "--env.data_dir_to_save_evals", "/tmp/x"], tmp_path)
+    assert ev == ["evaluate", "--env.data_dir_to_save_evals", str(tmp_path / "x")]
+    assert redirect_outputs(["serve"], tmp_path) == ["serve"]
+
+
+def test_redact_command_hides_keys() -> None:
+    assert redact_command(["process", "--openai.api_key", "sk-1", "--openai.api_key=sk-2"]) == [
+        "process", "--openai.api_key", "<redacted>", "--openai.api_key=<redacted>"]
+
+
+def test_changed_rewards_only_for_recorded_rollouts() -> None:
+    assert changed_rewards({"a": 1.0, "b": 0.5, "c": None}, {"a": 1.0, "b": 0.0, "c": 1.0,
+                                                              "new": 1.0}) == {
+        "b": (0.5, 0.0), "c": (None, 1.0)}
+
+
+def test_find_env_file_looks_in_cwd_then_above_the_cassette(tmp_path, monkeypatch) -> None:
+    (tmp_path / "environments").mkdir()
+    env = tmp_path / "environments" / "x_env.py"
+    env.write_text("", encoding="utf-8")
+    cassette = tmp_path / "cassettes" / "x_env" / "process.jsonl"
+    cassette.parent.mkdir(parents=True)
+    monkeypatch.chdir(cassette.parent)
+    assert find_env_file("environments/x_env.py", cassette) == env
+    assert find_env_file("environments/none.py", cassette) is None
+
+
+def test_find_cassettes_skips_non_cassette_jsonl(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text('{"type": "header", "schema_version": 1}\n')
+    (tmp_path / "data.jsonl").write_text('{"tokens": [1]}\n')
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "b.jsonl").write_text('{"type": "header", "schema_version": 1}\n')
+    assert find_cassettes(tmp_path) == [tmp_path / "a.jsonl"]
+
+
+def test_progress_plain_lines_are_periodic() -> None:
+    now = [0.0]
+    stream = io.StringIO()
+    p = Progress(stream, label="replaying x", interval=5.0, tty=False, clock=lambda: now[0])
+    p.rollout_done("r0", {"turns_used": 2})
+    assert stream.getvalue() == ""  # too soon
+    now[0] = 6.0
+    p.rollout_done("r1", {"turns_used": 3})
+    assert stream.getvalue() == "[hermes-replay] replaying x: 2 rollouts done · 5 turns · " \
+                                "0 misses · 6s\n"
+
+
+def test_progress_tty_rewrites_one_line() -> None:
+    stream = io.StringIO()
+    p = Progress(stream, tty=True, clock=lambda: 0.0)
+    p.miss_count = lambda: 4
+    p.rollout_done("r0", {"turns_used": 1})
+    p.rollout_done("r1", {})
+    p.close()
+    text = stream.getvalue()
+    assert text.count("\r\033[K") == 3 and "\n" not in text
+    assert "2 rollouts done · 1 turns · 4 misses" in text
+
+
+def test_summary_lines_name_everything() -> None:
+    s = RunSummary(mode="replay", cassette="c.jsonl", rollouts=8, turns=20, misses=1, unused=2,
+                   mean_reward=0.625, changed={"train-x-0-1": (1.0, 0.0)})
+    text = "\n".join(s.lines(Style(color=False)))
+    assert "8 rollouts replayed · 20 turns · 1 misses · 2 unused recordings · " \
+           "mean reward 0.625" in text
+    assert "reward changed train-x-0-1: 1.000 -> 0.000" in text
+
+
+def test_replay_of_empty_dir_says_nothing_recorded(tmp_path: Path, capsys) -> None:
+    assert main(["replay", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(NOTHING_RECORDED)
+
+
+def test_replay_default_dir_missing_is_not_an_error(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["replay"]) == 0
+    assert "nothing recorded yet — record one with: hermes-replay record" in \
+        capsys.readouterr().out
+    assert main(["replay", "no/such/dir"]) == 2
+
+
+def test_console_script_smoke(tmp_path: Path) -> None:
+    exe = Path(sys.executable).with_name("hermes-replay")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "hermes_replay.cli"]
+    proc = subprocess.run([*cmd, "replay", str(tmp_path)], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "nothing recorded yet" in proc.stdout
+    proc = subprocess.run([*cmd, "record", str(tmp_path / "x_env.py"), "--", "process"],
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                          check=False)
+    assert proc.returncode == 2 and "does not exist" in proc.stderr

@@ -109,7 +109,9 @@ def deterministic_call_id(name: str, arguments: str, index: int) -> str:
     Random ids (uuid4) would make re-recorded cassettes differ on every run; a content hash keeps
     them stable while still distinguishing the calls of one message (the index is hashed too).
     """
-    digest = hashlib.sha256(f"{index}\x00{name}\x00{arguments}".encode()).hexdigest()
+    # surrogatepass: a lone surrogate in decoded JSON must not make hashing raise
+    key = f"{index}\x00{name}\x00{arguments}".encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(key).hexdigest()
     return "call_" + digest[:24]
 
 
@@ -145,6 +147,16 @@ def make_call(
         type="function",
         function=Function(name=name, arguments=arguments),
     )
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def loads_value(text: str) -> Any:
+    """``json.loads`` for the XML-ish formats' bare values, where ``NaN``/``Infinity`` are words
+    (plain ``json.loads`` would turn them into floats that then serialise as invalid JSON)."""
+    return json.loads(text, parse_constant=_reject_constant)
 
 
 _DECODER = json.JSONDecoder()

@@ -27,6 +27,7 @@ from ._base import (
     MalformedToolCall,
     ToolCallParser,
     iter_tagged_blocks,
+    loads_value,
     make_call,
 )
 from ._registry import register_parser
@@ -39,12 +40,12 @@ def coerce_value(raw: str) -> Any:
     """JSON if it parses, else a Python literal that is JSON-serialisable, else the raw string."""
     stripped = raw.strip()
     try:
-        return json.loads(stripped)
+        return loads_value(stripped)
     except ValueError:
         pass
     try:
         value = ast.literal_eval(stripped)
-        json.dumps(value)  # sets, bytes, complex numbers: keep the text instead
+        json.dumps(value, allow_nan=False)  # sets, bytes, complex, nan: keep the text instead
         return value
     except Exception:
         return raw
@@ -57,7 +58,7 @@ def render_value(value: Any) -> str:
 @register_parser("glm45")
 class Glm45ToolCallParser(ToolCallParser):
     arg_re: ClassVar[re.Pattern[str]] = re.compile(
-        r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.DOTALL
+        r"<arg_key>([^<>]*)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.DOTALL
     )
     #: glm47 may write a literal backslash-n where glm45 writes whitespace
     literal_newline: ClassVar[bool] = False
@@ -117,7 +118,7 @@ class Glm45ToolCallParser(ToolCallParser):
 @register_parser("glm47")
 class Glm47ToolCallParser(Glm45ToolCallParser):
     arg_re: ClassVar[re.Pattern[str]] = re.compile(
-        r"<arg_key>(.*?)</arg_key>(?:\\n|\s)*<arg_value>(.*?)</arg_value>", re.DOTALL
+        r"<arg_key>([^<>]*)</arg_key>(?:\\n|\s)*<arg_value>(.*?)</arg_value>", re.DOTALL
     )
     literal_newline: ClassVar[bool] = True
     newline: ClassVar[str] = ""

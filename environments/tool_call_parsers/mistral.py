@@ -36,7 +36,8 @@ _ALNUM = string.ascii_letters + string.digits
 
 def mistral_call_id(name: str, arguments: str, index: int) -> str:
     """9 alphanumerics from sha256(index, name, arguments), as Mistral templates require."""
-    digest = hashlib.sha256(f"{index}\x00{name}\x00{arguments}".encode()).digest()
+    key = f"{index}\x00{name}\x00{arguments}".encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(key).digest()
     n = int.from_bytes(digest[:8], "big")
     chars = []
     for _ in range(9):

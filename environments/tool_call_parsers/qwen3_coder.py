@@ -23,7 +23,13 @@ import json
 import re
 from typing import Any
 
-from ._base import ChatCompletionMessageToolCall, MalformedToolCall, ToolCallParser, make_call
+from ._base import (
+    ChatCompletionMessageToolCall,
+    MalformedToolCall,
+    ToolCallParser,
+    loads_value,
+    make_call,
+)
 from ._registry import register_parser
 
 WRAP_OPEN, WRAP_CLOSE = "<tool_call>", "</tool_call>"
@@ -35,7 +41,7 @@ _PARAM_END = re.compile("|".join(re.escape(t) for t in (PARAM_CLOSE, PARAM_OPEN,
 
 def coerce_value(raw: str) -> Any:
     try:
-        return json.loads(raw)
+        return loads_value(raw)
     except ValueError:
         return raw
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from environments.tools import cleanup_task, dispatch_tool, get_sandbox, tool_result_error
+from hermes_replay._scope import current_rollout
 
 __all__ = ["AgentResult", "HermesAgentLoop", "ToolError", "resize_tool_pool", "tool_pool_size"]
 
@@ -225,10 +226,20 @@ class HermesAgentLoop:
         raw_calls = _get(message, "tool_calls") or []
         if not raw_calls and content:
             if self._parser is not None:
-                text, parsed = self._parser.parse(content)
+                try:
+                    text, parsed = self._parser.parse(content)
+                except Exception as exc:  # parsers must not raise; if one does, keep the text
+                    log.warning("%s: tool-call parser raised %r", self._where(turn), exc)
+                    text, parsed = content, None
                 if parsed:
                     raw_calls, content = parsed, text or ""
         return content, [_normalise_call(c, turn, i) for i, c in enumerate(raw_calls)]
+
+    def _where(self, turn: int) -> str:
+        """Where a log line comes from: rollout (if a replay scope is active), task, turn."""
+        scope = current_rollout()
+        prefix = f"rollout {scope.id} " if scope is not None else ""
+        return f"{prefix}task {self.task_id} turn {turn}"
 
     # -- tool side -------------------------------------------------------------------------
 
@@ -264,7 +275,7 @@ class HermesAgentLoop:
         try:
             result = await run_blocking(self._dispatch, name, args)
         except Exception as exc:
-            log.warning("task %s turn %d: tool %s raised %r", self.task_id, turn, name, exc)
+            log.warning("%s: tool %s raised %r", self._where(turn), name, exc)
             return failure(f"Tool {name!r} raised {type(exc).__name__}: {exc}")
         error = tool_result_error(result)
         if error is None:
@@ -290,19 +301,19 @@ class HermesAgentLoop:
                 response = await self.server.chat_completion(**self._request_kwargs(history))
             except Exception as exc:
                 log.error(
-                    "task %s turn %d: chat_completion failed, ending the rollout: %r",
-                    self.task_id,
-                    turn,
+                    "%s: chat_completion failed, ending the rollout (check the endpoint, "
+                    "model name and key): %r",
+                    self._where(turn),
                     exc,
                 )
                 return
             choices = _get(response, "choices")
             if not choices:
-                log.error("task %s turn %d: response has no choices; ending", self.task_id, turn)
+                log.error("%s: response has no choices; ending the rollout", self._where(turn))
                 return
             message = _get(choices[0], "message")
             if message is None:
-                log.error("task %s turn %d: choice has no message; ending", self.task_id, turn)
+                log.error("%s: choice has no message; ending the rollout", self._where(turn))
                 return
             result.turns_used = turn
             reasoning = _reasoning_text(message)
@@ -329,4 +340,4 @@ class HermesAgentLoop:
                 )
                 if error is not None:
                     result.tool_errors.append(error)
-        log.info("task %s: stopped at max_turns=%d", self.task_id, self.max_turns)
+        log.info("%s: stopped at max_turns=%d", self._where(self.max_turns), self.max_turns)

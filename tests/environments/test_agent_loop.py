@@ -493,3 +493,24 @@ async def test_parser_none_leaves_text_alone(task_id):
     server = FakeServer(completion(text))
     result = await make_loop(server, task_id, tool_call_parser=None).run(USER)
     assert result.finished_naturally and result.messages[-1]["content"] == text
+
+
+class RaisingParser:
+    def parse(self, text):
+        raise RuntimeError("parser bug")
+
+
+async def test_a_raising_parser_keeps_the_text(task_id, caplog):
+    server = FakeServer(completion("plain answer"))
+    result = await make_loop(server, task_id, tool_call_parser=RaisingParser()).run(USER)
+    assert result.finished_naturally and result.messages[-1]["content"] == "plain answer"
+    assert "parser bug" in caplog.text
+
+
+async def test_log_lines_name_the_rollout(task_id, caplog):
+    from hermes_replay._scope import rollout
+
+    with rollout("train-abc-0-1"):
+        await make_loop(FakeServer(RuntimeError("503")), task_id).run(USER)
+    assert "rollout train-abc-0-1 task test-loop-" in caplog.text
+    assert "turn 1" in caplog.text

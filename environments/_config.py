@@ -147,12 +147,18 @@ def default_server_configs(**overrides: Any) -> list[APIServerConfig]:
     return [APIServerConfig(**fields)]
 
 
-def normalize_server_configs(configs: Any) -> Any:
-    """Fill empty API keys (placeholder or env var) and refuse a missing endpoint clearly."""
+def normalize_server_configs(configs: Any, tokenizer_name: str | None = None) -> Any:
+    """Fill empty API keys (placeholder or env var) and refuse a missing endpoint clearly.
+
+    A vLLM/SGLang server config without a tokenizer gets the env's tokenizer: atroposlib would
+    otherwise load one named after ``model_name`` from the hub (offline: a crash).
+    """
     items = configs if isinstance(configs, list) else [configs]
     for cfg in items:
         if not isinstance(cfg, APIServerConfig):
             continue
+        if tokenizer_name and cfg.server_type != "openai" and cfg.tokenizer_name in ("", "none"):
+            cfg.tokenizer_name = tokenizer_name
         if not (cfg.api_key or "").strip():
             cfg.api_key = api_key_from_env()
         if not (cfg.base_url or "").strip():

@@ -26,15 +26,28 @@ logger = logging.getLogger(__name__)
 class ParserTranslator:
     """A ``ManagedServer`` translator backed by one of our tool-call parsers."""
 
-    def __init__(self, parser_name: str) -> None:
+    def __init__(self, parser_name: str, end_tokens: tuple[str, ...] = ()) -> None:
         from environments.tool_call_parsers import get_parser
 
         self.parser = get_parser(parser_name)
         self.call_id_to_raw_text: dict[str, str] = {}
+        # With tools, ManagedServer decodes special tokens too, so replies end in the EOS text;
+        # the chat template writes its own, so it is cut here (else it would appear twice).
+        self.end_tokens = tuple(t for t in end_tokens if t)
+
+    def _strip_end(self, text: str) -> str:
+        changed = True
+        while changed:
+            changed = False
+            for token in self.end_tokens:
+                if text.endswith(token):
+                    text, changed = text[: -len(token)], True
+        return text
 
     def parse_model_output(
         self, raw_text: str, tool_choice: str | None = None, tools: list[dict] | None = None
     ) -> tuple[str | None, list[Any] | None, str]:
+        raw_text = self._strip_end(raw_text or "")
         if tool_choice == "none" or not tools:
             return raw_text, None, "stop"
         content, calls = self.parser.parse(raw_text)
@@ -89,7 +102,9 @@ def _args(arguments: Any) -> dict[str, Any]:
 def install_translator(managed: Any, parser_name: str) -> None:
     """Give a ``ManagedServer`` our translator (DummyManagedServer and proxies are left alone)."""
     if hasattr(managed, "_translator") and hasattr(managed, "_get_translator"):
-        managed._translator = ParserTranslator(parser_name)
+        tokenizer = getattr(managed, "tokenizer", None)
+        ends = (getattr(tokenizer, "eos_token", None), getattr(tokenizer, "pad_token", None))
+        managed._translator = ParserTranslator(parser_name, tuple(t for t in ends if t))
 
 
 def final_sequence(state: dict[str, Any]) -> tuple[list[int], list[int], list[float]] | None:

@@ -72,7 +72,7 @@ class HermesAgentBaseEnv(BaseEnv):
 
     def __init__(self, config: HermesAgentEnvConfig, server_configs: Any, slurm: bool = False,
                  testing: bool = False) -> None:
-        server_configs = normalize_server_configs(server_configs)
+        server_configs = normalize_server_configs(server_configs, config.tokenizer_name)
         super().__init__(config, server_configs, slurm=slurm, testing=testing)
         if config.data_dir_to_save_evals:
             # atroposlib's evaluate CLI has just written evaluate_config.yaml with the key in it.

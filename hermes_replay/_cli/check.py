@@ -1,0 +1,58 @@
+"""``hermes-replay check ENV_FILE`` — the seed's pitfalls and testing checklist, automated.
+
+Exit codes: 0 nothing failed (warnings allowed); 1 at least one check failed; 2 usage (argparse,
+or a file that does not exist).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HELP = "check an environment file for the seed's pitfalls (static) and run its test checklist"
+DESCRIPTION = (
+    "Static rules read the environment's source (nothing is imported or run) and report each "
+    "pitfall with file:line and the fix. Dynamic checks then import the file, run `process` "
+    "with one item and `evaluate`, and check tokens, masks, metrics and rewards — offline from "
+    "a cassette (--cassette) or live against an endpoint you name (--endpoint, --model). "
+    "Exit 1 on any failure; warnings never fail."
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("check", help=HELP, description=DESCRIPTION)
+    p.add_argument("env_file", metavar="ENV_FILE", help="the environment file (e.g. "
+                   "environments/my_env.py)")
+    p.add_argument("--json", action="store_true",
+                   help="print a JSON list of {rule, status, file, line, message, fix} for CI")
+    p.add_argument("--static-only", action="store_true",
+                   help="run only the static rules (import and run nothing)")
+    p.add_argument("--cassette", type=Path, metavar="PATH",
+                   help="replay this cassette for the process/evaluate checks (offline)")
+    p.add_argument("--endpoint", metavar="URL",
+                   help="run the process/evaluate checks live against this base URL")
+    p.add_argument("--model", metavar="M", help="model name at --endpoint")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from hermes_replay._check import Target, check_env, overall_exit_code, render_json, render_table
+
+    path = Path(args.env_file)
+    if not path.is_file():
+        print(f"hermes-replay check: {path} is not a file; pass the environment's .py file "
+              "(e.g. environments/my_env.py)", file=sys.stderr)
+        return 2
+    if bool(args.endpoint) != bool(args.model):
+        print("hermes-replay check: --endpoint and --model go together (the endpoint's base URL "
+              "and the model name to ask it for)", file=sys.stderr)
+        return 2
+    if args.cassette is not None and not args.cassette.exists():
+        print(f"hermes-replay check: cassette {args.cassette} does not exist; record one with "
+              "`hermes-replay record` or leave --cassette out", file=sys.stderr)
+        return 2
+    target = Target(cassette=args.cassette, endpoint=args.endpoint, model=args.model)
+    rows = check_env(path, target=target, dynamic=not args.static_only, display=str(path))
+    print(render_json(rows, str(path)) if args.json else render_table(rows, str(path)))
+    return overall_exit_code(rows)

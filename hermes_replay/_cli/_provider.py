@@ -4,7 +4,8 @@ Recording sends real requests, so hermes-replay never picks a provider (DESIGN s
 seed's rule "always ask the user"). The endpoint comes from, in order:
 
 1. ``--endpoint URL --model NAME [--server-type T] [--api-key-env VAR]`` on ``record``;
-2. ``--openai.base_url`` (or a ``--config`` YAML with ``openai.base_url``) among the env flags;
+2. ``--openai.base_url`` (or a ``--config`` YAML with ``openai.base_url``) among the env flags,
+   or ``HERMES_BASE_URL`` in the environment (read by the shipped environments' config);
 3. a question on the terminal with the seed's four options;
 4. with no terminal: exit 2 with a message that lists the four options and their flags.
 
@@ -147,8 +148,11 @@ def endpoint_from_args(
     server_type: str | None,
     api_key_env: str | None,
     env_args: Sequence[str],
+    environ: Mapping[str, str] | None = None,
 ) -> Endpoint | None:
-    """The endpoint the command line already names, or None when the user must be asked."""
+    """The endpoint the command line (or HERMES_BASE_URL) already names, or None when the user
+    must be asked."""
+    environ = os.environ if environ is None else environ
     in_env = flag_value(env_args, "--openai.base_url")
     config = flag_value(env_args, "--config")
     if endpoint is None and (model or server_type or api_key_env):
@@ -187,6 +191,14 @@ def endpoint_from_args(
             api_key_env=api_key_env,
         )
     base_url = in_env if in_env is not None else (_yaml_base_url(config) if config else None)
+    if not base_url and environ.get("HERMES_BASE_URL"):
+        return Endpoint(
+            source="env-args",
+            base_url=environ["HERMES_BASE_URL"],
+            model=flag_value(env_args, "--openai.model_name") or environ.get("HERMES_MODEL"),
+            server_type=flag_value(env_args, "--openai.server_type")
+            or environ.get("HERMES_SERVER_TYPE"),
+        )
     if base_url:
         return Endpoint(
             source="env-args",
@@ -221,6 +233,7 @@ def no_endpoint_message(prog: str, env_file: str, env_args: Sequence[str]) -> st
         "Recording sends real requests, and hermes-replay never picks a provider for you.\n"
         "Choose one of these and add its flags (before `--` unless shown after it):\n"
         f"{options_text()}"
+        "(or put --openai.base_url in the env flags, or set HERMES_BASE_URL.)\n"
         f"Example: hermes-replay record {env_file} --endpoint http://localhost:8000/v1 "
         f"--model MODEL --server-type vllm -- {shown}\n"
     )

@@ -82,7 +82,10 @@ def test_flags_and_env_args_settle_the_endpoint(tmp_path: Path) -> None:
                             env_args=["process", "--config", str(cfg)])
     assert ep is not None and ep.base_url == "http://yaml/v1"
     assert endpoint_from_args(endpoint=None, model=None, server_type=None, api_key_env=None,
-                              env_args=["process"]) is None
+                              env_args=["process"], environ={}) is None
+    ep = endpoint_from_args(endpoint=None, model=None, server_type=None, api_key_env=None,
+                            env_args=["process"], environ={"HERMES_BASE_URL": "http://e/v1"})
+    assert ep is not None and ep.base_url == "http://e/v1" and ep.env_flags() == []
     for kwargs, match in [
         ({"endpoint": "http://h/v1", "model": None}, "needs --model"),
         ({"endpoint": "h:80", "model": "m"}, "not an http"),
@@ -106,6 +109,7 @@ def env_file(tmp_path: Path) -> Path:
 
 def test_record_without_endpoint_non_interactive_lists_options(env_file, capsys,
                                                                monkeypatch) -> None:
+    monkeypatch.delenv("HERMES_BASE_URL", raising=False)
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
     assert main(["record", str(env_file), "--", "process", "--env.total_steps", "1"]) == 2
     err = capsys.readouterr().err
@@ -122,6 +126,7 @@ def test_record_interactive_choice_reaches_the_run(env_file, capsys, monkeypatch
         def isatty(self) -> bool:
             return True
 
+    monkeypatch.delenv("HERMES_BASE_URL", raising=False)
     monkeypatch.setattr("sys.stdin", FakeTTY("2\nhttp://gpu:8000/v1\nm\n"))
     seen: dict = {}
 

@@ -20,7 +20,10 @@ from hermes_replay.scripted_endpoint._engine import Sample
 from hermes_replay.scripted_endpoint._script import Conversation, _text
 
 SYSTEM_FINGERPRINT = "hermes-replay-scripted"
-_PARAM_NAMES = ("temperature", "n", "max_tokens", "model", "top_p", "stop", "seed")
+_PARAM_NAMES = (
+    "temperature", "n", "max_tokens", "model", "top_p", "stop", "seed", "tool_choice",
+    "response_format",
+)
 
 
 def chat_conversation(body: dict[str, Any]) -> Conversation:

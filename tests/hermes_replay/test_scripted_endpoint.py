@@ -375,3 +375,51 @@ def test_cli_subcommand_serves_health():
             proc.terminate()
             proc.wait(timeout=10)
     assert proc.returncode == 0
+
+
+async def test_tool_choice_is_respected(ep):
+    none = await client(ep).chat.completions.create(
+        model="m", messages=ASK, tools=TOOLS, tool_choice="none")
+    assert none.choices[0].message.tool_calls is None
+    forced = await client(ep).chat.completions.create(
+        model="m", messages=ASK, tools=TOOLS,
+        tool_choice={"type": "function", "function": {"name": "terminal"}})
+    assert forced.choices[0].message.tool_calls[0].function.name == "terminal"
+
+
+def test_chatml_prompt_parses_back_to_the_conversation():
+    from hermes_replay._tokenizer import load_tokenizer
+    from hermes_replay.scripted_endpoint._chatml import parse_chatml
+
+    messages = [
+        {"role": "system", "content": "Be brief."}, *ASK,
+        {"role": "assistant", "content": "ok", "tool_calls": [{
+            "id": "a", "type": "function",
+            "function": {"name": "web_search", "arguments": '{"query": "cats"}'}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "cats are great"},
+    ]
+    text = load_tokenizer().apply_chat_template(
+        messages, tools=TOOLS, tokenize=False, add_generation_prompt=True)
+    parsed, tools = parse_chatml(text)
+    assert tools == TOOLS
+    assert [m["role"] for m in parsed] == ["system", "user", "assistant", "tool"]
+    assert parsed[0]["content"] == "Be brief."
+    call = parsed[2]["tool_calls"][0]
+    assert call["function"]["name"] == "web_search"
+    assert json.loads(call["function"]["arguments"]) == {"query": "cats"}
+    assert parsed[3] == {"role": "tool", "tool_call_id": call["id"], "content": "cats are great"}
+
+
+@pytest.mark.parametrize("fmt", ["hermes", "mistral", "qwen3_coder"])
+def test_raw_text_uses_the_parser_format(fmt):
+    from environments.tool_call_parsers import get_parser
+    from hermes_replay._tokenizer import load_tokenizer
+
+    prompt = load_tokenizer().apply_chat_template(
+        ASK, tools=TOOLS, tokenize=False, add_generation_prompt=True)
+    with ScriptedEndpoint(script="generic", raw_tool_format=fmt) as ep:
+        out = httpx.post(ep.base_url + "/completions",
+                         json={"model": "m", "prompt": prompt, "max_tokens": 300}).json()
+    _content, calls = get_parser(fmt).parse(out["choices"][0]["text"])
+    assert calls and calls[0].function.name == "web_search"
+    assert json.loads(calls[0].function.arguments) == {"query": "search the web for cats"}

@@ -4,8 +4,9 @@ Order of rules (first match answers):
 
 1. ``judge`` — a judge-style prompt (no tools, asks for a JSON score) gets
    ``{"score": x, "reason": "..."}``; the scale follows the prompt ("0-10"/"1-10"/"1-5", else 0..1).
-2. ``first-tool-call`` — tools are offered and none has been called yet: call the tool whose name
-   and description best match the user's text, with arguments filled from its JSON schema.
+2. ``first-tool-call`` — tools are offered and none has been called yet (or ``tool_choice`` is
+   ``"required"`` or names a function; ``"none"`` disables it): call the named tool, else the one
+   whose name and description best match the user's text, arguments filled from its JSON schema.
 3. ``answer-from-tool-results`` — the last message is a tool result: a final answer quoting it.
 4. ``plain-answer`` — anything else: a short answer echoing the question.
 
@@ -61,6 +62,12 @@ def pick_tool(conv: Conversation, rng: random.Random) -> dict[str, Any] | None:
     """The offered tool sharing the most words with the user's text (ties broken by ``rng``)."""
     if not conv.tools:
         return None
+    forced = conv.params.get("tool_choice")
+    if isinstance(forced, dict):  # {"type": "function", "function": {"name": ...}}
+        wanted = (forced.get("function") or {}).get("name")
+        for tool in conv.tools:
+            if _function(tool).get("name") == wanted:
+                return tool
     asked = _words(conv.last_user_text or conv.first_user_text)
 
     def overlap(tool: dict[str, Any]) -> int:
@@ -148,11 +155,17 @@ def _plain_answer(conv: Conversation, rng: random.Random) -> Reply:
     )
 
 
+def _should_call_tool(conv: Conversation) -> bool:
+    choice = conv.params.get("tool_choice")
+    if not conv.tools or choice == "none":
+        return False
+    return not conv.tool_calls_made or choice == "required" or isinstance(choice, dict)
+
+
 def generic_rules() -> list[Rule]:
     return [
         Rule("judge", lambda c: c.is_judge, _judge),
-        Rule("first-tool-call", lambda c: bool(c.tools) and not c.tool_calls_made,
-             _first_tool_call),
+        Rule("first-tool-call", _should_call_tool, _first_tool_call),
         Rule("answer-from-tool-results", lambda c: c.last_message.get("role") == "tool",
              _answer_from_results),
         Rule("plain-answer", lambda c: True, _plain_answer),

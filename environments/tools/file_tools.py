@@ -36,7 +36,14 @@ def _guard(fn: Callable[[dict[str, Any], str], str]) -> Callable[[dict[str, Any]
             return fn(args, task_id)
         except KeyError as exc:
             return _json({"error": f"missing required argument {exc.args[0]!r}"})
-        except (OSError, ValueError, TypeError, re.error) as exc:
+        except OSError as exc:
+            # strerror + the path the model gave, never the host path: tool results go back
+            # into the next request, and a per-process temp path would differ on replay.
+            detail = exc.strerror or str(exc)
+            path = args.get("path")
+            where = f": {path!r}" if isinstance(path, str) and exc.strerror else ""
+            return _json({"error": f"{type(exc).__name__}: {detail}{where}"})
+        except (ValueError, TypeError, re.error) as exc:
             return _json({"error": f"{type(exc).__name__}: {exc}"})
 
     wrapper.__name__ = fn.__name__
@@ -117,6 +124,8 @@ def search_files(args: dict[str, Any], task_id: str) -> str:
     sandbox = get_sandbox(task_id)
     start = sandbox.resolve(args.get("path") or ".")
     root = sandbox.resolve(".")
+    if not os.path.exists(start):
+        return _json({"error": f"FileNotFoundError: no such file or directory: {args['path']!r}"})
     name_glob = args.get("glob")
     matches: list[dict[str, Any]] = []
     files = [start] if os.path.isfile(start) else _walk(start)

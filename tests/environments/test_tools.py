@@ -244,3 +244,20 @@ def test_todo_add_list_complete_and_isolation(task_id):
     cleanup_task(task_id)
     assert todo_items(task_id) == []
     cleanup_task(f"{task_id}-other")
+
+
+def test_error_results_never_show_host_paths(task_id):
+    """Tool results go into the next request; a per-process temp path would break replay."""
+    from environments.tools.sandbox import sandbox_root
+
+    results = [
+        dispatch_tool("read_file", {"path": "missing.txt"}, task_id),
+        dispatch_tool("read_file", {"path": "/etc/passwd"}, task_id),
+        dispatch_tool("patch", {"path": "nope.py", "old_string": "a", "new_string": "b"}, task_id),
+        dispatch_tool("search_files", {"pattern": "x", "path": "nowhere"}, task_id),
+    ]
+    for result in results:
+        assert tool_result_error(result), result
+        assert sandbox_root() not in result
+    assert "'missing.txt'" in results[0]
+    assert "'nowhere'" in results[3]

@@ -320,7 +320,7 @@ class LocalSandbox(SandboxBackend):
         if os.path.commonpath([real, self._work_real]) != self._work_real:
             raise PermissionError(
                 f"path {path!r} resolves outside the sandbox of task {self.task_id!r}; "
-                f"use a path relative to the working directory {self.work_dir}"
+                "use a path relative to the working directory"
             )
         return real
 

@@ -12,7 +12,8 @@ The shared contract (DESIGN section 3), enforced here once rather than in every 
 * any parse failure   -> ``(text, None)``; ``parse`` never raises;
 * ``function.arguments`` is always a JSON object serialised with ``json.dumps(ensure_ascii=False)``
   so the same call always produces the same bytes (cassettes replay byte-identically);
-* ids are deterministic when the format carries none (see :func:`deterministic_call_id`).
+* ids are deterministic when the format carries none (see :func:`id_digest`): the same raw text
+  always yields the same ids, the same call in another text another id.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ class ToolCallParser(ABC):
 
     #: canonical registry name, set by ``register_parser``
     name: ClassVar[str] = ""
+    #: True for formats whose text carries the call ids (kimi_k2); they are kept as written
+    keeps_model_ids: ClassVar[bool] = False
 
     def parse(self, text: str) -> ParseResult:
         """Extract tool calls from ``text``; never raises (see the module docstring)."""
@@ -70,7 +73,16 @@ class ToolCallParser(ABC):
             return text, None
         if not calls:
             return text, None
+        if not self.keeps_model_ids:
+            calls = [
+                call.model_copy(update={"id": self.call_id(call, index, text)})
+                for index, call in enumerate(calls)
+            ]
         return _clean_content(content), calls
+
+    def call_id(self, call: ChatCompletionMessageToolCall, index: int, text: str) -> str:
+        """The id of a call the format gives no id to (override for a format's id shape)."""
+        return deterministic_call_id(call.function.name, call.function.arguments, index, text)
 
     @abstractmethod
     def _parse(self, text: str) -> tuple[str, list[ChatCompletionMessageToolCall]]:
@@ -103,16 +115,22 @@ def dumps_args(args: dict[str, Any]) -> str:
     return json.dumps(args, ensure_ascii=False)
 
 
-def deterministic_call_id(name: str, arguments: str, index: int) -> str:
-    """``call_`` + 24 hex digits of sha256(index, name, arguments).
+def id_digest(name: str, arguments: str, index: int, text: str = "") -> bytes:
+    """sha256 over (index, name, arguments, the whole raw text) — the seed of generated ids.
 
-    Random ids (uuid4) would make re-recorded cassettes differ on every run; a content hash keeps
-    them stable while still distinguishing the calls of one message (the index is hashed too).
+    Random ids (uuid4) would make re-recorded cassettes differ on every run; a hash keeps them
+    stable. Hashing the whole raw text too means the same call made in two different turns gets
+    two different ids (code that maps ids back to the raw text, like the ManagedServer
+    translator, would otherwise mix the turns up), while one raw text always yields one id.
     """
     # surrogatepass: a lone surrogate in decoded JSON must not make hashing raise
-    key = f"{index}\x00{name}\x00{arguments}".encode("utf-8", "surrogatepass")
-    digest = hashlib.sha256(key).hexdigest()
-    return "call_" + digest[:24]
+    key = f"{index}\x00{name}\x00{arguments}\x00{text}".encode("utf-8", "surrogatepass")
+    return hashlib.sha256(key).digest()
+
+
+def deterministic_call_id(name: str, arguments: str, index: int, text: str = "") -> str:
+    """``call_`` + 24 hex digits of :func:`id_digest` (the shape OpenAI ids have)."""
+    return "call_" + id_digest(name, arguments, index, text).hex()[:24]
 
 
 def check_name(name: Any) -> str:
@@ -139,7 +157,11 @@ def normalize_args(args: Any) -> str:
 def make_call(
     name: Any, args: Any, index: int, call_id: str | None = None
 ) -> ChatCompletionMessageToolCall:
-    """Build one OpenAI tool call; ``call_id`` None means derive it deterministically."""
+    """Build one OpenAI tool call, validating the name and normalising the arguments.
+
+    Without ``call_id`` a provisional id is derived; ``ToolCallParser.parse`` replaces it with
+    one that also hashes the raw text (unless the parser ``keeps_model_ids``).
+    """
     name = check_name(name)
     arguments = normalize_args(args)
     return ChatCompletionMessageToolCall(

@@ -36,6 +36,8 @@ _ID_RE = re.compile(r"(?:functions\.)?(?P<name>.+?)(?::\d+)?")
 
 @register_parser("kimi_k2")
 class KimiK2ToolCallParser(ToolCallParser):
+    keeps_model_ids = True
+
     def _parse(self, text: str) -> tuple[str, list[ChatCompletionMessageToolCall]]:
         first_call = text.find(CALL_BEGIN)
         if first_call < 0:

@@ -11,7 +11,6 @@ generated ids here follow that shape (still derived from a hash, so deterministi
 
 from __future__ import annotations
 
-import hashlib
 import json
 import string
 from typing import Any
@@ -20,12 +19,11 @@ from ._base import (
     ChatCompletionMessageToolCall,
     MalformedToolCall,
     ToolCallParser,
-    check_name,
     decode_object_prefix,
     decode_prefix,
     dumps_args,
+    id_digest,
     make_call,
-    normalize_args,
 )
 from ._registry import register_parser
 
@@ -34,11 +32,9 @@ ARGS_MARKER = "[ARGS]"
 _ALNUM = string.ascii_letters + string.digits
 
 
-def mistral_call_id(name: str, arguments: str, index: int) -> str:
-    """9 alphanumerics from sha256(index, name, arguments), as Mistral templates require."""
-    key = f"{index}\x00{name}\x00{arguments}".encode("utf-8", "surrogatepass")
-    digest = hashlib.sha256(key).digest()
-    n = int.from_bytes(digest[:8], "big")
+def mistral_call_id(name: str, arguments: str, index: int, text: str = "") -> str:
+    """9 alphanumerics from :func:`id_digest`, as Mistral templates require."""
+    n = int.from_bytes(id_digest(name, arguments, index, text)[:8], "big")
     chars = []
     for _ in range(9):
         n, r = divmod(n, len(_ALNUM))
@@ -46,16 +42,13 @@ def mistral_call_id(name: str, arguments: str, index: int) -> str:
     return "".join(chars)
 
 
-def _call(name: Any, args: Any, index: int) -> ChatCompletionMessageToolCall:
-    name = check_name(name)
-    arguments = normalize_args(args)
-    return make_call(name, arguments, index, call_id=mistral_call_id(name, arguments, index))
-
-
 @register_parser("mistral")
 class MistralToolCallParser(ToolCallParser):
     #: render the v11+ form; set False (subclass or instance) to render the legacy JSON array
     render_v11: bool = True
+
+    def call_id(self, call: ChatCompletionMessageToolCall, index: int, text: str) -> str:
+        return mistral_call_id(call.function.name, call.function.arguments, index, text)
 
     def _parse(self, text: str) -> tuple[str, list[ChatCompletionMessageToolCall]]:
         first = text.find(MARKER)
@@ -71,7 +64,7 @@ class MistralToolCallParser(ToolCallParser):
                     if not isinstance(obj, dict) or "name" not in obj:
                         raise MalformedToolCall("tool call JSON must be an object with a 'name'")
                     args = obj.get("arguments", obj.get("parameters"))
-                    calls.append(_call(obj["name"], args, len(calls)))
+                    calls.append(make_call(obj["name"], args, len(calls)))
             else:
                 call = self._decode_v11(segment, len(calls))
                 complete = call is not None
@@ -122,7 +115,7 @@ class MistralToolCallParser(ToolCallParser):
         name = segment[:brace].strip()
         if name.endswith(ARGS_MARKER):
             name = name[: -len(ARGS_MARKER)].strip()
-        return _call(name, args, index)
+        return make_call(name, args, index)
 
     def render(self, content: str | None, calls: list[tuple[str, dict[str, Any]]]) -> str:
         out = content or ""

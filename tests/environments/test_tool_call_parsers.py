@@ -105,6 +105,17 @@ def test_several_calls_get_distinct_deterministic_ids(name: str) -> None:
     assert len(set(ids)) == 3  # the same call twice in one message still gets two ids
 
 
+@pytest.mark.parametrize("name", [n for n in ALL if not get_parser(n).keeps_model_ids])
+def test_the_same_call_in_another_turn_gets_another_id(name: str) -> None:
+    """Ids hash the whole raw text: code mapping ids back to raw text must not mix turns up."""
+    parser = get_parser(name)
+    _, first = parser.parse(parser.render("Turn one.", [CALL_A]))
+    _, again = parser.parse(parser.render("Turn one.", [CALL_A]))
+    _, other = parser.parse(parser.render("Turn three.", [CALL_A]))
+    assert first and again and other
+    assert first[0].id == again[0].id != other[0].id
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_text_before_calls_is_the_stripped_content(name: str) -> None:
     parser = get_parser(name)

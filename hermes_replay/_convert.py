@@ -1,0 +1,153 @@
+"""Between bytes on the wire and the stored (redacted, readable) form of a cassette.
+
+Request and response bodies are kept as parsed JSON when they are JSON — readable in a git
+diff, and re-serialised on replay. The values a client parses are the same either way, so
+everything downstream of the SDK is byte-identical between record and replay. Event
+streams are kept as their SSE events, verbatim, and replayed as a stream.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import zlib
+from typing import Any
+
+from hermes_replay._intercept import WireRequest, WireResponse
+from hermes_replay._redact import KEPT_HEADERS, redact_headers, redact_json, redact_text, redact_url
+
+__all__ = [
+    "interaction_kind",
+    "miss_response",
+    "stored_request",
+    "stored_response",
+    "wire_response",
+]
+
+# The openai SDK retries these statuses; a response with one is a failed attempt, never
+# written, and does not use up a sequence number (so retries during recording don't shift
+# replay).
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+def is_failed_attempt(status: int) -> bool:
+    return status in RETRYABLE_STATUS or status >= 500
+
+
+def interaction_kind(path: str) -> str:
+    path = path.rstrip("/")
+    if path.endswith("/chat/completions"):
+        return "chat"
+    if path.endswith("/completions"):
+        return "completion"
+    if path.endswith("/generate"):
+        return "generate"
+    if path.endswith("/responses"):
+        return "responses"
+    return "other"
+
+
+def _header(headers: list[tuple[str, str]], name: str) -> str:
+    for key, value in headers:
+        if key.lower() == name:
+            return value
+    return ""
+
+
+def _decompress(data: bytes, encoding: str) -> bytes:
+    encoding = encoding.lower().strip()
+    try:
+        if encoding == "gzip":
+            return gzip.decompress(data)
+        if encoding == "deflate":
+            return zlib.decompress(data)
+    except (OSError, zlib.error):
+        pass
+    return data
+
+
+def _body_fields(data: bytes) -> dict[str, Any]:
+    """``{"body": json}`` if JSON, else ``{"text": str}``, else ``{"base64": str}``."""
+    if not data:
+        return {"body": None}
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode("ascii")}
+    try:
+        return {"body": redact_json(json.loads(text))}
+    except ValueError:
+        return {"text": redact_text(text)}
+
+
+def stored_request(wire: WireRequest, keep_headers: frozenset[str] = KEPT_HEADERS) -> dict:
+    """The redacted request as a cassette stores it (and as fingerprints see it)."""
+    data = _decompress(wire.body, _header(wire.headers, "content-encoding"))
+    fields = _body_fields(data)
+    request: dict[str, Any] = {
+        "method": wire.method.upper(),
+        "url": redact_url(wire.url),
+        "headers": redact_headers(wire.headers, keep_headers),
+    }
+    if "body" in fields:
+        request["body"] = fields["body"]
+    else:  # not JSON: keep it, under its own key, and let the matcher see it as the body
+        request["body"] = fields.get("text", fields.get("base64"))
+    return request
+
+
+def _split_events(text: str) -> list[str]:
+    """SSE events, each with its terminating blank line, so joining them gives ``text``."""
+    events: list[str] = []
+    rest = text
+    while rest:
+        cut = rest.find("\n\n")
+        if cut < 0:
+            events.append(rest)
+            break
+        events.append(rest[: cut + 2])
+        rest = rest[cut + 2:]
+    return events
+
+
+def stored_response(wire: WireResponse, keep_headers: frozenset[str] = KEPT_HEADERS) -> dict:
+    response: dict[str, Any] = {
+        "status": wire.status,
+        "headers": redact_headers(wire.headers, keep_headers),
+    }
+    if wire.chunks is not None:
+        text = b"".join(wire.chunks).decode("utf-8", errors="replace")
+        response["chunks"] = [redact_text(e) for e in _split_events(text)]
+    else:
+        response.update(_body_fields(wire.body or b""))
+    return response
+
+
+def wire_response(stored: dict[str, Any]) -> WireResponse:
+    """The bytes to hand back on replay (no content-encoding; length set by the adapter)."""
+    headers = [(k, str(v)) for k, v in (stored.get("headers") or {}).items()
+               if k.lower() not in ("content-length", "content-encoding", "transfer-encoding")]
+    status = int(stored.get("status", 200))
+    if stored.get("chunks") is not None:
+        return WireResponse(status, headers, chunks=[c.encode("utf-8") for c in stored["chunks"]])
+    if "text" in stored:
+        body = str(stored["text"]).encode("utf-8")
+    elif "base64" in stored:
+        body = base64.b64decode(stored["base64"])
+    elif stored.get("body") is None:
+        body = b""
+    else:
+        body = json.dumps(stored["body"], ensure_ascii=False,
+                          separators=(",", ":")).encode("utf-8")
+    return WireResponse(status, headers, body=body)
+
+
+def miss_response(message: str) -> WireResponse:
+    """HTTP 404 with the miss diagnostic: a status the openai SDK does not retry, and an
+    explicit ``x-should-retry: false``, so the diagnostic reaches the caller at once."""
+    payload = {"error": {"message": message, "type": "hermes_replay_cassette_miss",
+                         "code": "cassette_miss", "param": None}}
+    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    return WireResponse(404, [("content-type", "application/json"), ("x-should-retry", "false")],
+                        body=body, reason="hermes-replay: no recording for this request")

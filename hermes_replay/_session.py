@@ -1,0 +1,424 @@
+"""The cassette session: record policy, replay lookup, misses, outcomes.
+
+Keyed by rollout identity: an LLM request made inside ``rollout(id)`` is the k-th request
+of that rollout (``seq``), counted in order of issue; replay looks up ``(id, k)`` and checks
+the fingerprint. Failed attempts while recording (exceptions, 5xx, 408/409/429) are not
+written and take no number, so SDK and tenacity retries never shift a replay. Requests
+outside any rollout fall back to fingerprint + order of issue.
+
+Store (``_cassette``), matcher (``_matching``) and this policy are separate on purpose.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from hermes_replay import _hooks
+from hermes_replay._cassette import CassetteHeader, CassetteWriter, Interaction, load_cassette
+from hermes_replay._convert import (
+    interaction_kind,
+    is_failed_attempt,
+    miss_response,
+    stored_request,
+    stored_response,
+    wire_response,
+)
+from hermes_replay._errors import CassetteMiss, Miss, UnusedRecordings
+from hermes_replay._intercept import WireRequest, WireResponse
+from hermes_replay._matching import Matcher, similarity, unified_request_diff
+from hermes_replay._redact import KEPT_HEADERS
+from hermes_replay._scope import RolloutScope, current_rollout
+from hermes_replay._summary import OutcomeComparison, ReplayEvent, ReplaySummary
+
+__all__ = ["DEFAULT_LLM_PATHS", "MODES", "Session"]
+
+Mode = Literal["replay", "record", "passthrough", "auto"]
+MODES: tuple[str, ...] = ("replay", "record", "passthrough", "auto")
+DEFAULT_LLM_PATHS: tuple[str, ...] = ("/chat/completions", "/completions", "/generate",
+                                      "/responses")
+_SAMPLING_KEYS = ("temperature", "top_p", "top_k", "max_tokens", "max_completion_tokens", "n",
+                  "seed", "stop", "presence_penalty", "frequency_penalty", "min_p")
+
+
+@dataclass
+class _Recording:
+    inter: Interaction
+    fingerprint: str
+    used: bool = False
+    _lines: list[str] | None = None
+
+    def lines(self, matcher: Matcher) -> list[str]:
+        if self._lines is None:
+            self._lines = matcher.render(self.inter.request)
+        return self._lines
+
+
+@dataclass
+class _Exchange:
+    """One intercepted request (implements ``_intercept.Exchange``)."""
+
+    session: Session
+    action: Literal["replay", "record", "passthrough"]
+    rollout: str | None = None
+    issue: int = 0
+    request: dict[str, Any] = field(default_factory=dict)
+    fingerprint: str = ""
+    response: WireResponse | None = None
+    started: float = field(default_factory=time.perf_counter)
+    done: bool = False
+
+    def finish(self, response: WireResponse) -> None:
+        if self.done or self.action != "record":
+            return
+        self.done = True
+        if is_failed_attempt(response.status):
+            self.session._failed(self, f"HTTP {response.status}")
+        else:
+            self.session._recorded(self, response)
+
+    def fail(self, error: BaseException | None = None) -> None:
+        if self.done or self.action != "record":
+            return
+        self.done = True
+        self.session._failed(self, type(error).__name__ if error else "incomplete stream")
+
+
+class Session:
+    """An active (or finished) cassette; see ``hermes_replay.cassette`` for the options."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        mode: Mode = "replay",
+        *,
+        header: dict[str, Any] | None = None,
+        strict: bool = False,
+        ignore_paths: Iterable[str] = (),
+        normalizers: Iterable[tuple[Any, str]] = (),
+        default_ignores: bool = True,
+        llm_paths: Iterable[str] = DEFAULT_LLM_PATHS,
+        passthrough_hosts: Iterable[str] = (),
+        keep_headers: Iterable[str] = KEPT_HEADERS,
+        on_event: Callable[[ReplayEvent], None] | None = None,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown cassette mode {mode!r}; choose one of {', '.join(MODES)}")
+        self.path = Path(path)
+        self.mode: Mode = mode
+        self.strict = strict
+        self.matcher = Matcher.build(ignore_paths, normalizers, default_ignores=default_ignores)
+        self.llm_paths = tuple(p.rstrip("/") for p in llm_paths)
+        self.passthrough_hosts = frozenset(h.lower() for h in passthrough_hosts)
+        self.keep_headers = frozenset(h.lower() for h in keep_headers)
+        self.on_event = on_event
+        self._header_fields = dict(header or {})
+        self._lock = threading.RLock()
+        self._active = False
+        self._writer: CassetteWriter | None = None
+        self._header = CassetteHeader()
+        self._by_key: dict[tuple[str | None, int], _Recording] = {}
+        self._by_rollout: dict[str | None, list[_Recording]] = {}
+        self._recorded_outcomes: dict[str, dict[str, Any]] = {}
+        self._issued: dict[str | None, int] = {}
+        self._cursor: dict[str | None, int] = {}
+        self._hits: list[tuple[str | None, int, Interaction]] = []
+        self._new: list[tuple[str | None, int, Interaction]] = []
+        self._new_outcomes: dict[str, dict[str, Any]] = {}
+        self._miss_index: dict[tuple[str | None, int, str], Miss] = {}
+        self._failed_attempts = 0
+        self._passthrough = 0
+        self._rollouts_seen: set[str] = set()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> Session:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        self.stop(exc)
+
+    async def __aenter__(self) -> Session:
+        return self.__enter__()
+
+    async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        self.stop(exc)
+
+    def start(self) -> None:
+        from hermes_replay import _intercept
+
+        if self._active:
+            raise RuntimeError(f"cassette {self.path} is already active")
+        existing = None
+        if self.mode == "replay" or (self.mode == "auto" and self.path.exists()):
+            existing = load_cassette(self.path)
+            self._header = existing.header
+            for inter in existing.interactions:
+                rec = _Recording(inter, self.matcher.fingerprint(inter.request))
+                self._by_key[inter.key] = rec
+                self._by_rollout.setdefault(inter.rollout, []).append(rec)
+            for recs in self._by_rollout.values():
+                recs.sort(key=lambda r: r.inter.seq)
+            self._recorded_outcomes = {k: dict(v) for k, v in existing.outcomes.items()}
+        if self.mode in ("record", "auto"):
+            if self.mode == "record":
+                self._header = CassetteHeader()
+            self._header = self._header.merged(self._header_fields)
+            self._writer = CassetteWriter(self.path, self._header)
+        self._active = True
+        _hooks.add_listener(self)
+        _intercept.activate(self)
+
+    def stop(self, exc: BaseException | None = None) -> None:
+        from hermes_replay import _intercept
+
+        if not self._active:
+            return
+        self._active = False
+        _intercept.deactivate(self)
+        _hooks.remove_listener(self)
+        if self._writer is not None:
+            if exc is None:
+                self._writer.commit(self._header, *self._final_contents())
+            else:
+                self._writer.close()
+                self._emit(ReplayEvent("interrupted", None, None, "", str(self._writer.partial)))
+        if self.mode != "replay":
+            return
+        if exc is not None:
+            if self.misses and hasattr(exc, "add_note"):
+                exc.add_note(str(CassetteMiss(self.misses, cassette=self.path)))
+            return
+        if self.misses:
+            raise CassetteMiss(self.misses, cassette=self.path)
+        if self.strict and self.unused:
+            raise UnusedRecordings(self.unused, cassette=self.path)
+
+    # ------------------------------------------------------------------ interception
+
+    def wants(self, method: str, url: str) -> bool:
+        if method.upper() != "POST":
+            return False
+        parts = urlsplit(url)
+        if (parts.hostname or "").lower() in self.passthrough_hosts:
+            return False
+        path = parts.path.rstrip("/")
+        return any(path.endswith(suffix) for suffix in self.llm_paths)
+
+    def begin(self, wire: WireRequest) -> _Exchange:
+        scope = current_rollout()
+        rollout = scope.id if scope is not None else None
+        if self.mode == "passthrough":
+            with self._lock:
+                self._passthrough += 1
+            return _Exchange(self, "passthrough", rollout)
+        request = stored_request(wire, self.keep_headers)
+        fp = self.matcher.fingerprint(request)
+        with self._lock:
+            issue = self._issued.get(rollout, 0)
+            self._issued[rollout] = issue + 1
+            if rollout is not None:
+                self._rollouts_seen.add(rollout)
+            if self.mode in ("replay", "auto"):
+                rec = self._find(rollout, fp)
+                if rec is not None:
+                    rec.used = True
+                    self._cursor[rollout] = self._cursor.get(rollout, 0) + 1
+                    self._hits.append((rollout, issue, rec.inter))
+                    self._emit(ReplayEvent("hit", rollout, rec.inter.seq, wire.method,
+                                           request["url"], rec.inter.response.get("status")))
+                    return _Exchange(self, "replay", rollout, issue, request, fp,
+                                     response=wire_response(rec.inter.response))
+                if self.mode == "replay":
+                    miss = self._miss(rollout, request, fp)
+                    self._emit(ReplayEvent("miss", rollout, miss.turn, wire.method,
+                                           request["url"], 404))
+                    return _Exchange(self, "replay", rollout, issue, request, fp,
+                                     response=miss_response(miss.describe()))
+        return _Exchange(self, "record", rollout, issue, request, fp)
+
+    def _find(self, rollout: str | None, fp: str) -> _Recording | None:
+        recs = self._by_rollout.get(rollout, [])
+        if rollout is not None:
+            rec = self._by_key.get((rollout, self._cursor.get(rollout, 0)))
+            if rec is not None and not rec.used and rec.fingerprint == fp:
+                return rec
+        for rec in recs:  # concurrent requests within a rollout, and scope-less requests
+            if not rec.used and rec.fingerprint == fp:
+                return rec
+        return None
+
+    def _miss(self, rollout: str | None, request: dict[str, Any], fp: str) -> Miss:
+        turn = self._cursor.get(rollout, 0)
+        key = (rollout, turn, fp)
+        if key in self._miss_index:
+            return self._miss_index[key]  # a retry of a request that already missed
+        recs = self._by_rollout.get(rollout, [])
+        same_turn = self._by_key.get((rollout, turn)) if rollout is not None else None
+        if rollout is None:
+            reason = (f"no unused scope-less recording has this fingerprint ({len(recs)} "
+                      "scope-less request(s) recorded)")
+        elif same_turn is not None:
+            reason = "the request differs from the recording of this turn"
+        elif recs:
+            reason = f"rollout {rollout!r} has only {len(recs)} recorded turn(s)"
+        else:
+            names = [r for r in self._by_rollout if r is not None]
+            shown = ", ".join(repr(n) for n in names[:5]) + (" …" if len(names) > 5 else "")
+            reason = (f"the cassette has no rollout {rollout!r} "
+                      f"({len(names)} rollout(s) recorded: {shown or 'none'})")
+        lines = self.matcher.render(request)
+        nearest = same_turn
+        if nearest is None:
+            pool = recs or [r for rs in self._by_rollout.values() for r in rs][:5000]
+            if pool:
+                nearest = max(pool, key=lambda r: similarity(r.lines(self.matcher), lines))
+        diff = ""
+        if nearest is not None:
+            n = nearest.inter
+            label = f"recorded (rollout {n.rollout or '-'}, turn {n.seq})"
+            diff = unified_request_diff(nearest.lines(self.matcher), lines, label, "request")
+        miss = Miss(str(self.path), rollout, turn, request["method"],
+                    urlsplit(request["url"]).path, reason,
+                    nearest.inter.key if nearest is not None else None, diff)
+        self._miss_index[key] = miss
+        return miss
+
+    def _recorded(self, ex: _Exchange, wire: WireResponse) -> None:
+        response = stored_response(wire, self.keep_headers)
+        path = urlsplit(ex.request["url"]).path
+        inter = Interaction(rollout=ex.rollout, seq=ex.issue, kind=interaction_kind(path),
+                            request=ex.request, response=response, fingerprint=ex.fingerprint,
+                            duration_ms=(time.perf_counter() - ex.started) * 1000)
+        with self._lock:
+            if not self._new and not self._hits:
+                self._derive_header(inter)
+            self._new.append((ex.rollout, ex.issue, inter))
+            if self._writer is not None:
+                self._writer.interaction(inter)
+        self._emit(ReplayEvent("record", ex.rollout, ex.issue, ex.request["method"],
+                               ex.request["url"], wire.status))
+
+    def _failed(self, ex: _Exchange, why: str) -> None:
+        with self._lock:
+            self._failed_attempts += 1
+        self._emit(ReplayEvent("failed", ex.rollout, None, ex.request.get("method", ""),
+                               ex.request.get("url", ""), None, detail=why))
+
+    def _derive_header(self, inter: Interaction) -> None:
+        """Fill header fields the caller did not give from the first recorded request."""
+        body = inter.request.get("body")
+        body = body if isinstance(body, dict) else {}
+        url = inter.request["url"].split("?", 1)[0]
+        derived: dict[str, Any] = {}
+        for suffix in self.llm_paths:
+            if url.rstrip("/").endswith(suffix):
+                derived["base_url"] = url.rstrip("/")[: -len(suffix)]
+                break
+        if body.get("model"):
+            derived["model"] = body["model"]
+        derived["sampling"] = {k: body[k] for k in _SAMPLING_KEYS if k in body}
+        derived["endpoint_type"] = {"chat": "openai", "completion": "openai",
+                                    "responses": "openai"}.get(inter.kind)
+        if inter.kind == "generate":
+            derived["endpoint_type"] = "sglang" if "input_ids" in body else "vllm"
+        current = self._header.model_dump()
+        fields = {k: v for k, v in derived.items() if v and not current.get(k)}
+        self._header = self._header.merged(fields)
+
+    # ------------------------------------------------------------------ hooks listener
+
+    def rollout_finished(self, scope: RolloutScope) -> None:
+        if not scope.outcome:
+            return
+        with self._lock:
+            self._new_outcomes.setdefault(scope.id, {}).update(scope.outcome)
+            if self._writer is not None:
+                self._writer.outcome(scope.id, dict(scope.outcome))
+
+    def annotate(self, fields: dict[str, Any]) -> None:
+        with self._lock:
+            self._header = self._header.merged(fields)
+            if self._writer is not None:
+                self._writer.annotate(fields)
+
+    # ------------------------------------------------------------------ results
+
+    def _final_contents(self) -> tuple[list[Interaction], dict[str, dict[str, Any]]]:
+        """What a clean close writes: this run's interactions (record), or the union (auto)."""
+        touched = {r for r, _, _ in self._new if r is not None}
+        out: list[Interaction] = []
+        outcomes: dict[str, dict[str, Any]] = {}
+        if self.mode == "auto":
+            # untouched rollouts keep every old recording and outcome; scope-less recordings
+            # are matched by fingerprint, so all old ones stay and new ones are appended
+            for rollout, recs in self._by_rollout.items():
+                if rollout is None or rollout not in touched:
+                    out.extend(r.inter for r in recs)
+            outcomes = {k: v for k, v in self._recorded_outcomes.items() if k not in touched}
+        entries: dict[str | None, list[tuple[int, Interaction]]] = {}
+        for rollout, issue, inter in self._new:
+            entries.setdefault(rollout, []).append((issue, inter))
+        for rollout, issue, inter in self._hits:
+            if rollout is not None and rollout in touched:
+                entries.setdefault(rollout, []).append((issue, inter))
+        for rollout, items in entries.items():
+            items.sort(key=lambda item: item[0])
+            base = 0
+            if rollout is None:
+                base = 1 + max((i.seq for i in out if i.rollout is None), default=-1)
+            for rank, (_, inter) in enumerate(items):
+                out.append(inter.model_copy(update={"seq": base + rank}))
+        outcomes.update(self._new_outcomes)
+        return out, outcomes
+
+    @property
+    def header(self) -> CassetteHeader:
+        return self._header
+
+    @property
+    def misses(self) -> list[Miss]:
+        with self._lock:
+            return list(self._miss_index.values())
+
+    @property
+    def unused(self) -> list[tuple[str | None, int]]:
+        with self._lock:
+            return [key for key, rec in self._by_key.items() if not rec.used]
+
+    @property
+    def outcomes(self) -> dict[str, OutcomeComparison]:
+        """Per rollout: the recorded outcome next to the one reported in this run."""
+        with self._lock:
+            ids = list(self._new_outcomes) + [
+                r for r in self._recorded_outcomes if r not in self._new_outcomes]
+            return {r: OutcomeComparison(r, self._recorded_outcomes.get(r),
+                                         self._new_outcomes.get(r)) for r in ids}
+
+    def summary(self) -> ReplaySummary:
+        with self._lock:
+            rollouts_hit = {r for r, _, _ in [*self._hits, *self._new] if r is not None}
+            inside = sum(1 for r, _, _ in [*self._hits, *self._new] if r is not None)
+            return ReplaySummary(
+                mode=self.mode, cassette=str(self.path), rollouts=len(rollouts_hit),
+                interactions=len(self._hits) + len(self._new), turns=inside,
+                misses=list(self._miss_index.values()),
+                unused=[k for k, rec in self._by_key.items() if not rec.used]
+                if self.mode in ("replay", "auto") else [],
+                recorded=len(self._new), failed_attempts=self._failed_attempts,
+                passthrough=self._passthrough,
+                outcomes=list(self.outcomes.values()),
+            )
+
+    def _emit(self, event: ReplayEvent) -> None:
+        if self.on_event is not None:
+            try:
+                self.on_event(event)
+            except Exception:  # progress output must never break a run
+                pass

@@ -1,0 +1,101 @@
+"""What a cassette session reports: progress events, outcome comparisons, the summary."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_replay._errors import Miss
+
+__all__ = ["OutcomeComparison", "ReplayEvent", "ReplaySummary"]
+
+
+@dataclass(frozen=True)
+class ReplayEvent:
+    """Passed to ``on_event`` as requests are handled (for progress output).
+
+    ``kind``: ``"hit"`` (served from the cassette), ``"miss"``, ``"record"`` (written),
+    ``"failed"`` (a failed attempt while recording: not written), ``"interrupted"`` (the
+    block raised; ``url`` is the ``.partial`` file that keeps what was recorded).
+    """
+
+    kind: str
+    rollout: str | None
+    seq: int | None
+    method: str
+    url: str
+    status: int | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class OutcomeComparison:
+    """A rollout's outcome as recorded and as reported in this run (either may be None)."""
+
+    rollout: str
+    recorded: dict[str, Any] | None
+    replayed: dict[str, Any] | None
+
+    @property
+    def reward_changed(self) -> bool:
+        if not self.recorded or not self.replayed:
+            return False
+        return self.recorded.get("reward") != self.replayed.get("reward")
+
+
+@dataclass
+class ReplaySummary:
+    """The result of one cassette session; ``lines()`` renders it for a terminal.
+
+    ``interactions``: LLM requests served from the cassette or recorded; ``turns``: those
+    made inside a rollout scope; ``unused``: recordings never requested, as (rollout, seq).
+    """
+
+    mode: str
+    cassette: str
+    rollouts: int = 0
+    interactions: int = 0
+    turns: int = 0
+    misses: list[Miss] = field(default_factory=list)
+    unused: list[tuple[str | None, int]] = field(default_factory=list)
+    recorded: int = 0
+    failed_attempts: int = 0
+    passthrough: int = 0
+    outcomes: list[OutcomeComparison] = field(default_factory=list)
+
+    @property
+    def mean_reward(self) -> float | None:
+        rewards = [o.replayed["reward"] for o in self.outcomes
+                   if o.replayed and isinstance(o.replayed.get("reward"), (int, float))]
+        return sum(rewards) / len(rewards) if rewards else None
+
+    @property
+    def changed_rewards(self) -> list[tuple[str, Any, Any]]:
+        return [(o.rollout, o.recorded.get("reward"), o.replayed.get("reward"))
+                for o in self.outcomes if o.reward_changed and o.recorded and o.replayed]
+
+    def lines(self) -> Iterator[str]:
+        if self.mode == "passthrough":
+            yield f"passthrough: {self.passthrough} LLM request(s) went live, nothing written"
+            return
+        head = (f"{self.mode} {self.cassette}: {self.interactions} interaction(s) in "
+                f"{self.rollouts} rollout(s)")
+        if self.recorded:
+            head += f", {self.recorded} recorded"
+        if self.failed_attempts:
+            head += f", {self.failed_attempts} failed attempt(s) not written"
+        yield head
+        if self.mean_reward is not None:
+            yield f"mean reward {self.mean_reward:.4g} over {len(self.outcomes)} rollout(s)"
+        for rollout, old, new in self.changed_rewards:
+            yield f"reward changed: {rollout}: {old} -> {new}"
+        if self.misses:
+            yield f"{len(self.misses)} miss(es): " + "; ".join(
+                f"{m.rollout or '<no rollout>'} turn {m.turn}" for m in self.misses[:10])
+        if self.unused:
+            yield f"{len(self.unused)} recording(s) never used"
+        if self.misses:
+            yield "next: re-record (`hermes-replay record …`) or use mode='auto'"
+        elif self.changed_rewards:
+            yield "next: review the reward changes; re-record if they are intended"

@@ -16,6 +16,22 @@ Example::
         client = openai.OpenAI(base_url=ep.base_url, api_key="x")
         ...
 
+Writing rules (first matching rule answers; ``rng`` is the sample's seeded ``random.Random``)::
+
+    from hermes_replay.scripted_endpoint import Reply, Rule, Script, register_script
+    from hermes_replay.scripted_endpoint.scripts.generic import generic_rules
+
+    def _add(conv, rng):
+        a, b = map(int, conv.last_user_text.split("+"))
+        return Reply(tool_calls=[("calculator", {"expression": f"{a}+{b}"})])
+
+    @register_script("adder")
+    def adder() -> Script:
+        return Script("adder", [
+            Rule("add", lambda c: "+" in c.last_user_text and not c.tool_results, _add),
+            *generic_rules(),  # judge / tool call / answer-from-results / plain fallbacks
+        ])
+
 Responses carry ``"system_fingerprint": "hermes-replay-scripted"`` so nothing recorded against
 the stand-in can be mistaken for a model's output.
 """

@@ -10,7 +10,8 @@ How a sample is chosen (the contract tests rely on):
   all different, in a fixed order.
 * Sample ``j`` uses ``random.Random(sha256(seed, "content", j, key))``; two fresh endpoints with the
   same seed therefore answer identically, request for request.
-* ``temperature == 0`` is greedy: every sample index is 0, so every answer is the same.
+* ``temperature == 0`` is greedy: every sample index is 0, so every answer is the same. A missing
+  temperature counts as 1 (the OpenAI default), i.e. sampling.
 * Latency uses its own ``Random`` (seeded from ``seed``) drawn in arrival order, and logprobs use
   ``Random(sha256(seed, "logprobs", j, key))``, so neither changes what the script answers.
 

@@ -3,7 +3,8 @@
 * before tokenizer v11: ``[TOOL_CALLS] [{"name": "f", "arguments": {...}}, ...]`` (an array, or a
   single object);
 * v11 and later: ``[TOOL_CALLS]f{...}[TOOL_CALLS]g{...}`` — the marker repeated per call, the name
-  written bare; some checkpoints put ``[ARGS]`` between name and arguments, accepted too.
+  written bare; some checkpoints put ``[ARGS]`` (and ``[CALL_ID]id``) between name and
+  arguments, accepted too.
 
 Mistral's chat templates reject tool-call ids that are not exactly 9 alphanumerics, so the
 generated ids here follow that shape (still derived from a hash, so deterministic).
@@ -29,6 +30,7 @@ from ._registry import register_parser
 
 MARKER = "[TOOL_CALLS]"
 ARGS_MARKER = "[ARGS]"
+CALL_ID_MARKER = "[CALL_ID]"
 _ALNUM = string.ascii_letters + string.digits
 
 
@@ -115,6 +117,9 @@ class MistralToolCallParser(ToolCallParser):
         name = segment[:brace].strip()
         if name.endswith(ARGS_MARKER):
             name = name[: -len(ARGS_MARKER)].strip()
+        # ``name[CALL_ID]abc123XYZ[ARGS]{...}``: the id the model wrote is not kept (ids are
+        # generated for every mistral call, see ``call_id``)
+        name = name.partition(CALL_ID_MARKER)[0].strip()
         return make_call(name, args, index)
 
     def render(self, content: str | None, calls: list[tuple[str, dict[str, Any]]]) -> str:

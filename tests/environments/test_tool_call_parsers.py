@@ -419,6 +419,22 @@ def test_hermes_render_matches_the_chat_template_shape() -> None:
     assert text == 'Hi\n<tool_call>\n{"name": "f", "arguments": {"a": "é"}}\n</tool_call>'
 
 
+def test_hermes_render_is_what_the_project_chat_template_writes() -> None:
+    """Phase 2 re-renders history through the chat template; a parsed-then-rendered turn must be
+    byte-identical to what the template produces from the parsed calls."""
+    tokenizer_mod = pytest.importorskip("hermes_replay._tokenizer")
+    parser = get_parser("hermes")
+    raw = parser.render("Sure", [UNICODE, NESTED])
+    content, calls = parser.parse(raw)
+    assert calls is not None
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": content, "tool_calls": [c.model_dump() for c in calls]},
+    ]
+    templated = tokenizer_mod.load_tokenizer().apply_chat_template(messages, tokenize=False)
+    assert f"<|im_start|>assistant\n{raw}<|im_end|>" in templated
+
+
 def test_longcat_uses_its_own_tags_only() -> None:
     longcat = '<longcat_tool_call>{"name": "f", "arguments": {"a": 1}}</longcat_tool_call>'
     assert parse("longcat", "Sure. " + longcat) == ("Sure.", [("f", {"a": 1})])
@@ -435,8 +451,10 @@ def test_longcat_uses_its_own_tags_only() -> None:
         '"arguments": {"a": 3, "b": 4}}]</s>',
         '[TOOL_CALLS]add{"a": 1, "b": 2}[TOOL_CALLS]mul{"a": 3, "b": 4}',
         '[TOOL_CALLS]add[ARGS]{"a": 1, "b": 2}[TOOL_CALLS]mul[ARGS]{"a": 3, "b": 4}</s>',
+        '[TOOL_CALLS]add[CALL_ID]a1B2c3D4e[ARGS]{"a": 1, "b": 2}'
+        '[TOOL_CALLS]mul[CALL_ID]f5G6h7I8j[ARGS]{"a": 3, "b": 4}',
     ],
-    ids=["legacy-array", "legacy-compact-eos", "v11", "v11-args-marker"],
+    ids=["legacy-array", "legacy-compact-eos", "v11", "v11-args-marker", "v11-call-id"],
 )
 def test_mistral_both_generations(text: str) -> None:
     assert parse("mistral", "Computing. " + text) == (

@@ -7,6 +7,7 @@ replies and the round-trip tests use it).
 
 Registered names (aliases in parentheses): hermes (qwen), longcat, mistral, llama3_json,
 llama4_json, deepseek_v3, deepseek_v3_1 (deepseek_v31), kimi_k2, glm45, glm47, qwen3_coder.
+``list_parsers()`` returns all of these names, aliases included, as a new sorted list.
 Add a format with ``@register_parser("name", *aliases)`` on a ``ToolCallParser`` subclass.
 """
 

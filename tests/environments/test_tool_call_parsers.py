@@ -58,6 +58,15 @@ def calls_of(result: tcp.ParseResult) -> list[tuple[str, dict[str, Any]]]:
     return [(c.function.name, json.loads(c.function.arguments)) for c in calls]
 
 
+def test_public_names() -> None:
+    assert tcp.__all__ == sorted(tcp.__all__)
+    assert set(tcp.__all__) == {
+        "ChatCompletionMessageToolCall", "ParseResult", "ToolCallParser", "get_parser",
+        "list_parsers", "register_parser",
+    }  # fmt: skip
+    assert all(hasattr(tcp, name) for name in tcp.__all__)
+
+
 def test_every_required_name_is_registered() -> None:
     assert set(REQUIRED) <= set(ALL)
     assert sorted(ALL) == ALL

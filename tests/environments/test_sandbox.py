@@ -50,11 +50,15 @@ needs_proc = pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs Linux 
 def test_run_in_private_dir_with_home_and_tmpdir_inside(task_id):
     box = get_sandbox(task_id)
     result = box.run('pwd; echo "$HOME"; echo "$TMPDIR"')
-    pwd, home, tmp = result.output.split()
     assert result.exit_code == 0
-    assert os.path.realpath(pwd) == os.path.realpath(box.work_dir)
+    assert result.output == "/workspace\n/workspace\n/workspace/.tmp\n"  # the agent's view
+    script = "import os; print(os.getcwd(), os.environ['HOME'], os.environ['TMPDIR'])"
+    box.run(f'python -c "{script}" > env.txt')
+    with open(os.path.join(box.work_dir, "env.txt")) as fh:  # the real values, on the host
+        cwd, home, tmp = fh.read().split()
+    assert os.path.realpath(cwd) == os.path.realpath(box.work_dir)
     assert home == box.work_dir
-    assert tmp.startswith(box.base_dir)
+    assert tmp.startswith(box.work_dir) and os.path.isdir(tmp)
     assert box.base_dir.startswith(sandbox_root())
 
 
@@ -236,3 +240,28 @@ def test_empty_process_groups_are_forgotten(task_id):
     assert box._pgids == set()
     box.run("sleep 1000 >/dev/null 2>&1 &")
     assert len(box._pgids) == 1
+
+
+def test_agent_sees_its_directory_as_workspace(task_id):
+    """Host paths hold a pid and random letters; they must not reach the model (replay)."""
+    box = get_sandbox(task_id)
+    out = box.run(
+        "echo hi > /workspace/a.txt; cat /workspace/a.txt; echo /workspaces /x/workspace;"
+        "printf 'print(1/0)' > crash.py; python crash.py"
+    ).output
+    assert out.startswith("hi\n/workspaces /x/workspace\n")  # longer names are not paths
+    assert 'File "/workspace/crash.py"' in out
+    assert sandbox_root() not in out
+    assert box.read_file("/workspace/a.txt") == "hi\n"
+    assert box.resolve("/workspace") == os.path.realpath(box.work_dir)
+    box.write_file("sub/x.txt", "x")
+    assert box.run("pwd", cwd="/workspace/sub").output == "/workspace/sub\n"
+    with pytest.raises(PermissionError) as info:
+        box.resolve("/workspace/../etc")
+    assert sandbox_root() not in str(info.value)
+
+
+def test_agent_cannot_break_the_sandbox_by_deleting_tmp(task_id):
+    box = get_sandbox(task_id)
+    box.run("rm -rf .tmp")
+    assert box.run("mktemp").output.startswith("/workspace/.tmp/")

@@ -216,3 +216,22 @@ def test_backend_choice(task_id):
         ToolContext(task_id, backend="docker").terminal("ls")
     with pytest.raises(ValueError, match="task_id"):
         ToolContext("")
+
+
+def test_seed_style_verification_with_workspace_paths(task_id):
+    """The seed's reward code: ``ctx.terminal("pytest /workspace/test.py")``."""
+    ctx = ToolContext(task_id)
+    ctx.write_file("/workspace/sol.py", "def add(a, b):\n    return a + b\n")
+    ctx.write_file("test.py", "from sol import add\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    # (plugin autoload off only to keep this nested pytest fast)
+    result = ctx.terminal(
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 pytest -q -p no:cacheprovider /workspace/test.py"
+    )
+    assert result["exit_code"] == 0, result["output"]
+    assert "1 passed" in result["output"]
+    ctx.write_file("sol.py", "def add(a, b):\n    return a - b\n")
+    failed = ctx.terminal(
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 pytest -q -p no:cacheprovider /workspace/test.py"
+    )
+    assert failed["exit_code"] == 1
+    assert "/workspace/" in failed["output"] or "test.py" in failed["output"]

@@ -2,8 +2,16 @@
 
 Layout, under one temp root per process (``hermes-sandboxes-<pid>-*``)::
 
-    <root>/<task-slug>-<hash>/work   working directory and HOME; file tools act here
-    <root>/<task-slug>-<hash>/tmp    TMPDIR
+    <root>/<task-slug>-<hash>/work        working directory and HOME; file tools act here
+    <root>/<task-slug>-<hash>/work/.tmp   TMPDIR
+
+The agent sees its working directory as ``/workspace``: ``/workspace`` in a command, a ``cwd``
+or a file-tool path means the working directory, and the host path is written back as
+``/workspace`` in every output. Two reasons: the host path holds a pid and random letters, and
+tool output goes into the next model request, so a visible host path would make recorded and
+replayed requests differ; and the seed's reward code says ``ctx.terminal("pytest
+/workspace/test.py")``, the container layout of the former layer, which then works locally too.
+A real host ``/workspace`` is hidden from the agent.
 
 Each command runs as ``bash -c`` in a new session (``start_new_session=True``), so it leads its
 own process group and a timeout can kill it together with every child it spawned. Background
@@ -43,7 +51,7 @@ import time
 
 from .base import RunResult, SandboxBackend, cleanup_all_sandboxes, register_backend
 
-__all__ = ["LocalSandbox", "sandbox_root"]
+__all__ = ["VIRTUAL_WORKDIR", "LocalSandbox", "sandbox_root"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +59,9 @@ _ROOT: str | None = None
 _ROOT_PID: int | None = None
 _ROOT_LOCK = threading.Lock()
 _MARKER_VAR = "HERMES_SANDBOX_ID"
+#: how the agent sees its working directory (see the module docstring)
+VIRTUAL_WORKDIR = "/workspace"
+_VIRTUAL_RE = re.compile(r"(?<![\w./~-])/workspace(?![\w.-])")
 
 
 def sandbox_root() -> str:
@@ -172,7 +183,7 @@ class LocalSandbox(SandboxBackend):
         super().__init__(task_id)
         self.base_dir = os.path.join(sandbox_root(), _slug(task_id))
         self.work_dir = os.path.join(self.base_dir, "work")
-        self.tmp_dir = os.path.join(self.base_dir, "tmp")
+        self.tmp_dir = os.path.join(self.work_dir, ".tmp")
         os.makedirs(self.work_dir, exist_ok=True)
         os.makedirs(self.tmp_dir, exist_ok=True)
         self._work_real = os.path.realpath(self.work_dir)
@@ -213,9 +224,11 @@ class LocalSandbox(SandboxBackend):
         timeout = self.default_timeout if timeout is None else timeout
         workdir = self.resolve(cwd) if cwd else self.work_dir
         shell = shutil.which("bash") or "/bin/sh"
-        with tempfile.TemporaryFile(dir=self.tmp_dir) as out:
+        os.makedirs(self.tmp_dir, exist_ok=True)  # the agent may have deleted it
+        # Capture outside the working directory, where the agent cannot delete or see it.
+        with tempfile.TemporaryFile(dir=self.base_dir) as out:
             proc = subprocess.Popen(
-                [shell, "-c", cmd],
+                [shell, "-c", self.to_host(cmd)],
                 cwd=workdir,
                 env=self._env(env),
                 stdin=subprocess.DEVNULL,
@@ -233,6 +246,7 @@ class LocalSandbox(SandboxBackend):
                 _signal_group(proc.pid, signal.SIGKILL)
                 proc.wait()
             output, truncated = self._read_capped(out)
+            output = self.to_virtual(output)
         try:  # forget groups that are already empty: their number may be reused later
             os.killpg(proc.pid, 0)
         except ProcessLookupError:
@@ -314,12 +328,24 @@ class LocalSandbox(SandboxBackend):
 
     # -- files -----------------------------------------------------------------------------
 
+    def to_host(self, text: str) -> str:
+        """``/workspace`` (as a path, not inside a longer name) → the host working directory."""
+        return _VIRTUAL_RE.sub(lambda _m: self.work_dir, text)
+
+    def to_virtual(self, text: str) -> str:
+        """Host working-directory paths in ``text`` → ``/workspace``."""
+        for host in sorted({self._work_real, self.work_dir}, key=len, reverse=True):
+            text = text.replace(host, VIRTUAL_WORKDIR)
+        return text
+
     def resolve(self, path: str) -> str:
+        given = path
+        path = self.to_host(path) if path.startswith(VIRTUAL_WORKDIR) else path
         joined = path if os.path.isabs(path) else os.path.join(self.work_dir, path)
         real = os.path.realpath(joined)
         if os.path.commonpath([real, self._work_real]) != self._work_real:
             raise PermissionError(
-                f"path {path!r} resolves outside the sandbox of task {self.task_id!r}; "
+                f"path {given!r} resolves outside the sandbox of task {self.task_id!r}; "
                 "use a path relative to the working directory"
             )
         return real

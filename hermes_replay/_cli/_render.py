@@ -168,7 +168,8 @@ class Progress:
         self.interval = interval
         self.clock = clock
         self.rollouts = 0
-        self.turns = 0
+        self.turns = 0  # from finished rollouts' reports
+        self.requests = 0  # LLM requests inside rollouts, from session events (live)
         self.misses = 0
         self.miss_count: Callable[[], int] | None = None
         self._last = clock()
@@ -182,17 +183,22 @@ class Progress:
 
     def event(self, event: Any) -> None:
         """Core session events: a miss bumps the counter; anything else just refreshes."""
-        kind = event.get("type") if isinstance(event, dict) else getattr(event, "kind", None)
-        if kind in ("miss", "cassette_miss"):
+        kind = event.get("kind") if isinstance(event, dict) else getattr(event, "kind", None)
+        rollout = event.get("rollout") if isinstance(event, dict) else getattr(
+            event, "rollout", None)
+        if kind == "miss":
             self.misses += 1
+        elif kind in ("hit", "record") and rollout is not None:
+            self.requests += 1
         self._update()
 
     def text(self) -> str:
         misses = self.miss_count() if self.miss_count is not None else self.misses
         elapsed = self.clock() - self._started
         prefix = f"{self.label}: " if self.label else ""
+        turns = max(self.turns, self.requests)
         return (
-            f"{prefix}{self.rollouts} rollouts done · {self.turns} turns · {misses} misses"
+            f"{prefix}{self.rollouts} rollouts done · {turns} turns · {misses} misses"
             f" · {elapsed:.0f}s"
         )
 

@@ -301,8 +301,10 @@ def run_with_cassette(
         # Replay is offline: keep wandb from trying the network (the user's setting wins).
         with _env_default("WANDB_MODE", "disabled" if mode == "replay" else None):
             with collector.listening():
+                # passthrough reads and writes nothing, but the session still wants a path
+                path = cassette_path if cassette_path is not None else Path("(passthrough)")
                 with hermes_replay.cassette(
-                    cassette_path, mode=mode, **_event_option(progress), **options
+                    path, mode=mode, **_event_option(progress), **options
                 ) as session:
                     progress.miss_count = lambda: _count(session, "misses")
                     with _quiet(log_path):

@@ -157,3 +157,13 @@ def test_console_script_smoke(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
                           check=False)
     assert proc.returncode == 2 and "does not exist" in proc.stderr
+
+
+def test_progress_counts_session_events() -> None:
+    from types import SimpleNamespace
+
+    stream = io.StringIO()
+    p = Progress(stream, tty=False, interval=0.0, clock=lambda: 1.0)
+    for kind, rollout in [("hit", "r0"), ("hit", "r0"), ("miss", "r1"), ("hit", None)]:
+        p.event(SimpleNamespace(kind=kind, rollout=rollout))
+    assert stream.getvalue().splitlines()[-1].endswith("0 rollouts done · 2 turns · 1 misses · 0s")

@@ -67,6 +67,40 @@ def _decompress(data: bytes, encoding: str) -> bytes:
     return data
 
 
+_STYLES: dict[str, dict[str, Any]] = {
+    "compact": {"separators": (",", ":")},
+    "spaced": {"separators": (", ", ": ")},
+    "indent2": {"indent": 2},
+}
+
+
+def _dump(value: Any, style: str) -> bytes:
+    base, *flags = style.split("+")
+    text = json.dumps(value, ensure_ascii="ascii" in flags, **_STYLES[base])
+    return (text + "\n" if "nl" in flags else text).encode("utf-8")
+
+
+def _json_style(value: Any, raw: bytes) -> str | None:
+    """The serialisation that reproduces the server's bytes exactly, if there is one — so a
+    replayed body is byte-identical to the recorded one while the cassette stays readable."""
+    for base in _STYLES:
+        for flags in ("", "+nl", "+ascii", "+ascii+nl"):
+            if _dump(value, base + flags) == raw:
+                return base + flags
+    return None
+
+
+def _response_body_fields(data: bytes) -> dict[str, Any]:
+    fields = _body_fields(data)
+    if fields.get("body") is not None:
+        style = _json_style(json.loads(data), data)
+        if style is None:  # e.g. floats written differently: keep the exact text instead
+            return {"text": redact_text(data.decode("utf-8"))}
+        if style != "compact":
+            fields["json_style"] = style
+    return fields
+
+
 def _body_fields(data: bytes) -> dict[str, Any]:
     """``{"body": json}`` if JSON, else ``{"text": str}``, else ``{"base64": str}``."""
     if not data:
@@ -120,7 +154,7 @@ def stored_response(wire: WireResponse, keep_headers: frozenset[str] = KEPT_HEAD
         text = b"".join(wire.chunks).decode("utf-8", errors="replace")
         response["chunks"] = [redact_text(e) for e in _split_events(text)]
     else:
-        response.update(_body_fields(wire.body or b""))
+        response.update(_response_body_fields(wire.body or b""))
     return response
 
 
@@ -138,8 +172,7 @@ def wire_response(stored: dict[str, Any]) -> WireResponse:
     elif stored.get("body") is None:
         body = b""
     else:
-        body = json.dumps(stored["body"], ensure_ascii=False,
-                          separators=(",", ":")).encode("utf-8")
+        body = _dump(stored["body"], str(stored.get("json_style", "compact")))
     return WireResponse(status, headers, body=body)
 
 

@@ -20,6 +20,19 @@ _MARK = "__hermes_replay_patch__"
 _DROP = ("content-length", "content-encoding", "transfer-encoding")
 
 
+_STREAM_END_MARKERS = (b"data: [DONE]", b"response.completed")
+
+
+def _close_early(ex: Exchange, wire: WireResponse) -> None:
+    """The caller closed the stream before it ended. SDKs stop reading at the end marker
+    (openai stops at ``[DONE]``), so a stream that carries one is complete; else it failed."""
+    tail = b"".join((wire.chunks or [])[-3:])
+    if any(marker in tail for marker in _STREAM_END_MARKERS):
+        ex.finish(wire)
+    else:
+        ex.fail(None)
+
+
 def _is_sse(headers: Any) -> bool:
     return "text/event-stream" in headers.get("content-type", "") and not headers.get(
         "content-encoding")
@@ -188,7 +201,7 @@ def _stream_classes(mod: ModuleType) -> tuple[type, type, type]:
             self._ex.finish(self._wire)
 
         def close(self) -> None:
-            self._ex.fail(None)  # no-op if finished; else the caller stopped reading early
+            _close_early(self._ex, self._wire)  # no-op if the stream already finished
             self._inner.close()
 
     class AsyncTee(mod.AsyncByteStream):  # type: ignore[misc,name-defined]
@@ -206,7 +219,7 @@ def _stream_classes(mod: ModuleType) -> tuple[type, type, type]:
             self._ex.finish(self._wire)
 
         async def aclose(self) -> None:
-            self._ex.fail(None)
+            _close_early(self._ex, self._wire)
             await self._inner.aclose()
 
     return ReplayStream, SyncTee, AsyncTee

@@ -1,0 +1,89 @@
+"""aiohttp (atroposlib's vLLM/SGLang /generate path): record, replay, pass-through."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aiohttp
+import pytest
+from _core_helpers import TinyServer, lines_of
+
+import hermes_replay
+from hermes_replay.scripted_endpoint import ScriptedEndpoint
+
+VLLM = {"prompt": {"prompt_token_ids": [1, 2, 3, 4]}, "logprobs": 0, "n": 2, "max_tokens": 8,
+        "temperature": 1.0}
+SGLANG = {"input_ids": [1, 2, 3, 4], "sampling_params": {"max_new_tokens": 8},
+          "return_logprob": True}
+
+
+async def _generate(root: str) -> list:
+    out = []
+    async with aiohttp.ClientSession() as session:
+        for body in (VLLM, SGLANG):
+            with hermes_replay.rollout("g"):
+                # exactly how atroposlib's VLLMServer / SGLangServer call it
+                async with session.post(f"{root}/generate", json=body,
+                                        headers={"Authorization": "Bearer sk-abcdefghijklmnop1234"},
+                                        timeout=aiohttp.ClientTimeout(total=30)) as response:
+                    response.raise_for_status()
+                    out.append(await response.json())
+    return out
+
+
+async def test_generate_round_trip_with_endpoint_stopped(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    with ScriptedEndpoint(script="generic", seed=4) as ep:
+        root = ep.root_url
+        async with hermes_replay.cassette(path, "record"):
+            recorded = await _generate(root)
+    async with hermes_replay.cassette(path, "replay") as session:
+        assert await _generate(root) == recorded
+    assert session.summary().interactions == 2
+    records = [r for r in lines_of(path) if r["type"] == "interaction"]
+    assert [r["kind"] for r in records] == ["generate", "generate"]
+    assert lines_of(path)[0]["endpoint_type"] == "vllm"
+    assert "sk-abcdefghijklmnop1234" not in path.read_text()
+
+
+async def test_replayed_response_behaves_like_aiohttp_own(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    with ScriptedEndpoint(script="generic") as ep:
+        url = ep.root_url + "/generate"
+        async with hermes_replay.cassette(path, "record"), aiohttp.ClientSession() as s:
+            async with s.post(url, json=VLLM) as r:
+                raw = await r.read()
+                # the body stays readable in every way after the recorder read it
+                assert [chunk async for chunk in r.content.iter_any()] == [raw]
+                assert await r.text() == raw.decode()
+    async with hermes_replay.cassette(path, "replay"), aiohttp.ClientSession() as s:
+        async with s.post(url, json=VLLM) as r:
+            assert r.status == 200 and r.ok
+            assert r.headers["Content-Type"].startswith("application/json")
+            assert await r.json() == __import__("json").loads(raw)
+            assert await r.text() == raw.decode()
+            assert b"".join([c async for c in r.content.iter_any()]) == raw
+        # a miss: 404 that raise_for_status turns into ClientResponseError
+        with pytest.raises(hermes_replay.CassetteMiss) as info:
+            async with hermes_replay.cassette(path, "replay"):
+                async with s.post(url, json={**VLLM, "max_tokens": 9}) as r:
+                    assert r.status == 404
+                    with pytest.raises(aiohttp.ClientResponseError):
+                        r.raise_for_status()
+                    assert "body.max_tokens" in (await r.json())["error"]["message"]
+        assert "-body.max_tokens: 8" in str(info.value)
+        assert "+body.max_tokens: 9" in str(info.value)
+
+
+async def test_trajectory_api_passes_through_and_is_never_written(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    with TinyServer() as api:
+        for mode in ("record", "replay"):
+            async with hermes_replay.cassette(path, mode), aiohttp.ClientSession() as s:
+                for route in ("/register-env", "/scored_data", "/scored_data_list"):
+                    async with s.post(api.url + route, json={"group": [1, 2]}) as r:
+                        assert (await r.json())["path"] == route
+                async with s.get(api.url + "/batch") as r:
+                    assert r.status == 200
+    assert len(api.requests) == 8
+    assert [r["type"] for r in lines_of(path)] == ["header"]

@@ -112,6 +112,7 @@ class RunSummary:
     exit_code: int = 0
     error: str | None = None
     log: str | None = None  # where the env's own output went, if not to the terminal
+    skipped: str | None = None  # why this cassette was not replayed (not a failure)
 
     def lines(self, style: Style) -> list[str]:
         what = {"record": "recorded", "replay": "replayed", "passthrough": "ran live"}.get(
@@ -131,6 +132,8 @@ class RunSummary:
                 else "0 unused recordings"
             )
         parts.append(f"mean reward {fmt_reward(self.mean_reward)}")
+        if self.skipped:
+            return [style(head, "bold"), "  " + style("skipped: ", "yellow") + self.skipped]
         out = [style(head, "bold"), "  " + " · ".join(parts)]
         for rid, (old, new) in sorted(self.changed.items()):
             out.append(

@@ -362,11 +362,19 @@ def _replay_cassette(
         return fail, "?"
     command = list(header.command or [])
     if not header.env_file or not command or command[0] not in ENV_MODES:
-        fail.error = (
-            "the header names no env file/command to re-run; replay it from a test or with "
-            "`hermes-replay replay ENV_FILE --cassette … -- MODE …`"
+        fail.skipped = (
+            "not recorded with `hermes-replay record` (no env file/command in its header); "
+            "replay it from its test, or with `hermes-replay replay ENV_FILE --cassette "
+            f"{cassette} -- MODE …`"
         )
         return fail, command[0] if command else "?"
+    if command[0] == "serve":
+        fail.skipped = (
+            "a serve run needs a live Atropos API; replay it while the API runs with "
+            f"`hermes-replay replay {header.env_file} --cassette {cassette} -- "
+            f"{' '.join(command)}`"
+        )
+        return fail, "serve"
     env_file = find_env_file(header.env_file, cassette)
     if env_file is None:
         fail.error = (
@@ -386,7 +394,9 @@ def _final_table(rows: list[_Row], style: Style) -> str:
     body = []
     for r in rows:
         s = r.summary
-        if s.error or s.exit_code:
+        if s.skipped:
+            status = style("skip", "yellow")
+        elif s.error or s.exit_code:
             status = style("ERROR", "red") if not s.misses else style("MISS", "red")
         elif s.misses:
             status = style("MISS", "red")

@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from hermes_replay._cli._render import Style, fmt_reward, truncate
@@ -318,6 +319,10 @@ def run(args: argparse.Namespace) -> int:
                                                       style("  (incomplete recording)", "red")))
     t.out.append(f"env {h.env_name or '-'} · model {h.model or '-'} · "
                  f"endpoint {h.endpoint_type or '-'} · created {h.created}")
+    if args.rollout is None and cassette.scopeless:
+        # requests made outside any rollout scope (e.g. a judge called from setup)
+        records = [*records, SimpleNamespace(id="(outside any rollout)",
+                                             interactions=cassette.scopeless, outcome={})]
     if not records:
         t.out.append("no rollouts recorded in this cassette")
     for record in records:
@@ -333,13 +338,14 @@ def run(args: argparse.Namespace) -> int:
                 return 2
             _render_turn(t, record, args.turn)
             continue
-        msgs = conversation(record)
+        msgs = [] if isinstance(record, SimpleNamespace) else conversation(record)
         if msgs:
             t.messages(msgs)
         else:
             for turn in range(len(record.interactions)):
                 _render_turn(t, record, turn)
-        t.outcome({k: v for k, v in (record.outcome or {}).items()})
+        if not isinstance(record, SimpleNamespace):
+            t.outcome(dict(record.outcome or {}))
     print("\n".join(t.out))
     return 0
 

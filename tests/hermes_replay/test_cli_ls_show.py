@@ -166,3 +166,27 @@ def test_show_bad_cassette_names_file_and_line(tmp_path: Path, capsys) -> None:
     assert main(["show", str(bad)]) == 2
     err = capsys.readouterr().err
     assert f"{bad}:2" in err and "next step" in err
+
+
+def test_show_includes_requests_outside_rollouts(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "c.jsonl"
+    judge = _chat(None, 0, [USER], {"role": "assistant", "content": '{"score": 0.7}'})
+    write_cassette(path, CassetteHeader(), [judge], {})
+    assert main(["show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "rollout (outside any rollout)" in out and '{"score": 0.7}' in out
+    assert main(["ls", str(path)]) == 0
+    assert "1 requests outside any rollout" in capsys.readouterr().out
+
+
+def test_replay_all_skips_foreign_and_fails_on_missing_env(tmp_path: Path, capsys,
+                                                          monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_cassette(tmp_path / "cassettes" / "api.jsonl", CassetteHeader(), [], {})
+    assert main(["replay", "cassettes", "--out", "o"]) == 0
+    out = capsys.readouterr().out
+    assert "skipped: not recorded with `hermes-replay record`" in out and " skip" in out
+    build_cassette(tmp_path / "cassettes" / "demo_env" / "process.jsonl")  # env file absent
+    assert main(["replay", "cassettes", "--out", "o2"]) == 1
+    out = capsys.readouterr().out
+    assert "recorded env file environments/demo_env.py not found" in out and "ERROR" in out

@@ -29,9 +29,11 @@ def register(sub: Any) -> None:
 def header_line(cassette: Any) -> str:
     h = cassette.header
     tok = h.tokenizer or {}
-    tokenizer = tok.get("name") or "-"
+    tokenizer = str(tok.get("name") or "-")
+    if Path(tokenizer).is_absolute():  # a local directory: its name is what identifies it
+        tokenizer = Path(tokenizer).name
     if tok.get("fingerprint"):
-        tokenizer += f" ({str(tok['fingerprint'])[:12]})"
+        tokenizer += f" ({str(tok['fingerprint']).removeprefix('sha256:')[:12]})"
     env = h.env_name or (Path(h.env_file).stem if h.env_file else "-")
     return (f"env {env} · model {h.model or '-'} · endpoint {h.endpoint_type or '-'} · "
             f"created {h.created} · tokenizer {tokenizer}")

@@ -148,6 +148,7 @@ class Transcript:
         self.s = style
         self.full = full
         self.out: list[str] = []
+        self._call_names: dict[str, str] = {}  # tool_call_id -> tool name, to title results
 
     def _cut(self, text: str, limit: int) -> str:
         if self.full:
@@ -170,7 +171,7 @@ class Transcript:
         role = str(msg.get("role", "?"))
         title = role if turn is None else f"{role} · turn {turn}"
         if role == "tool":
-            name = msg.get("name")
+            name = msg.get("name") or self._call_names.get(str(msg.get("tool_call_id")))
             title = f"tool result{' · ' + name if name else ''}"
             if msg.get("tool_call_id"):
                 title += f" ({msg['tool_call_id']})"
@@ -181,11 +182,15 @@ class Transcript:
             self.out.extend("    " + self.s(line, "dim")
                             for line in self._cut(text_of(reasoning), TEXT_LIMIT).splitlines())
         text = text_of(msg.get("content"))
+        if role == "tool":
+            text = _pretty_tool_result(text)
         limit = TOOL_RESULT_LIMIT if role == "tool" else TEXT_LIMIT
         if text:
             self._body(self._cut(text, limit))
         for call in tool_calls_of(msg):
             fn = call.get("function") or {}
+            if call.get("id") and fn.get("name"):
+                self._call_names[str(call["id"])] = str(fn["name"])
             head = f"→ tool call {fn.get('name', '?')}"
             if call.get("id"):
                 head += f"  (id {call['id']})"
@@ -226,6 +231,8 @@ class Transcript:
             "reward", "turns_used", "finished_naturally", "tool_errors", "phase", "group",
             "messages", "reasoning_per_turn"}}
         for key, value in rest.items():
+            if value is None:
+                continue
             self.out.append(f"  {key}: {self._cut(json.dumps(value, ensure_ascii=False), 300)}")
 
 
@@ -234,12 +241,43 @@ def _count(value: Any) -> int:
 
 
 def _pretty_args(arguments: Any) -> str:
+    """Tool arguments as ``key: value`` lines; multi-line strings (code, shell heredocs) as
+    indented blocks instead of one JSON line full of ``\\n``."""
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
         except ValueError:
             return arguments
-    return json.dumps(arguments, indent=2, ensure_ascii=False)
+    return _pretty_mapping(arguments) if isinstance(arguments, dict) else json.dumps(
+        arguments, indent=2, ensure_ascii=False)
+
+
+def _pretty_mapping(data: dict[str, Any]) -> str:
+    lines: list[str] = []
+    for key, value in data.items():
+        if isinstance(value, str) and "\n" in value:
+            lines.append(f"{key}: |")
+            lines.extend("  " + line for line in value.rstrip("\n").splitlines())
+        elif isinstance(value, (dict, list)) and value:
+            lines.append(f"{key}:")
+            lines.extend("  " + line for line in
+                         json.dumps(value, indent=2, ensure_ascii=False).splitlines())
+        else:
+            lines.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
+    return "\n".join(lines) if lines else "{}"
+
+
+def _pretty_tool_result(text: str) -> str:
+    """A JSON-object tool result (``{"output": …, "exit_code": …}``) as readable lines."""
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            data = json.loads(stripped)
+        except ValueError:
+            return text
+        if isinstance(data, dict):
+            return _pretty_mapping(data)
+    return text
 
 
 def _render_turn(t: Transcript, record: Any, turn: int) -> None:

@@ -114,7 +114,7 @@ def test_show_renders_transcript(cassette: Path, capsys) -> None:
                                      "── assistant · turn 1", "── outcome")]
     assert order == sorted(order)
     assert "→ tool call terminal  (id call_1)" in out
-    assert '"command": "ls /data | wc -l"' in out  # pretty-printed arguments
+    assert 'command: "ls /data | wc -l"' in out  # pretty-printed arguments
     assert "I should count them with ls." in out  # reasoning
     assert "reward 1.000 · turns 2 · finished naturally · tool errors 0" in out
     assert "\x1b[" not in out

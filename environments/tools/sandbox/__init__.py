@@ -11,10 +11,12 @@ from .base import (
     get_sandbox,
     register_backend,
 )
+from .docker import DockerSandbox
 from .local import LocalSandbox, sandbox_root
 
 __all__ = [
     "BackendNotAvailableError",
+    "DockerSandbox",
     "LocalSandbox",
     "RunResult",
     "SandboxBackend",

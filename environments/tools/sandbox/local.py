@@ -377,27 +377,3 @@ class LocalSandbox(SandboxBackend):
             shutil.copytree(source, local_path, dirs_exist_ok=True)
         else:
             shutil.copy2(source, local_path)
-
-
-class DockerSandbox(SandboxBackend):
-    """Placeholder so ``terminal_backend="docker"`` fails with a clear message, not a KeyError."""
-
-    name = "docker"
-
-    @classmethod
-    def create(cls, task_id: str) -> SandboxBackend:
-        from .base import BackendNotAvailableError
-
-        raise BackendNotAvailableError(
-            f"terminal backend 'docker' is not available in this installation (task {task_id!r}). "
-            "Use terminal_backend='local', or register a backend class with "
-            "environments.tools.sandbox.register_backend."
-        )
-
-    def run(self, cmd, timeout=None, cwd=None, env=None):  # pragma: no cover - never built
-        raise NotImplementedError
-
-    read_file = write_file = upload = download = resolve = cleanup = run  # type: ignore[assignment]
-
-
-register_backend(DockerSandbox)

@@ -160,18 +160,21 @@ def _flatten(value: Any, prefix: str, out: list[str]) -> None:
         for i, item in enumerate(value):
             _flatten(item, f"{prefix}[{i}]", out)
     elif isinstance(value, str) and "\n" in value:
-        out.append(f"{prefix}: |")
-        out.extend(f"  {line}" for line in value.split("\n"))
+        # one line per text line, each naming its field, so a diff hunk is self-explaining
+        out.extend(f"{prefix} | {line}" for line in value.split("\n"))
     else:
         out.append(f"{prefix}: {json.dumps(value, ensure_ascii=False, default=str)}")
 
 
 def similarity(a: Sequence[str], b: Sequence[str]) -> float:
-    """Cheap closeness of two rendered requests: Jaccard index of their line sets."""
+    """Cheap closeness of two rendered requests: mostly the Jaccard index of their line
+    sets, with ties broken by how alike (character counts) the differing lines are."""
     sa, sb = set(a), set(b)
     if not sa and not sb:
         return 1.0
-    return len(sa & sb) / len(sa | sb)
+    only_a, only_b = "\n".join(sorted(sa - sb)), "\n".join(sorted(sb - sa))
+    closeness = difflib.SequenceMatcher(None, only_a, only_b, autojunk=False).quick_ratio()
+    return 0.9 * len(sa & sb) / len(sa | sb) + 0.1 * closeness
 
 
 _MAX_LINE = 160

@@ -240,7 +240,9 @@ class Session:
                     self._emit(ReplayEvent("miss", rollout, miss.turn, wire.method,
                                            request["url"], 404))
                     return _Exchange(self, "replay", rollout, issue, request, fp,
-                                     response=miss_response(miss.describe()))
+                                     response=miss_response(
+                                         "hermes-replay cassette miss (the cassette block "
+                                         "raises CassetteMiss on exit): " + miss.describe()))
         return _Exchange(self, "record", rollout, issue, request, fp)
 
     def _find(self, rollout: str | None, fp: str) -> _Recording | None:

@@ -4,14 +4,18 @@ the progress line, and the end-of-run summary. Standard library only.
 
 from __future__ import annotations
 
+import io
 import os
+import re
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TextIO
 
 __all__ = [
+    "LineClearingStream",
     "Progress",
     "RunSummary",
     "Style",
@@ -55,6 +59,14 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _visible_len(text: str) -> int:
+    """Length on screen: ANSI color codes take no columns."""
+    return len(_ANSI.sub("", text))
+
+
 def truncate(text: str, limit: int) -> tuple[str, int]:
     """``text`` cut to ``limit`` characters, and how many were cut (0 if none)."""
     if limit <= 0 or len(text) <= limit:
@@ -80,14 +92,14 @@ def table(
     widths = [len(h) for h in headers]
     for row in body:
         for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
+            widths[i] = max(widths[i], _visible_len(cell))
     align = align or "l" * len(headers)
 
     def line(cells: Sequence[str]) -> str:
-        parts = [
-            c.rjust(widths[i]) if align[i] == "r" else c.ljust(widths[i])
-            for i, c in enumerate(cells)
-        ]
+        parts = []
+        for i, c in enumerate(cells):
+            pad = " " * (widths[i] - _visible_len(c))
+            parts.append(pad + c if align[i] == "r" else c + pad)
         return "  ".join(parts).rstrip()
 
     head = line(headers)
@@ -152,8 +164,10 @@ class RunSummary:
 class Progress:
     """Progress while an environment runs: one rewritten line on a TTY, periodic lines otherwise.
 
-    Fed by rollout-finished notifications (and core events, when the session emits them);
-    ``misses`` is read through ``miss_count`` so it reflects the session's own count.
+    Fed by rollout-finished notifications and the session's events (``hit``/``record``/
+    ``miss``); ``miss_count``, if set, overrides the miss counter (for a core without events).
+    ``start()`` runs a ticker thread so the line stays alive while the env is quiet (startup,
+    long tool calls); ``clear()`` lets env output print on a clean line.
     """
 
     def __init__(
@@ -175,51 +189,116 @@ class Progress:
         self.requests = 0  # LLM requests inside rollouts, from session events (live)
         self.misses = 0
         self.miss_count: Callable[[], int] | None = None
+        self._lock = threading.RLock()
         self._last = clock()
+        self._last_state: tuple[int, int, int] | None = None
         self._dirty = False
         self._started = clock()
+        self._stop: threading.Event | None = None
+        self._thread: threading.Thread | None = None
 
     def rollout_done(self, rollout_id: str, outcome: dict[str, Any]) -> None:
-        self.rollouts += 1
-        self.turns += int(outcome.get("turns_used") or 0)
+        with self._lock:
+            self.rollouts += 1
+            self.turns += int(outcome.get("turns_used") or 0)
         self._update()
 
     def event(self, event: Any) -> None:
-        """Core session events: a miss bumps the counter; anything else just refreshes."""
-        kind = event.get("kind") if isinstance(event, dict) else getattr(event, "kind", None)
-        rollout = event.get("rollout") if isinstance(event, dict) else getattr(
-            event, "rollout", None)
-        if kind == "miss":
-            self.misses += 1
-        elif kind in ("hit", "record") and rollout is not None:
-            self.requests += 1
+        """A session event: a miss bumps the miss counter, a hit/record in a rollout a turn."""
+        get = event.get if isinstance(event, dict) else lambda k: getattr(event, k, None)
+        kind, rollout = get("kind"), get("rollout")
+        with self._lock:
+            if kind == "miss":
+                self.misses += 1
+            elif kind in ("hit", "record") and rollout is not None:
+                self.requests += 1
         self._update()
 
-    def text(self) -> str:
+    def _state(self) -> tuple[int, int, int]:
         misses = self.miss_count() if self.miss_count is not None else self.misses
+        return self.rollouts, max(self.turns, self.requests), misses
+
+    def text(self) -> str:
+        rollouts, turns, misses = self._state()
         elapsed = self.clock() - self._started
         prefix = f"{self.label}: " if self.label else ""
-        turns = max(self.turns, self.requests)
         return (
-            f"{prefix}{self.rollouts} rollouts done · {turns} turns · {misses} misses"
+            f"{prefix}{rollouts} rollouts done · {turns} turns · {misses} misses"
             f" · {elapsed:.0f}s"
         )
 
-    def _update(self) -> None:
-        if self.tty:
-            self.stream.write("\r\033[K" + self.text())
-            self.stream.flush()
-            self._dirty = True
-            return
-        now = self.clock()
-        if now - self._last >= self.interval:
-            self._last = now
+    def _update(self, *, tick: bool = False) -> None:
+        with self._lock:
+            if self.tty:
+                self.stream.write("\r\033[K" + self.text())
+                self.stream.flush()
+                self._dirty = True
+                return
+            now = self.clock()
+            state = self._state()
+            if now - self._last < self.interval or (tick and state == self._last_state):
+                return
+            self._last, self._last_state = now, state
             self.stream.write("[hermes-replay] " + self.text() + "\n")
             self.stream.flush()
 
+    def start(self) -> None:
+        """Refresh in the background (every second on a TTY, every ``interval`` otherwise)."""
+        if self._thread is not None:
+            return
+        self._stop = threading.Event()
+        period = 1.0 if self.tty else self.interval
+        stop = self._stop
+
+        def tick() -> None:
+            while not stop.wait(period):
+                try:
+                    self._update(tick=True)
+                except Exception:  # the run matters more than its progress line
+                    return
+
+        self._thread = threading.Thread(target=tick, name="hermes-replay-progress", daemon=True)
+        self._thread.start()
+
+    def clear(self) -> None:
+        """Wipe the live line (before other output); the next refresh redraws it."""
+        with self._lock:
+            if self.tty and self._dirty:
+                self.stream.write("\r\033[K")
+                self.stream.flush()
+                self._dirty = False
+
     def close(self) -> None:
-        """End the live line so the summary starts on a fresh line."""
-        if self.tty and self._dirty:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
-            self._dirty = False
+        """Stop refreshing and end the live line so the summary starts on a fresh line."""
+        if self._stop is not None:
+            self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+            self._thread = None
+        self.clear()
+
+
+class LineClearingStream(io.TextIOBase):
+    """Wraps the terminal stream an env writes to so each write first wipes the progress line."""
+
+    def __init__(self, stream: TextIO, progress: Progress) -> None:
+        super().__init__()
+        self._stream = stream
+        self._progress = progress
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._progress.clear()
+        self._stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return _isatty(self._stream)
+
+    def fileno(self) -> int:
+        return self._stream.fileno()

@@ -17,7 +17,7 @@ from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cli._render import Progress, RunSummary
+from hermes_replay._cli._render import LineClearingStream, Progress, RunSummary
 
 __all__ = [
     "ENV_MODES",
@@ -238,10 +238,17 @@ _SINK = _Sink()
 
 
 @contextmanager
-def _quiet(log_path: Path | None) -> Iterator[None]:
-    """Send the env's own output to ``log_path`` (None: leave it on the terminal)."""
+def _quiet(log_path: Path | None, progress: Progress | None = None) -> Iterator[None]:
+    """Send the env's own output to ``log_path``; None leaves it on the terminal (where it
+    first wipes a live progress line, so the two do not run into each other)."""
     if log_path is None:
-        yield
+        if progress is None or not progress.tty:
+            yield
+            return
+        out = LineClearingStream(sys.stdout, progress)
+        err = LineClearingStream(sys.stderr, progress)
+        with redirect_stdout(out), redirect_stderr(err):
+            yield
         return
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("w", encoding="utf-8") as fh:
@@ -303,11 +310,12 @@ def run_with_cassette(
             with collector.listening():
                 # passthrough reads and writes nothing, but the session still wants a path
                 path = cassette_path if cassette_path is not None else Path("(passthrough)")
-                with hermes_replay.cassette(
-                    path, mode=mode, **_event_option(progress), **options
-                ) as session:
-                    progress.miss_count = lambda: _count(session, "misses")
-                    with _quiet(log_path):
+                events = _event_option(progress)
+                with hermes_replay.cassette(path, mode=mode, **events, **options) as session:
+                    if not events:
+                        progress.miss_count = lambda: _count(session, "misses")
+                    progress.start()
+                    with _quiet(log_path, progress):
                         code = run_env_file(env_file, argv)
                     if code != 0 and mode == "record":
                         # Leave the block by an exception: the core then keeps the old
@@ -336,7 +344,8 @@ def run_with_cassette(
         print(f"\nhermes-replay {mode}: interrupted; nothing was overwritten.", file=err)
         summary.error = "interrupted"
         code = 130
-    progress.close()
+    finally:
+        progress.close()
     summary.exit_code = code
     _fill_summary(summary, session, collector)
     return summary, collector

@@ -167,3 +167,32 @@ def test_progress_counts_session_events() -> None:
     for kind, rollout in [("hit", "r0"), ("hit", "r0"), ("miss", "r1"), ("hit", None)]:
         p.event(SimpleNamespace(kind=kind, rollout=rollout))
     assert stream.getvalue().splitlines()[-1].endswith("0 rollouts done · 2 turns · 1 misses · 0s")
+
+
+def test_progress_ticker_and_line_clearing_stream() -> None:
+    import time as _time
+
+    from hermes_replay._cli._render import LineClearingStream
+
+    stream = io.StringIO()
+    p = Progress(stream, label="rec", tty=True)
+    p.start()
+    _time.sleep(1.3)  # the ticker redraws with no events at all
+    assert "rec: 0 rollouts done" in stream.getvalue()
+    env_out = io.StringIO()
+    LineClearingStream(env_out, p).write("env says hi\n")
+    assert stream.getvalue().endswith("\r\033[K")  # wiped before the env's line
+    assert env_out.getvalue() == "env says hi\n"
+    p.close()
+    assert p._thread is None
+
+
+def test_table_aligns_colored_cells_by_visible_width() -> None:
+    from hermes_replay._cli._render import table
+
+    style = Style(color=True)
+    text = table(["name", "status"], [["a", style("ok", "green")], ["bbb", "CHANGED"]],
+                 style=Style(color=False))
+    lines = text.splitlines()
+    assert lines[1] == "----  -------"
+    assert lines[2] == "a     \x1b[32mok\x1b[0m"

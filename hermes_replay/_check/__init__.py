@@ -28,15 +28,16 @@ __all__ = [
 
 
 def check_env(path: Path | str, *, target: Target | None = None, dynamic: bool = True,
-              display: str | None = None) -> list[RuleRow]:
+              display: str | None = None, keep: Path | None = None) -> list[RuleRow]:
     """All checklist rows for the environment file at ``path``: static, then dynamic.
 
     ``dynamic=False`` runs nothing (static rules only). Otherwise the import test always runs,
-    and the model-needing checks run when ``target`` names a cassette or an endpoint.
+    and the model-needing checks run when ``target`` names a cassette or an endpoint; their
+    outputs (and, live, the recorded cassettes) are kept in ``keep`` if given.
     """
     path = Path(path)
     display = display or str(path)
     rows = check_static(path, display=display)
     if dynamic:
-        rows += check_dynamic(path, display, target or Target())
+        rows += check_dynamic(path, display, target or Target(), keep=keep)
     return rows

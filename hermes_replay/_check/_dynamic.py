@@ -13,8 +13,10 @@ neither they are reported as warnings that say so — never as passes.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,15 +53,19 @@ class Target:
     cassette: Path | None = None
     endpoint: str | None = None
     model: str | None = None
+    api_key_env: str | None = None  # live only: NAME of the variable holding the key
 
     @property
     def available(self) -> bool:
         return self.cassette is not None or (self.endpoint is not None and bool(self.model))
 
 
-def _finding(rule: str, severity: str, file: str, message: str, line: int | None = None,
-             fix: str | None = None) -> Finding:
+def dynamic_finding(rule: str, severity: str, file: str, message: str, line: int | None = None,
+                    fix: str | None = None) -> Finding:
     return Finding(rule, severity, file, line, message, fix or _FIXES[rule])  # type: ignore[arg-type]
+
+
+_finding = dynamic_finding
 
 
 def project_root(env_file: Path) -> Path:
@@ -129,17 +135,30 @@ def skipped_rows(display: str) -> list[RuleRow]:
     ]
 
 
-def check_dynamic(env_file: Path, display: str, target: Target) -> list[RuleRow]:
-    rows = [import_check(env_file, display)]
-    if not target.available:
-        return rows + skipped_rows(display)
-    if rows[0].status == "fail":
-        return rows + [
-            RuleRow(rule, DYNAMIC_RULES[rule],
-                    [_finding(rule, "warn", display, "not run: the file does not import",
-                              fix=_FIXES["import"])], kind="dynamic")
-            for rule in ("process", "evaluate", "rewards")
-        ]
-    from hermes_replay._check._runs import run_checks  # the subprocess runs; heavier imports
+def check_dynamic(env_file: Path, display: str, target: Target,
+                  keep: Path | None = None) -> list[RuleRow]:
+    """The import row, then process/evaluate/rewards (run only with a cassette or endpoint).
 
-    return rows + run_checks(env_file, display, target)
+    The two runs start together with the import test (each is a separate process) so a check
+    waits for the slowest, not the sum; if the import fails their results are not reported.
+    """
+    if not target.available:
+        return [import_check(env_file, display), *skipped_rows(display)]
+    from hermes_replay._check import _runs  # subprocess plumbing, only needed here
+
+    work = keep or Path(tempfile.mkdtemp(prefix="hermes-check-"))
+    try:
+        futures = _runs.start_runs(env_file, target, target.api_key_env, work)
+        imported = import_check(env_file, display)
+        process, evaluate = futures["process"].result(), futures["evaluate"].result()
+        if imported.status == "fail":
+            return [imported, *[
+                RuleRow(rule, DYNAMIC_RULES[rule],
+                        [_finding(rule, "warn", display, "not run: the file does not import",
+                                  fix=_FIXES["import"])], kind="dynamic")
+                for rule in ("process", "evaluate", "rewards")
+            ]]
+        return [imported, *_runs.analyse_runs(display, target, process, evaluate)]
+    finally:
+        if keep is None:
+            shutil.rmtree(work, ignore_errors=True)

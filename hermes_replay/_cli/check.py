@@ -33,6 +33,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--endpoint", metavar="URL",
                    help="run the process/evaluate checks live against this base URL")
     p.add_argument("--model", metavar="M", help="model name at --endpoint")
+    p.add_argument("--api-key-env", metavar="VAR",
+                   help="with --endpoint: NAME of the environment variable holding the API key")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="keep the runs' outputs (and, live, the recorded cassettes) in DIR")
     p.set_defaults(func=run)
 
 
@@ -52,7 +56,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"hermes-replay check: cassette {args.cassette} does not exist; record one with "
               "`hermes-replay record` or leave --cassette out", file=sys.stderr)
         return 2
-    target = Target(cassette=args.cassette, endpoint=args.endpoint, model=args.model)
-    rows = check_env(path, target=target, dynamic=not args.static_only, display=str(path))
+    target = Target(cassette=args.cassette, endpoint=args.endpoint, model=args.model,
+                    api_key_env=args.api_key_env)
+    rows = check_env(path, target=target, dynamic=not args.static_only, display=str(path),
+                     keep=args.out)
     print(render_json(rows, str(path)) if args.json else render_table(rows, str(path)))
     return overall_exit_code(rows)

@@ -1,0 +1,245 @@
+"""Run ``process`` and ``evaluate`` of an environment for the dynamic checks, in subprocesses.
+
+Offline, each mode replays a cassette: ``hermes-replay replay ENV --cassette C -- <the recorded
+command>`` with its output paths moved into a temporary folder. Live, each mode is recorded
+into a temporary cassette: ``hermes-replay record ENV --endpoint URL --model M -- MODE …`` with
+one item (``process``: one step, two rollouts; ``evaluate``: two items). Either way the run is
+the environment's own CLI, and what it sent to the model is read back with
+``hermes-replay show --raw`` — the public CLI, nothing private of the replay core.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hermes_replay._check import _outputs as outputs
+from hermes_replay._check._dynamic import DYNAMIC_RULES, Target, dynamic_finding, project_root
+from hermes_replay._check._findings import RuleRow
+
+RUN_TIMEOUT = float(os.environ.get("HERMES_CHECK_TIMEOUT", "900"))
+OUTPUT_FLAG = {
+    "process": "--env.data_path_to_save_groups",
+    "evaluate": "--env.data_dir_to_save_evals",
+}
+LIVE_FLAGS = {
+    "process": ["--env.total_steps", "1", "--env.group_size", "2"],
+    "evaluate": ["--env.eval_size", "2"],
+}
+
+
+@dataclass
+class ModeRun:
+    """One mode's run: how it ended, where its outputs are, and what it asked the model."""
+
+    mode: str
+    skipped: str | None = None  # why it did not run (no cassette for this mode …)
+    exit_code: int = 0
+    log_tail: str = ""
+    output: Path | None = None
+    cassette: Path | None = None
+    header: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.skipped is None and self.exit_code == 0
+
+
+def read_header(cassette: Path) -> dict[str, Any]:
+    """Line 1 of a cassette (documented JSON): env file, command, tokenizer, endpoint."""
+    try:
+        with cassette.open(encoding="utf-8") as fh:
+            header = json.loads(fh.readline() or "{}")
+    except (OSError, ValueError):
+        return {}
+    return header if isinstance(header, dict) and header.get("type") == "header" else {}
+
+
+def cassettes_by_mode(path: Path) -> dict[str, Path]:
+    """Cassette per mode: ``path`` itself, then its folder (``cassettes/<env>/<mode>.jsonl``)."""
+    folder = path if path.is_dir() else path.parent
+    candidates = ([] if path.is_dir() else [path]) + sorted(folder.glob("*.jsonl"))
+    found: dict[str, Path] = {}
+    for candidate in candidates:
+        command = read_header(candidate).get("command") or []
+        if command and command[0] in OUTPUT_FLAG and command[0] not in found:
+            found[command[0]] = candidate
+    return found
+
+
+def set_flag(argv: list[str], flag: str, value: str) -> list[str]:
+    """``argv`` with ``flag`` set to ``value`` (both ``--f v`` and ``--f=v`` forms replaced)."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == flag:
+            skip = True
+        elif not arg.startswith(flag + "="):
+            out.append(arg)
+    return [*out, flag, value]
+
+
+def _subprocess_env(root: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
+    env.setdefault("WANDB_MODE", "disabled")  # a check never logs a real wandb run
+    return env
+
+
+def run_mode(env_file: Path, mode: str, target: Target, work: Path,
+             api_key_env: str | None = None) -> ModeRun:
+    out_dir = work / mode
+    out_dir.mkdir(parents=True, exist_ok=True)
+    output = out_dir / ("groups.jsonl" if mode == "process" else "evals")
+    cli = [sys.executable, "-m", "hermes_replay.cli"]
+    if target.cassette is not None:
+        cassette = cassettes_by_mode(target.cassette).get(mode)
+        if cassette is None:
+            return ModeRun(mode, skipped=f"no {mode} cassette at {target.cassette}: record one "
+                           f"with `hermes-replay record {env_file} --endpoint URL --model M -- "
+                           f"{mode} …` to check {mode} offline")
+        header = read_header(cassette)
+        argv = set_flag(list(header.get("command") or [mode]), OUTPUT_FLAG[mode], str(output))
+        command = [*cli, "replay", str(env_file), "--cassette", str(cassette.resolve()), "--",
+                   *argv]
+    else:
+        cassette = out_dir / f"{mode}.jsonl"
+        argv = set_flag([mode, *LIVE_FLAGS[mode]], OUTPUT_FLAG[mode], str(output))
+        key = ["--api-key-env", api_key_env] if api_key_env else []
+        command = [*cli, "record", str(env_file), "--endpoint", str(target.endpoint), "--model",
+                   str(target.model), *key, "--cassette", str(cassette), "--", *argv]
+        header = {}
+    root = project_root(env_file)
+    try:
+        proc = subprocess.run(command, cwd=root, env=_subprocess_env(root), capture_output=True,
+                              text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return ModeRun(mode, exit_code=-1, log_tail=f"{mode} ran longer than {RUN_TIMEOUT:.0f}s "
+                       "(set HERMES_CHECK_TIMEOUT to allow more)", output=output)
+    if not header:
+        header = read_header(cassette)
+    return ModeRun(mode, exit_code=proc.returncode, log_tail=_tail(proc.stderr, proc.stdout),
+                   output=output, cassette=cassette, header=header)
+
+
+def _tail(stderr: str, stdout: str) -> str:
+    """The most telling last line: an error line if there is one, else the last line."""
+    lines = [ln.strip() for ln in (stderr + "\n" + stdout).splitlines() if ln.strip()]
+    for line in reversed(lines):
+        if any(word in line for word in ("Error", "error", "miss", "Traceback", "raised")):
+            return line
+    return lines[-1] if lines else "no output"
+
+
+def recorded_requests(cassette: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(request of every interaction, reward per rollout) via ``hermes-replay show --raw``."""
+    proc = subprocess.run([sys.executable, "-m", "hermes_replay.cli", "show", str(cassette),
+                           "--raw"], capture_output=True, text=True, timeout=120)
+    decoder = json.JSONDecoder()
+    text, pos = proc.stdout, 0
+    requests: list[dict[str, Any]] = []
+    rewards: dict[str, Any] = {}
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            break
+        try:
+            record, pos = decoder.raw_decode(text, pos)
+        except ValueError:
+            break
+        if "request" in record:
+            requests.append(record["request"] or {})
+        elif "outcome" in record:
+            rewards[str(record.get("rollout"))] = (record["outcome"] or {}).get("reward")
+    return requests, rewards
+
+
+def load_vocab(header: dict[str, Any]) -> tuple[outputs.Vocab | None, str | None]:
+    """The tokenizer the run used (named in the cassette header), loaded offline."""
+    info = header.get("tokenizer") or {}
+    name, fingerprint = info.get("name"), info.get("fingerprint")
+    try:
+        from hermes_replay._tokenizer import load_tokenizer, tokenizer_fingerprint
+
+        if fingerprint and fingerprint == tokenizer_fingerprint():
+            return outputs.Vocab.from_tokenizer(load_tokenizer()), None
+        if not name:
+            return None, "the cassette names no tokenizer"
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=True)
+        return outputs.Vocab.from_tokenizer(tokenizer), None
+    except Exception as exc:  # any loading failure only weakens the check; say so
+        return None, f"could not load tokenizer {name!r} offline ({type(exc).__name__})"
+
+
+def _row(rule: str, display: str, problems: list[outputs.Problem]) -> RuleRow:
+    return RuleRow(rule, DYNAMIC_RULES[rule],
+                   [dynamic_finding(rule, sev, display, msg) for sev, msg in problems],
+                   kind="dynamic")
+
+
+def _failed(run: ModeRun) -> list[outputs.Problem]:
+    if run.skipped:
+        return [("warn", run.skipped)]
+    how = "replayed" if run.header else "run"
+    return [("fail", f"{run.mode} {how} with exit code {run.exit_code}: {run.log_tail}")]
+
+
+def start_runs(env_file: Path, target: Target, api_key_env: str | None,
+               work: Path) -> dict[str, Future[ModeRun]]:
+    """Both modes at once (separate processes, outputs and rollout ids): half the wait."""
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hermes-check")
+    futures = {mode: pool.submit(run_mode, env_file, mode, target, work, api_key_env)
+               for mode in ("process", "evaluate")}
+    pool.shutdown(wait=False)
+    return futures
+
+
+def analyse_runs(display: str, target: Target, process: ModeRun,
+                 evaluate: ModeRun) -> list[RuleRow]:
+    rewards: list[tuple[str, Any]] = []
+    if not process.ok:
+        process_problems = _failed(process)
+    else:
+        assert process.output is not None
+        groups = outputs.read_jsonl(process.output) if process.output.is_file() else []
+        vocab, why = load_vocab(process.header)
+        process_problems = outputs.check_groups(groups, vocab)
+        if vocab is None:
+            process_problems.append(("warn", f"vocabulary bounds and roles not checked: {why}"))
+        rewards += [(f"process group {g} rollout {n}", s) for g, group in enumerate(groups)
+                    for n, s in enumerate(group.get("scores") or [])]
+
+    if not evaluate.ok:
+        evaluate_problems = _failed(evaluate)
+    else:
+        assert evaluate.output is not None and evaluate.cassette is not None
+        evaluate_problems = outputs.check_eval_dir(evaluate.output)
+        requests, recorded = recorded_requests(evaluate.cassette)
+        evaluate_problems += outputs.check_eval_requests(requests)
+        samples_file = evaluate.output / "samples.jsonl"
+        samples = outputs.read_jsonl(samples_file) if samples_file.is_file() else []
+        sample_rewards = outputs.sample_rewards(samples)
+        rewards += sample_rewards
+        if target.cassette is None and not sample_rewards:
+            # A fresh recording: its outcomes are today's rewards (samples carry none).
+            rewards += [(f"rollout {rid}", r) for rid, r in recorded.items() if r is not None]
+
+    if not process.ok and not evaluate.ok:
+        reward_problems: list[outputs.Problem] = [
+            ("warn", "no run finished, so there are no rewards to check")]
+    else:
+        reward_problems = outputs.check_rewards(rewards)
+    return [_row("process", display, process_problems),
+            _row("evaluate", display, evaluate_problems),
+            _row("rewards", display, reward_problems)]

@@ -2,8 +2,10 @@
 
 ``ToolContext(task_id)`` reaches the sandbox of that task id — the files the agent wrote and
 the processes it left running — through ``get_sandbox``, the same cache the agent loop's
-tools use. ``cleanup()`` removes the sandbox (kills its processes, deletes its directory) and
-the task's other tool state; call it in ``finally`` (the base environment does).
+tools use. Paths are sandbox paths, as the agent saw them: relative, or under ``/workspace``
+(so the seed's ``ctx.terminal("pytest /workspace/test.py")`` works). ``cleanup()`` removes
+the sandbox (kills its processes, deletes its directory) and the task's other tool state;
+call it in ``finally`` (the base environment does).
 
 Not blocking the event loop — the design and its trade-off
 -----------------------------------------------------------

@@ -18,6 +18,7 @@ COMMANDS: tuple[str, ...] = (
     "show",
     "scripted_endpoint",
     "check",
+    "verify",
 )
 
 

@@ -119,6 +119,7 @@ class RunSummary:
     misses: int = 0
     unused: int = 0
     recorded: int = 0
+    failed_attempts: int = 0  # record: requests that failed live and were not written
     mean_reward: float | None = None
     changed: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
     exit_code: int = 0
@@ -152,6 +153,10 @@ class RunSummary:
                 "  " + style("reward changed", "yellow")
                 + f" {rid}: {fmt_reward(old)} -> {fmt_reward(new)}"
             )
+        if self.mode == "record" and self.failed_attempts and not self.error:
+            out.append("  " + style("warning: ", "yellow") + f"{self.failed_attempts} requests "
+                       "failed live and were not written; the env may have scored those "
+                       "rollouts as failures — check the endpoint and re-record if so")
         if self.error:
             out.append("  " + style("error: ", "red") + self.error)
         if self.exit_code:

@@ -261,11 +261,11 @@ def _quiet(log_path: Path | None, progress: Progress | None = None) -> Iterator[
 
 
 class _EnvFailed(Exception):
-    """Internal: the env CLI exited non-zero while recording."""
+    """Internal: a recording must not replace the cassette (env failed, or nothing recorded)."""
 
-    def __init__(self, code: int) -> None:
-        super().__init__(code)
-        self.code = code
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 @contextmanager
@@ -317,15 +317,15 @@ def run_with_cassette(
                     progress.start()
                     with _quiet(log_path, progress):
                         code = run_env_file(env_file, argv)
-                    if code != 0 and mode == "record":
-                        # Leave the block by an exception: the core then keeps the old
-                        # cassette and leaves the completed interactions in <path>.partial.
-                        raise _EnvFailed(code)
-    except _EnvFailed:
+                    if mode == "record":
+                        # Leaving the block by an exception makes the core keep the old
+                        # cassette and leave the completed interactions in <path>.partial.
+                        _check_recording(code, session)
+    except _EnvFailed as exc:
         progress.close()
         summary.error = (
-            f"the environment exited with code {code}; the previous cassette (if any) was "
-            f"left as it was, completed interactions are in {cassette_path}.partial"
+            f"{exc.reason}; the previous cassette (if any) was left as it was, completed "
+            f"interactions are in {cassette_path}.partial"
         )
     except CassetteMiss as exc:
         progress.close()
@@ -349,6 +349,19 @@ def run_with_cassette(
     summary.exit_code = code
     _fill_summary(summary, session, collector)
     return summary, collector
+
+
+def _check_recording(code: int, session: Any) -> None:
+    """Refuse to replace a cassette with a failed or empty recording."""
+    if code != 0:
+        raise _EnvFailed(f"the environment exited with code {code}")
+    core = session.summary()
+    if int(getattr(core, "recorded", 1) or 0) == 0:
+        failed = int(getattr(core, "failed_attempts", 0) or 0)
+        why = f" ({failed} attempts failed)" if failed else ""
+        raise _EnvFailed(
+            f"no LLM request was recorded{why} — check the endpoint URL, model name and key"
+        )
 
 
 def _event_option(progress: Progress) -> dict[str, Any]:
@@ -393,5 +406,6 @@ def _fill_summary(summary: RunSummary, session: Any, collector: OutcomeCollector
     summary.misses = _count(session, "misses")
     summary.unused = _count(session, "unused")
     summary.recorded = _count(session, "recorded")
+    summary.failed_attempts = _count(session, "failed_attempts")
     if summary.mean_reward is None:
         summary.mean_reward = getattr(core, "mean_reward", None)

@@ -41,9 +41,14 @@ def main():
     for i in range(steps):
         with hermes_replay.rollout(f"train-item{i}-0-0") as scope:
             messages = [{"role": "user", "content": question.format(i=i)}]
-            reply = client.chat.completions.create(
-                model=flag("--openai.model_name", "default"), messages=messages,
-                temperature=1.0)
+            try:
+                reply = client.chat.completions.create(
+                    model=flag("--openai.model_name", "default"), messages=messages,
+                    temperature=1.0)
+            except openai.APIConnectionError:
+                if os.environ.get("TINY_SWALLOW"):  # like an env that scores failures as 0
+                    continue
+                raise
             text = reply.choices[0].message.content or ""
             messages.append({"role": "assistant", "content": text})
             reward = float(len(text) % 3 == 0) if not os.environ.get("TINY_FLIP") else 0.5
@@ -66,7 +71,7 @@ if __name__ == "__main__":
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch) -> Path:
     monkeypatch.chdir(tmp_path)
-    for var in ("TINY_QUESTION", "TINY_FLIP", "HERMES_BASE_URL"):
+    for var in ("TINY_QUESTION", "TINY_FLIP", "TINY_SWALLOW", "HERMES_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     (tmp_path / "envs").mkdir()
     (tmp_path / "envs" / "tiny_env.py").write_text(TINY_ENV, encoding="utf-8")
@@ -159,6 +164,21 @@ def test_failed_recording_keeps_previous_cassette(project: Path, capsys) -> None
     assert code == 1
     assert "AssertionError" in captured.err
     assert "previous cassette (if any) was left as it was" in captured.out
+    assert cassette.read_bytes() == before
+
+
+def test_recording_nothing_keeps_previous_cassette(project: Path, capsys, monkeypatch) -> None:
+    _record(capsys)
+    cassette = project / "cassettes" / "tiny_env" / "process.jsonl"
+    before = cassette.read_bytes()
+    with ScriptedEndpoint(script="generic", seed=0) as ep:
+        dead = ep.base_url  # nothing listens here once the block has exited
+    monkeypatch.setenv("TINY_SWALLOW", "1")
+    code = main(["record", "envs/tiny_env.py", "--endpoint", dead, "--model", "scripted",
+                 "--", "process", "--env.total_steps", "1"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "no LLM request was recorded" in out and "check the endpoint" in out
     assert cassette.read_bytes() == before
 
 

@@ -111,7 +111,7 @@ def run_mode(env_file: Path, mode: str, target: Target, work: Path,
         command = [*cli, "replay", str(env_file), "--cassette", str(cassette.resolve()), "--",
                    *argv]
     else:
-        cassette = out_dir / f"{mode}.jsonl"
+        cassette = work / f"{mode}.jsonl"  # side by side, so `--cassette WORK` finds both
         argv = set_flag([mode, *LIVE_FLAGS[mode]], OUTPUT_FLAG[mode], str(output))
         key = ["--api-key-env", api_key_env] if api_key_env else []
         command = [*cli, "record", str(env_file), "--endpoint", str(target.endpoint), "--model",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ def register(sub: Any) -> None:
         "record",
         help="run an environment live and record its LLM traffic to a cassette",
         usage=USAGE,
-        description=(
+        description=textwrap.fill(
             "Run ENV_FILE's own CLI (serve, process or evaluate) in this process against a real "
             "endpoint and write every LLM request/response to a cassette. The endpoint is never "
             "assumed: give --endpoint/--model, or --openai.base_url after `--`; otherwise a "
@@ -51,13 +52,17 @@ def register(sub: Any) -> None:
         epilog=(
             "example: hermes-replay record environments/my_env.py --endpoint "
             "http://localhost:8000/v1 --model my-model --server-type vllm -- process "
-            "--env.total_steps 2 --env.group_size 4"
+            "--env.total_steps 2 --env.group_size 4\n"
+            "exit codes: 0 recorded; 1 the environment failed or nothing was recorded (the "
+            "previous cassette is kept); 2 usage errors, or no endpoint and no terminal to ask"
         ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("env_file", metavar="ENV_FILE", help="the environment file (a CLI)")
     p.add_argument(
         "--cassette",
         type=Path,
+        metavar="PATH",
         help="where to write (default: cassettes/<env file stem>/<mode>.jsonl)",
     )
     g = p.add_argument_group("endpoint (never assumed)")
@@ -147,8 +152,9 @@ def run(args: argparse.Namespace) -> int:
         **endpoint.header_fields(),
     }
     where = endpoint.base_url or "the env's configured endpoint"
-    print(f"hermes-replay record: {env_file} {env_args[0]} against {where} -> {cassette}",
-          file=sys.stderr)
+    replaces = " (replaces it only if the run succeeds)" if cassette.exists() else ""
+    print(f"hermes-replay record: {env_file} {env_args[0]} against {where} -> {cassette}"
+          f"{replaces}", file=sys.stderr)
     summary, _ = run_with_cassette(
         mode="record",
         env_file=env_file,

@@ -54,7 +54,8 @@ def register(sub: Any) -> None:
         "replay",
         help="re-run recorded environments offline and report rewards, misses, changes",
         usage=(
-            "hermes-replay replay [CASSETTE_OR_DIR] [--out DIR] [--strict] [--fail-on-change]\n"
+            "hermes-replay replay [CASSETTE_OR_DIR] [--out DIR] [--strict] [--fail-on-change] "
+            "[-v]\n"
             "       hermes-replay replay ENV_FILE [--cassette PATH] [--strict] "
             "-- serve|process|evaluate [env flags]"
         ),
@@ -62,6 +63,11 @@ def register(sub: Any) -> None:
             "Without `--`: replay every cassette under CASSETTE_OR_DIR (default ./cassettes) by "
             "re-running its recorded command offline, outputs into --out. With `--`: run "
             "ENV_FILE's CLI with your flags against one cassette. No endpoint, no key."
+        ),
+        epilog=(
+            "exit codes: 0 replayed (reward changes are shown, not fatal without "
+            "--fail-on-change); 1 misses, unused recordings with --strict, a bad cassette or "
+            "a failing environment; 2 usage errors"
         ),
     )
     p.add_argument(
@@ -71,8 +77,10 @@ def register(sub: Any) -> None:
         metavar="CASSETTE_OR_DIR|ENV_FILE",
         help="a cassette, a folder of cassettes (default: ./cassettes), or an env file with `--`",
     )
-    p.add_argument("--cassette", type=Path, help="with ENV_FILE: the cassette to replay")
-    p.add_argument("--out", type=Path, help="output folder (default: a new ./replay-out/<time>/)")
+    p.add_argument("--cassette", type=Path, metavar="PATH",
+                   help="with ENV_FILE: the cassette (default: cassettes/<env stem>/<mode>.jsonl)")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="output folder (default: a new ./replay-out/<UTC time>/)")
     p.add_argument(
         "--strict", action="store_true", help="fail when recordings were never requested"
     )

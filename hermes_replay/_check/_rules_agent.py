@@ -284,6 +284,12 @@ def _function_access(node: ast.AST) -> tuple[ast.expr, str] | None:
     return None
 
 
+def _sdk_source(node: ast.AST) -> bool:
+    """Tool calls read off an SDK response (``resp.choices[0].message.tool_calls``): objects."""
+    return any(isinstance(sub, ast.Attribute) and sub.attr in {"choices", "tool_calls"}
+               for sub in ast.walk(node))
+
+
 @rule(
     "tool-call-shape",
     "tool calls read from messages handle both dicts and objects",
@@ -291,20 +297,25 @@ def _function_access(node: ast.AST) -> tuple[ast.expr, str] | None:
     " — then read name/arguments the same way",
 )
 def tool_call_shape(src: EnvSource, out: Emitter) -> None:
-    """Messages carry tool calls as dicts *or* ChatCompletionMessageToolCall objects."""
+    """Tool calls come as dicts (AgentResult.messages) or SDK objects (a raw chat response).
+
+    Severity follows what really happens here: the agent loop normalises the calls in
+    ``result.messages`` to dicts, so dict-only code is a warning there (it breaks on messages
+    built elsewhere); object-only code on those dicts, or dict access on an SDK response, raises.
+    """
     for func in src.functions():
-        loop_vars: set[str] = set()
+        loop_vars: dict[str, bool] = {}  # name -> iterates an SDK response's calls
         for node in ast.walk(func):
             if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
                 if isinstance(node.target, ast.Name) and _mentions_tool_calls(node.iter):
-                    loop_vars.add(node.target.id)
+                    loop_vars[node.target.id] = _sdk_source(node.iter)
         guarded = {
             node.args[0].id for node in calls(func)
             if call_attr(node) in {"isinstance", "hasattr"} and node.args
             and isinstance(node.args[0], ast.Name)
         }
         styles: dict[str, set[str]] = {}
-        hits: list[tuple[ast.AST, str, str]] = []
+        hits: list[tuple[ast.AST, str, str, bool]] = []
         for node in ast.walk(func):
             access = _function_access(node)
             if access is None:
@@ -312,16 +323,28 @@ def tool_call_shape(src: EnvSource, out: Emitter) -> None:
             owner, style = access
             if isinstance(owner, ast.Name) and owner.id in loop_vars:
                 styles.setdefault(owner.id, set()).add(style)
-                hits.append((node, owner.id, style))
+                hits.append((node, owner.id, style, loop_vars[owner.id]))
             elif isinstance(owner, ast.Subscript) and _mentions_tool_calls(owner.value):
                 if not guarded:
-                    hits.append((node, "", style))
-        for node, var, style in hits:
+                    hits.append((node, "", style, _sdk_source(owner.value)))
+        for node, var, style, sdk in sorted(hits, key=lambda h: h[0].lineno):
             if var and (var in guarded or {"dict.get", "getattr"} <= styles[var]):
                 continue
-            shape = "dicts" if style in {"dict", "dict.get"} else "objects"
-            other = "ChatCompletionMessageToolCall objects" if shape == "dicts" else "dicts"
             text = ast.get_source_segment(src.text, node) or "tool call"
-            out.fail(node, f"`{text}` in {func.name}() assumes tool calls are {shape}; messages "
-                     f"can also carry {other}, and this line then raises")
+            as_dicts = style in {"dict", "dict.get"}
+            if as_dicts and sdk:
+                out.fail(node, f"`{text}` in {func.name}() reads an SDK response's tool calls "
+                         "as dicts: they are ChatCompletionMessageToolCall objects, so this "
+                         "raises TypeError")
+            elif not as_dicts and not sdk:
+                out.fail(node, f"`{text}` in {func.name}() reads tool calls as objects, but "
+                         "the agent loop stores them in messages as dicts, so this raises "
+                         "AttributeError")
+            elif as_dicts:
+                out.warn(node, f"`{text}` in {func.name}() assumes tool calls are dicts: true "
+                         "for AgentResult.messages, but messages built elsewhere (SDK "
+                         "responses, other loops) carry objects and this line then raises")
+            else:
+                out.warn(node, f"`{text}` in {func.name}() assumes tool calls are objects: "
+                         "true for an SDK response, but dict-shaped messages then raise")
             break

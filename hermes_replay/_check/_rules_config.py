@@ -27,9 +27,11 @@ from hermes_replay._check._source import (
 )
 from hermes_replay._check._static import Emitter, rule
 
+# Hosted inference APIs (API hosts only: a docs link to platform.openai.com is not a setting).
 _PROVIDER_HOST = re.compile(
-    r"(^|\.)(openrouter\.ai|openai\.com|anthropic\.com|googleapis\.com|together\.xyz|together\.ai"
-    r"|groq\.com|deepseek\.com|mistral\.ai|fireworks\.ai|x\.ai|cohere\.ai|cohere\.com)$"
+    r"^(openrouter\.ai|generativelanguage\.googleapis\.com"
+    r"|api\.(openai\.com|anthropic\.com|together\.xyz|together\.ai|groq\.com|deepseek\.com"
+    r"|mistral\.ai|fireworks\.ai|x\.ai|cohere\.ai|cohere\.com))$|\.openai\.azure\.com$"
 )
 _PROVIDER_MODEL = re.compile(
     r"^(gpt-|chatgpt-|o[134](-|$)|claude-|gemini-|grok-|"
@@ -68,6 +70,11 @@ def _host(url: str) -> str | None:
     if parts.scheme not in {"http", "https"} or not parts.hostname:
         return None
     return parts.hostname.lower()
+
+
+def _openrouter_api(url: str) -> bool:
+    path = urlsplit(url.strip()).path
+    return path in {"", "/"} or path.startswith("/api")
 
 
 def is_local(host: str) -> bool:
@@ -194,6 +201,8 @@ def hardcoded_provider(src: EnvSource, out: Emitter) -> None:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             host = _host(node.value)
             if host and _PROVIDER_HOST.search(host) and " " not in node.value.strip():
+                if host == "openrouter.ai" and not _openrouter_api(node.value):
+                    continue  # a link to its site or docs, not the API
                 if id(node) not in docstrings:
                     flagged.add(id(node))
                     out.fail(node, f"hard-coded provider endpoint {node.value.strip()!r}: the "

@@ -34,6 +34,10 @@ class EnvSource:
         self.text = self.path.read_text(encoding="utf-8") if text is None else text
         self.tree = ast.parse(self.text, filename=self.display)
         self.classes: dict[str, ClassInfo] = {}
+        # Module-level helpers: followed like methods (evaluate -> run_eval_item(...) -> loop).
+        self.module_functions: dict[str, FunctionNode] = {
+            node.name: node for node in self.tree.body if isinstance(node, FunctionNode)
+        }
         for node in ast.walk(self.tree):
             if isinstance(node, ast.ClassDef):
                 info = ClassInfo(node, bases=[_last_name(b) for b in node.bases])
@@ -70,9 +74,10 @@ class EnvSource:
     def closure(
         self, cls: ClassInfo, start: FunctionNode, stop: Iterable[str] = ()
     ) -> list[FunctionNode]:
-        """``start`` plus every method of the class it reaches through ``self.name(...)`` calls.
+        """``start`` plus every method (``self.name(...)``) and module-level function
+        (``name(...)``) of this file that it reaches.
 
-        Methods named in ``stop`` are not entered (e.g. ``compute_reward`` when asking what
+        Names in ``stop`` are not entered (e.g. ``compute_reward`` when asking what
         ``evaluate`` does on its own).
         """
         stop_names = set(stop)
@@ -89,6 +94,11 @@ class EnvSource:
                 target = self.lookup(cls, name)
                 if target is not None:
                     todo.append(target)
+            for call in calls(func):
+                if isinstance(call.func, ast.Name) and call.func.id not in stop_names:
+                    helper = self.module_functions.get(call.func.id)
+                    if helper is not None:
+                        todo.append(helper)
         return out
 
     def class_constant_strings(self, cls: ClassInfo, name: str) -> set[str] | None:

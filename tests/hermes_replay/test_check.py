@@ -51,7 +51,7 @@ SERVER_TYPE_MESSAGES = {
     "server_type_vllm_env.py": "server_type='vllm' for external llm.example.com",
     "openrouter_health_env.py": "OpenRouter with health_check on",
 }
-WARN_RULES = {"eval-buffers", "judge-once"}
+WARN_RULES = {"eval-buffers", "judge-once", "tool-call-shape"}
 
 
 def markers(path: Path) -> set[tuple[str, int]]:
@@ -263,8 +263,15 @@ def test_tool_call_shape_get_with_getattr_fallback_passes(tmp_path):
 
         def objects_only(msg):
             return [tc.function.name for tc in msg["tool_calls"]]
+
+        def sdk_as_dicts(response):
+            return [tc["function"] for tc in response.choices[0].message.tool_calls]
+
+        def indexed(msg):
+            return msg["tool_calls"][0]["function"]["name"]
         """)
-    assert static_hits(path) == {("tool-call-shape", "fail", 9)}
+    assert static_hits(path) == {("tool-call-shape", "fail", 9), ("tool-call-shape", "fail", 12),
+                                 ("tool-call-shape", "warn", 15)}
 
 
 def test_server_config_variants(tmp_path):
@@ -293,6 +300,38 @@ def test_provider_names_only_flagged_as_settings(tmp_path):
             return server.chat_completion(model=judge_model)
         """)
     assert static_hits(path) == {("no-hardcoded-provider", "fail", 5)}
+
+
+def test_evaluate_followed_into_module_helpers(tmp_path):
+    path = snippet(tmp_path, """\
+        async def run_one(server, tools, names, messages):
+            loop = HermesAgentLoop(server=server, tool_schemas=tools, valid_tool_names=names)
+            return await loop.run(messages)
+
+        async def ask_once(server, messages):
+            return await server.chat_completion(messages=messages, n=1)
+
+        class Good:
+            async def evaluate(self, *args, **kwargs):
+                tools, names = self._resolve_tools_for_group()
+                await self.server.chat_completion(messages=[], n=1)  # a warm-up, say
+                return await run_one(self.server, tools, names, [])
+
+        class Bad:
+            async def evaluate(self, *args, **kwargs):
+                return await ask_once(self.server, [])
+        """)
+    assert static_hits(path) == {("eval-agent-loop", "fail", 6)}
+
+
+def test_provider_docs_links_are_not_settings(tmp_path):
+    path = snippet(tmp_path, """\
+        DOCS = ["https://openrouter.ai/docs/quickstart", "https://platform.openai.com/docs"]
+        API = "https://openrouter.ai/api/v1"
+        AZURE = "https://myorg.openai.azure.com/"
+        """)
+    assert static_hits(path) == {("no-hardcoded-provider", "fail", 2),
+                                 ("no-hardcoded-provider", "fail", 3)}
 
 
 def test_default_toolsets_none_or_backed_by_field_passes(tmp_path):

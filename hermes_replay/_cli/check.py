@@ -29,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--static-only", action="store_true",
                    help="run only the static rules (import and run nothing)")
     p.add_argument("--cassette", type=Path, metavar="PATH",
-                   help="replay this cassette for the process/evaluate checks (offline)")
+                   help="offline: a recorded cassette, or a folder of them (e.g. "
+                   "cassettes/my_env/ with process.jsonl and evaluate.jsonl), to replay")
     p.add_argument("--endpoint", metavar="URL",
                    help="run the process/evaluate checks live against this base URL")
     p.add_argument("--model", metavar="M", help="model name at --endpoint")
@@ -51,6 +52,10 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.endpoint) != bool(args.model):
         print("hermes-replay check: --endpoint and --model go together (the endpoint's base URL "
               "and the model name to ask it for)", file=sys.stderr)
+        return 2
+    if args.cassette is not None and args.endpoint:
+        print("hermes-replay check: give --cassette (offline replay) or --endpoint/--model "
+              "(live), not both", file=sys.stderr)
         return 2
     if args.cassette is not None and not args.cassette.exists():
         print(f"hermes-replay check: cassette {args.cassette} does not exist; record one with "

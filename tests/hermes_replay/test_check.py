@@ -393,6 +393,11 @@ def test_exit_codes(capsys, tmp_path):
     assert "is not a file" in capsys.readouterr().err
     assert run_cli(["--endpoint", "http://127.0.0.1:1/v1", str(CLEAN)]) == 2
     assert "--endpoint and --model go together" in capsys.readouterr().err
+    assert run_cli(["--cassette", str(tmp_path / "none.jsonl"), str(CLEAN)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert run_cli(["--cassette", str(CLEAN), "--endpoint", "http://127.0.0.1:1/v1",
+                    "--model", "m", str(CLEAN)]) == 2
+    assert "not both" in capsys.readouterr().err
 
 
 def test_check_is_a_cli_command():

@@ -13,6 +13,7 @@ neither they are reported as warnings that say so — never as passes.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -99,8 +100,11 @@ def import_check(env_file: Path, display: str, timeout: float = IMPORT_TIMEOUT) 
                                      "something runs at import time (a download, a server?)"))
         return row
     if proc.returncode != 0:
+        again = f"python -c {shlex.quote(f'import runpy; runpy.run_path({str(env_file)!r})')}"
         row.findings.append(_finding("import", "fail", display,
-                                     _last_error(proc.stderr), _error_line(proc.stderr, env_file)))
+                                     _last_error(proc.stderr), _error_line(proc.stderr, env_file),
+                                     fix=f"run `{again}` from {root} and fix the traceback (a "
+                                     "missing package, a typo, or code that runs at import time)"))
     return row
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -45,6 +46,7 @@ class ModeRun:
     output: Path | None = None
     cassette: Path | None = None
     header: dict[str, Any] = field(default_factory=dict)
+    command: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -123,11 +125,12 @@ def run_mode(env_file: Path, mode: str, target: Target, work: Path,
                               text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return ModeRun(mode, exit_code=-1, log_tail=f"{mode} ran longer than {RUN_TIMEOUT:.0f}s "
-                       "(set HERMES_CHECK_TIMEOUT to allow more)", output=output)
+                       "(set HERMES_CHECK_TIMEOUT to allow more)", output=output,
+                       command=command)
     if not header:
         header = read_header(cassette)
     return ModeRun(mode, exit_code=proc.returncode, log_tail=_tail(proc.stderr, proc.stdout),
-                   output=output, cassette=cassette, header=header)
+                   output=output, cassette=cassette, header=header, command=command)
 
 
 def _tail(stderr: str, stdout: str) -> str:
@@ -182,10 +185,23 @@ def load_vocab(header: dict[str, Any]) -> tuple[outputs.Vocab | None, str | None
         return None, f"could not load tokenizer {name!r} offline ({type(exc).__name__})"
 
 
-def _row(rule: str, display: str, problems: list[outputs.Problem]) -> RuleRow:
+def _row(rule: str, display: str, problems: list[outputs.Problem],
+         fix: str | None = None) -> RuleRow:
     return RuleRow(rule, DYNAMIC_RULES[rule],
-                   [dynamic_finding(rule, sev, display, msg) for sev, msg in problems],
+                   [dynamic_finding(rule, sev, display, msg, fix=fix) for sev, msg in problems],
                    kind="dynamic")
+
+
+def _rerun_fix(run: ModeRun, target: Target) -> str:
+    """What to do about a run that did not finish: how to reproduce it, and the usual cause."""
+    if run.skipped:
+        return (f"record a {run.mode} cassette next to the one you passed, or check live with "
+                "--endpoint URL --model M")
+    again = f"reproduce it with `{shlex.join(['hermes-replay', *run.command[3:]])}`"
+    if target.cassette is not None:
+        return (f"{again}; a cassette miss means the environment now sends other requests than "
+                "were recorded: re-record with `hermes-replay record`")
+    return f"{again}, and check the endpoint and the environment's traceback"
 
 
 def _failed(run: ModeRun) -> list[outputs.Problem]:
@@ -208,8 +224,9 @@ def start_runs(env_file: Path, target: Target, api_key_env: str | None,
 def analyse_runs(display: str, target: Target, process: ModeRun,
                  evaluate: ModeRun) -> list[RuleRow]:
     rewards: list[tuple[str, Any]] = []
+    process_fix = evaluate_fix = None
     if not process.ok:
-        process_problems = _failed(process)
+        process_problems, process_fix = _failed(process), _rerun_fix(process, target)
     else:
         assert process.output is not None
         groups = outputs.read_jsonl(process.output) if process.output.is_file() else []
@@ -221,7 +238,7 @@ def analyse_runs(display: str, target: Target, process: ModeRun,
                     for n, s in enumerate(group.get("scores") or [])]
 
     if not evaluate.ok:
-        evaluate_problems = _failed(evaluate)
+        evaluate_problems, evaluate_fix = _failed(evaluate), _rerun_fix(evaluate, target)
     else:
         assert evaluate.output is not None and evaluate.cassette is not None
         evaluate_problems = outputs.check_eval_dir(evaluate.output)
@@ -240,6 +257,6 @@ def analyse_runs(display: str, target: Target, process: ModeRun,
             ("warn", "no run finished, so there are no rewards to check")]
     else:
         reward_problems = outputs.check_rewards(rewards)
-    return [_row("process", display, process_problems),
-            _row("evaluate", display, evaluate_problems),
+    return [_row("process", display, process_problems, process_fix),
+            _row("evaluate", display, evaluate_problems, evaluate_fix),
             _row("rewards", display, reward_problems)]

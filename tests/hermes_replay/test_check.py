@@ -417,6 +417,7 @@ def test_import_check_passes_and_fails_with_the_line(tmp_path):
     assert row.status == "fail"
     assert row.findings[0].line == 3
     assert "RuntimeError: boom at import" in row.findings[0].message
+    assert "runpy.run_path" in row.findings[0].fix and str(bad) in row.findings[0].fix
 
 
 def test_model_checks_warn_without_a_cassette_or_endpoint(tmp_path):

@@ -161,13 +161,17 @@ def test_cassettes_by_mode_reads_headers(tmp_path):
 
 def test_failed_and_skipped_runs_are_reported(tmp_path):
     process = ModeRun("process", exit_code=1, log_tail="CassetteMiss: rollout train-x turn 2",
-                      header={"type": "header"})
+                      header={"type": "header"},
+                      command=["python", "-m", "hermes_replay.cli", "replay", "env.py", "--",
+                               "process"])
     evaluate = ModeRun("evaluate", skipped="no evaluate cassette at c.jsonl: record one")
     rows = analyse_runs("env.py", Target(cassette=tmp_path), process, evaluate)
     by_rule = {r.rule: r for r in rows}
     assert by_rule["process"].status == "fail"
     assert by_rule["process"].findings[0].message == (
         "process replayed with exit code 1: CassetteMiss: rollout train-x turn 2")
+    assert by_rule["process"].findings[0].fix.startswith(
+        "reproduce it with `hermes-replay replay env.py -- process`; a cassette miss means")
     assert by_rule["evaluate"].status == "warn"
     assert by_rule["rewards"].status == "warn"
 

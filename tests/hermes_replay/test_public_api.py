@@ -1,0 +1,32 @@
+"""The public surface of ``hermes_replay`` is deliberate: a change to it must show up here."""
+
+from __future__ import annotations
+
+import hermes_replay
+
+
+def test_all_is_sorted_and_exactly_the_public_names() -> None:
+    assert hermes_replay.__all__ == sorted(hermes_replay.__all__)
+    assert set(hermes_replay.__all__) == {
+        "Cassette", "CassetteError", "CassetteMiss", "HermesReplayError", "ReplayEvent",
+        "ReplaySummary", "Session", "UnusedRecordings", "__version__", "annotate", "cassette",
+        "current_rollout", "load_cassette", "rollout",
+    }
+    for name in hermes_replay.__all__:
+        assert getattr(hermes_replay, name) is not None
+
+
+def test_exception_tree() -> None:
+    assert issubclass(hermes_replay.CassetteError, hermes_replay.HermesReplayError)
+    assert issubclass(hermes_replay.CassetteMiss, hermes_replay.HermesReplayError)
+    assert issubclass(hermes_replay.UnusedRecordings, hermes_replay.CassetteMiss)
+    assert not issubclass(hermes_replay.CassetteMiss, hermes_replay.CassetteError)
+
+
+def test_importing_patches_nothing() -> None:
+    import httpx
+
+    from hermes_replay import _intercept
+
+    assert _intercept.installed() == ()
+    assert not getattr(httpx.HTTPTransport.handle_request, "__hermes_replay_patch__", False)

@@ -1,0 +1,76 @@
+"""Secrets never reach a cassette: headers, query parameters, bodies, response cookies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import openai
+from _core_helpers import SECRET, TinyServer
+
+import hermes_replay
+from hermes_replay._redact import redact_headers, redact_json, redact_text, redact_url
+
+KEYS = {
+    "openai": "sk-proj-AbCdEf0123456789GhIjKl",
+    "hf": "hf_abcdefghijklmnopqrstuvwxyz012345",
+    "google": "AIzaSyA-0123456789abcdefghijklmnopqrs",
+    "bearer": "Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig",
+}
+
+
+def test_headers_keep_an_allow_list_and_mark_secrets() -> None:
+    out = redact_headers([("Authorization", "Bearer x"), ("api-key", "k"), ("X-Api-Key", "k"),
+                          ("Cookie", "a=b"), ("Set-Cookie", "s=1"), ("Content-Type", "app/json"),
+                          ("Proxy-Authorization", "Basic y"), ("X-Stainless-OS", "Linux"),
+                          ("User-Agent", "OpenAI/Python 3.57")])
+    assert out == {"authorization": "<redacted:authorization>", "api-key": "<redacted:api-key>",
+                   "x-api-key": "<redacted:api-key>", "cookie": "<redacted:cookie>",
+                   "set-cookie": "<redacted:cookie>", "content-type": "app/json",
+                   "proxy-authorization": "<redacted:authorization>"}
+
+
+def test_query_parameters_and_userinfo() -> None:
+    url = redact_url("https://user:pw@h.example/v1/x?key=AAA&api_key=BBB&model=m&token=CCC")
+    assert "AAA" not in url and "BBB" not in url and "CCC" not in url and "pw" not in url
+    assert "model=m" in url and "key=<redacted:key>" in url
+
+
+def test_body_patterns_and_secret_fields() -> None:
+    body = {"messages": [{"content": f"use {KEYS['openai']} and {KEYS['hf']}"}],
+            "api_key": "plain-secret", "nested": {"access_token": "tok-value-9"},
+            "note": f'{{"api_key": "inline-secret"}} {KEYS["google"]} {KEYS["bearer"]}'}
+    text = str(redact_json(body))
+    for secret in [*KEYS.values(), "plain-secret", "tok-value-9", "inline-secret"]:
+        assert secret.removeprefix("Bearer ") not in text, secret
+    assert "<redacted:api_key>" in text and "<redacted:api-key>" in text
+    assert redact_text("nothing secret here: sk-short") == "nothing secret here: sk-short"
+
+
+def test_nothing_secret_is_written_while_recording(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    with TinyServer() as server:
+        with hermes_replay.cassette(path, "record"):
+            client = openai.OpenAI(base_url=server.url + "/v1", api_key=KEYS["openai"],
+                                   default_headers={"X-Api-Key": KEYS["hf"],
+                                                    "Cookie": "sid=cookie-secret-123"},
+                                   default_query={"key": "query-secret-456"})
+            client.chat.completions.create(model="m", messages=[
+                {"role": "user", "content": f"my key is {KEYS['google']}"}])
+            httpx.post(server.url + "/v1/chat/completions?api_key=query-secret-789",
+                       json={"messages": [], "api_key": "body-secret-000"},
+                       headers={"Authorization": KEYS["bearer"]})
+        # the server did get the real key: redaction only touches what is written
+        assert any(KEYS["google"].encode() in body for _, _, body in server.requests)
+    text = path.read_text()
+    for secret in [*KEYS.values(), "cookie-secret-123", "query-secret-456", "query-secret-789",
+                   "body-secret-000", SECRET, "abcdef123456"]:
+        assert secret.removeprefix("Bearer ") not in text, secret
+    assert "<redacted:authorization>" in text and "<redacted:cookie>" in text
+    # and replay needs no key at all
+    with hermes_replay.cassette(path, "replay"):
+        client = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused",
+                               default_query={"key": "another"}, max_retries=0)
+        reply = client.chat.completions.create(model="m", messages=[
+            {"role": "user", "content": f"my key is {KEYS['google']}"}])
+    assert reply.choices[0].message.content == "echo 1"

@@ -53,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         endpoint = resolve_endpoint(args, env_args)
         secret = endpoint.secret_flags(os.environ)
+    except KeyboardInterrupt:
+        print("\nhermes-replay passthrough: cancelled; nothing was run.", file=sys.stderr)
+        return 130
     except ProviderError as exc:
         msg = str(exc).replace("hermes-replay record", "hermes-replay passthrough")
         print(msg if msg.startswith("hermes-replay") else f"hermes-replay passthrough: {msg}",

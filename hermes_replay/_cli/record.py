@@ -137,6 +137,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         endpoint = resolve_endpoint(args, env_args)
         secret = endpoint.secret_flags(os.environ)
+    except KeyboardInterrupt:
+        print("\nhermes-replay record: cancelled; nothing was run.", file=sys.stderr)
+        return 130
     except ProviderError as exc:
         msg = str(exc)
         print(msg if msg.startswith("hermes-replay") else f"hermes-replay record: {msg}",

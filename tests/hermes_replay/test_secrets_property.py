@@ -19,7 +19,6 @@ import base64
 import json
 import shutil
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -28,7 +27,7 @@ import aiohttp
 import httpx
 import openai
 import pytest
-from aiohttp import web
+from _reliability_helpers import EchoServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -65,86 +64,6 @@ SHAPED_POSITIONS = [
     "resp body content", "resp text body", "resp sse chunk", "resp custom header",
     "aiohttp body prompt", "httpx body message",
 ]
-
-
-class EchoServer:
-    """Loopback OpenAI-ish server; ``plan`` says where the next responses carry the secret."""
-
-    def __init__(self) -> None:
-        self.plan: tuple[str, str] = ("", "")
-        self.port = 0
-        self._loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
-
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
-        await request.read()
-        where, secret = self.plan
-        headers: dict[str, str] = {}
-        if where == "resp set-cookie":
-            headers["Set-Cookie"] = f"session={secret}; Path=/"
-        elif where == "resp header x-api-key":
-            headers["x-api-key"] = secret
-        elif where == "resp custom header":
-            headers["x-debug-trace"] = f"key={secret}"
-        message: dict[str, Any] = {"role": "assistant", "content": "ok"}
-        reply: dict[str, Any] = {"id": "c1", "object": "chat.completion", "created": 0,
-                                 "model": "m", "choices": [{"index": 0, "message": message,
-                                                            "finish_reason": "stop"}]}
-        if where == "resp body api_key":
-            reply["api_key"] = secret
-        elif where == "resp body nested secret":
-            reply["debug"] = {"client_secret": secret}
-        elif where == "resp body content":
-            message["content"] = f"Your key is {secret}, keep it safe."
-        elif where == "resp text body":
-            return web.Response(text=f"upstream said: token {secret} rejected?", status=200,
-                                headers=headers, content_type="text/plain")
-        elif where == "resp sse chunk":
-            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-            await resp.prepare(request)
-            for piece in ("Your key: ", secret, " done"):
-                chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 0,
-                         "model": "m", "choices": [{"index": 0, "delta": {"content": piece},
-                                                    "finish_reason": None}]}
-                await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            await resp.write(b"data: [DONE]\n\n")
-            await resp.write_eof()
-            return resp
-        if request.path.endswith("/generate"):
-            reply = {"text": [message["content"]], "meta_info": {}}
-        return web.json_response(reply, headers=headers)
-
-    def __enter__(self) -> EchoServer:
-        ready = threading.Event()
-
-        async def start() -> None:
-            app = web.Application()
-            app.router.add_route("*", "/{tail:.*}", self._handle)
-            self._runner = web.AppRunner(app, access_log=None)
-            await self._runner.setup()
-            site = web.TCPSite(self._runner, "127.0.0.1", 0)
-            await site.start()
-            self.port = self._runner.addresses[0][1]
-            ready.set()
-
-        def run() -> None:
-            asyncio.set_event_loop(self._loop)
-            self._loop.run_until_complete(start())
-            self._loop.run_forever()
-
-        self._thread = threading.Thread(target=run, daemon=True)
-        self._thread.start()
-        ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        async def stop() -> None:
-            assert self._runner is not None
-            await self._runner.cleanup()
-
-        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
 
 
 @pytest.fixture(scope="module")

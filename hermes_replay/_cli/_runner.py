@@ -130,7 +130,7 @@ def run_env_file(env_file: Path, argv: Sequence[str]) -> int:
     (a cassette miss, a bad cassette) propagate so the caller can report them with context;
     any other crash of the environment is printed with its traceback and returns 1.
     """
-    from hermes_replay._errors import HermesReplayError
+    from hermes_replay import HermesReplayError
 
     with _as_script(env_file, argv):
         try:
@@ -295,7 +295,7 @@ def run_with_cassette(
     """Run the env CLI inside ``hermes_replay.cassette(...)`` with progress; never raises
     hermes-replay errors (they end up in the summary's ``error``, already printed)."""
     import hermes_replay
-    from hermes_replay._errors import CassetteMiss, HermesReplayError
+    from hermes_replay import CassetteMiss, HermesReplayError
 
     err = sys.stderr if err is None else err
     progress = Progress(err, label=label)

@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
 def recorded_rewards(cassette: Path) -> dict[str, float | None]:
     """Reward per rollout as recorded (``{}`` if the cassette cannot be read)."""
-    from hermes_replay._cassette import load_cassette
+    from hermes_replay import load_cassette
 
     try:
         c = load_cassette(cassette)
@@ -248,7 +248,7 @@ def _run_env(args: argparse.Namespace) -> int:
 
 
 def _header_command(cassette: Path) -> list[str]:
-    from hermes_replay._cassette import load_cassette
+    from hermes_replay import load_cassette
 
     try:
         return list(load_cassette(cassette).header.command or [])
@@ -358,8 +358,7 @@ def replay_all(
 def _replay_cassette(
     cassette: Path, out_dir: Path, strict: bool, verbose: bool
 ) -> tuple[RunSummary, str]:
-    from hermes_replay._cassette import load_cassette
-    from hermes_replay._errors import CassetteError
+    from hermes_replay import CassetteError, load_cassette
 
     fail = RunSummary(mode="replay", cassette=str(cassette))
     try:

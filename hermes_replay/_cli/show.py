@@ -331,8 +331,7 @@ def pick_rollouts(cassette: Any, wanted: str | None) -> list[Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hermes_replay._cassette import load_cassette
-    from hermes_replay._errors import CassetteError
+    from hermes_replay import CassetteError, load_cassette
 
     if args.path.is_dir():
         print(f"hermes-replay show: {args.path} is a folder; show takes one cassette file. "

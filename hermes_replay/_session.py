@@ -124,6 +124,10 @@ class Session:
         self._header = CassetteHeader()
         self._by_key: dict[tuple[str | None, int], _Recording] = {}
         self._by_rollout: dict[str | None, list[_Recording]] = {}
+        # unused recordings by (rollout, fingerprint), in seq order: O(1) lookups, so replay
+        # time stays linear in the number of interactions
+        self._by_fp: dict[tuple[str | None, str], list[_Recording]] = {}
+        self._hosts: set[str] = set()
         self._recorded_outcomes: dict[str, dict[str, Any]] = {}
         self._issued: dict[str | None, int] = {}
         self._cursor: dict[str | None, int] = {}
@@ -165,6 +169,9 @@ class Session:
                 self._by_rollout.setdefault(inter.rollout, []).append(rec)
             for recs in self._by_rollout.values():
                 recs.sort(key=lambda r: r.inter.seq)
+                for rec in recs:
+                    self._by_fp.setdefault((rec.inter.rollout, rec.fingerprint), []).append(rec)
+                    self._hosts.add(urlsplit(rec.inter.request.get("url", "")).netloc.lower())
             self._recorded_outcomes = {k: dict(v) for k, v in existing.outcomes.items()}
         if self.mode in ("record", "auto"):
             if self.mode == "record":
@@ -203,15 +210,26 @@ class Session:
     # ------------------------------------------------------------------ interception
 
     def wants(self, method: str, url: str) -> bool:
+        parts = urlsplit(url)
+        if method.upper() == "GET" and self.mode == "replay":
+            return self._is_health(parts.netloc, parts.path)
         if method.upper() != "POST":
             return False
-        parts = urlsplit(url)
         if (parts.hostname or "").lower() in self.passthrough_hosts:
             return False
         path = parts.path.rstrip("/")
         return any(path.endswith(suffix) for suffix in self.llm_paths)
 
+    def _is_health(self, netloc: str, path: str) -> bool:
+        """vLLM/SGLang servers poll ``GET /health`` and hold every request until it answers;
+        in replay the endpoint may be gone, so hosts the cassette knows are answered here."""
+        return path.rstrip("/").endswith("/health") and netloc.lower() in self._hosts
+
     def begin(self, wire: WireRequest) -> _Exchange:
+        if wire.method.upper() == "GET":  # only health checks get here (see ``wants``)
+            return _Exchange(self, "replay", response=WireResponse(
+                200, [("content-type", "application/json")],
+                body=b'{"status":"ok","served_by":"hermes-replay"}'))
         scope = current_rollout()
         rollout = scope.id if scope is not None else None
         if self.mode == "passthrough":
@@ -246,14 +264,17 @@ class Session:
         return _Exchange(self, "record", rollout, issue, request, fp)
 
     def _find(self, rollout: str | None, fp: str) -> _Recording | None:
-        recs = self._by_rollout.get(rollout, [])
         if rollout is not None:
             rec = self._by_key.get((rollout, self._cursor.get(rollout, 0)))
             if rec is not None and not rec.used and rec.fingerprint == fp:
                 return rec
-        for rec in recs:  # concurrent requests within a rollout, and scope-less requests
-            if not rec.used and rec.fingerprint == fp:
-                return rec
+        # concurrent requests within a rollout, and scope-less requests: the first unused
+        # recording with this fingerprint (order of issue)
+        candidates = self._by_fp.get((rollout, fp))
+        while candidates:
+            if not candidates[0].used:
+                return candidates[0]
+            candidates.pop(0)
         return None
 
     def _miss(self, rollout: str | None, request: dict[str, Any], fp: str) -> Miss:

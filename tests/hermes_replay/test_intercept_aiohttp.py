@@ -87,3 +87,20 @@ async def test_trajectory_api_passes_through_and_is_never_written(tmp_path: Path
                     assert r.status == 200
     assert len(api.requests) == 8
     assert [r["type"] for r in lines_of(path)] == ["header"]
+
+
+async def test_replay_answers_health_checks_of_recorded_hosts(tmp_path: Path) -> None:
+    """atroposlib's VLLMServer polls GET /health and waits until it answers."""
+    path = tmp_path / "c.jsonl"
+    with ScriptedEndpoint(script="generic") as ep:
+        root = ep.root_url
+        async with hermes_replay.cassette(path, "record"), aiohttp.ClientSession() as s:
+            async with s.post(root + "/generate", json=VLLM) as r:
+                assert r.status == 200
+    async with hermes_replay.cassette(path, "replay"), aiohttp.ClientSession() as s:
+        async with s.get(root + "/health") as r:
+            r.raise_for_status()
+        with pytest.raises(aiohttp.ClientConnectionError):  # other hosts are not faked
+            async with s.get("http://127.0.0.1:9/health"):
+                pass
+    assert [r["type"] for r in lines_of(path)] == ["header", "interaction"]

@@ -239,3 +239,39 @@ async def test_atroposlib_server_manager_records_and_replays(tmp_path: Path) -> 
     assert "sk-atropos-0123456789abcdef" not in path.read_text()
     assert json.loads(path.read_text().splitlines()[0])["sampling"] == {"n": 1,
                                                                        "temperature": 1.0}
+
+
+def test_replay_time_is_linear_in_the_number_of_interactions(tmp_path: Path) -> None:
+    import httpx
+
+    from hermes_replay._cassette import Interaction
+
+    url = "http://127.0.0.1:9/v1/chat/completions"
+    inters = []
+    for i in range(1000):
+        body = {"model": "m", "messages": [{"role": "user", "content": f"q{i // 2}"}]}
+        if i % 2:
+            body["messages"] += [{"role": "assistant", "content": "a"},
+                                 {"role": "user", "content": "more"}]
+        inters.append(Interaction(rollout=f"r{i // 2}", seq=i % 2, kind="chat",
+                                  request={"method": "POST", "url": url, "headers": {},
+                                           "body": body},
+                                  response={"status": 200, "headers": {}, "body": {"i": i}}))
+    for k in range(300):  # identical scope-less requests: fingerprint + order of issue
+        inters.append(Interaction(rollout=None, seq=k, kind="chat", request={
+            "method": "POST", "url": url, "headers": {}, "body": {"same": True}},
+            response={"status": 200, "headers": {}, "body": {"k": k}}))
+    path = tmp_path / "big.jsonl"
+    write_cassette(path, CassetteHeader(), inters)
+    times = []
+    with hermes_replay.cassette(path, "replay", strict=True), httpx.Client() as client:
+        for i in range(1000):
+            start = time.perf_counter()
+            with hermes_replay.rollout(f"r{i // 2}"):
+                assert client.post(url, json=inters[i].request["body"]).json() == {"i": i}
+            times.append(time.perf_counter() - start)
+        for k in range(300):
+            assert client.post(url, json={"same": True}).json() == {"k": k}
+    first, last = sum(times[:250]), sum(times[-250:])
+    assert last < 3 * first + 0.05, (first, last)
+    assert sum(times) < 10

@@ -118,6 +118,7 @@ class RunSummary:
     turns: int = 0
     misses: int = 0
     unused: int = 0
+    unused_keys: list[str] = field(default_factory=list)  # "rollout#turn" of unused recordings
     recorded: int = 0
     failed_attempts: int = 0  # record: requests that failed live and were not written
     mean_reward: float | None = None
@@ -148,6 +149,10 @@ class RunSummary:
         if self.skipped:
             return [style(head, "bold"), "  " + style("skipped: ", "yellow") + self.skipped]
         out = [style(head, "bold"), "  " + " · ".join(parts)]
+        if self.unused_keys:
+            shown = ", ".join(self.unused_keys[:5])
+            more = f" and {len(self.unused_keys) - 5} more" if len(self.unused_keys) > 5 else ""
+            out.append(f"  unused: {shown}{more} (the run made fewer requests than recorded)")
         for rid, (old, new) in sorted(self.changed.items()):
             out.append(
                 "  " + style("reward changed", "yellow")

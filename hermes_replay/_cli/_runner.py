@@ -405,6 +405,12 @@ def _fill_summary(summary: RunSummary, session: Any, collector: OutcomeCollector
     summary.turns = int(getattr(core, "turns", 0) or 0) or summary.turns
     summary.misses = _count(session, "misses")
     summary.unused = _count(session, "unused")
+    unused = getattr(core, "unused", None)
+    if isinstance(unused, (list, tuple)):
+        summary.unused_keys = [
+            f"{key[0] or '<no rollout>'}#{key[1]}" if isinstance(key, tuple) else str(key)
+            for key in unused
+        ]
     summary.recorded = _count(session, "recorded")
     summary.failed_attempts = _count(session, "failed_attempts")
     if summary.mean_reward is None:

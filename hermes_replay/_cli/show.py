@@ -313,6 +313,16 @@ def _render_turn(t: Transcript, record: Any, turn: int) -> None:
     t._body(t._cut(json.dumps(resp, indent=2, ensure_ascii=False), TEXT_LIMIT))
 
 
+def _offered_tools(record: Any) -> list[str]:
+    """Tool names in the rollout's first request (the env offers the same set every turn)."""
+    for inter in record.interactions:
+        body = inter.request.get("body")
+        if isinstance(body, dict) and isinstance(body.get("tools"), list):
+            return [str((t.get("function") or t).get("name", "?")) for t in body["tools"]
+                    if isinstance(t, dict)]
+    return []
+
+
 def pick_rollouts(cassette: Any, wanted: str | None) -> list[Any]:
     """The rollout(s) to show; ``wanted`` may be a unique prefix. ValueError says which exist."""
     records = list(cassette.rollouts.values())
@@ -367,6 +377,9 @@ def run(args: argparse.Namespace) -> int:
         t.out.append(style(f"rollout {record.id}", "bold")
                      + f"  reward {fmt_reward((record.outcome or {}).get('reward'))}"
                      + f" · {len(record.interactions)} requests")
+        tools = _offered_tools(record)
+        if tools:
+            t.out.append(style("tools offered: " + ", ".join(tools), "dim"))
         if args.turn is not None:
             if not 0 <= args.turn < len(record.interactions):
                 print(f"hermes-replay show: rollout {record.id} has turns 0.."

@@ -21,6 +21,7 @@ ASSISTANT_1 = {"role": "assistant", "content": None, "tool_calls": [CALL],
                "reasoning_content": "I should count them with ls."}
 TOOL = {"role": "tool", "tool_call_id": "call_1", "name": "terminal", "content": "3"}
 ASSISTANT_2 = {"role": "assistant", "content": "There are 3 files."}
+TOOL_SCHEMA = {"type": "function", "function": {"name": "terminal", "parameters": {}}}
 LONG_TOOL = {"role": "tool", "tool_call_id": "call_9", "name": "read_file",
              "content": "x" * 5000}
 
@@ -30,7 +31,7 @@ def _chat(rollout: str, seq: int, messages: list, reply: dict) -> Interaction:
         rollout=rollout, seq=seq, kind="chat", fingerprint=f"fp{seq}", duration_ms=12.0,
         request={"method": "POST", "url": "http://127.0.0.1:9/v1/chat/completions",
                  "headers": {}, "body": {"model": "scripted", "messages": messages,
-                                         "temperature": 1.0}},
+                                         "temperature": 1.0, "tools": [TOOL_SCHEMA]}},
         response={"status": 200, "headers": {},
                   "body": {"choices": [{"index": 0, "message": reply,
                                         "finish_reason": "stop"}]}},
@@ -116,6 +117,7 @@ def test_show_renders_transcript(cassette: Path, capsys) -> None:
     assert "→ tool call terminal  (id call_1)" in out
     assert 'command: "ls /data | wc -l"' in out  # pretty-printed arguments
     assert "I should count them with ls." in out  # reasoning
+    assert "tools offered: terminal" in out
     assert "reward 1.000 · turns 2 · finished naturally · tool errors 0" in out
     assert "\x1b[" not in out
 

@@ -135,7 +135,8 @@ def test_replay_env_form_and_strict(project: Path, capsys) -> None:
     assert "3 rollouts replayed" in capsys.readouterr().out
     # fewer rollouts than recorded: reported as unused; --strict makes it fail
     assert main(["replay", "envs/tiny_env.py", "--", "process", "--env.total_steps", "2"]) == 0
-    assert "1 unused recordings" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "1 unused recordings" in out and "unused: train-item2-0-0#0" in out
     assert main(["replay", "envs/tiny_env.py", "--strict", "--", "process",
                  "--env.total_steps", "2"]) == 1
     assert main(["replay", "envs/tiny_env.py", "--cassette", "nope.jsonl", "--", "process"]) == 2

@@ -320,6 +320,10 @@ class Session:
                             request=ex.request, response=response, fingerprint=ex.fingerprint,
                             duration_ms=(time.perf_counter() - ex.started) * 1000)
         with self._lock:
+            if not self._active:  # a late response after the block ended: not written
+                self._emit(ReplayEvent("failed", ex.rollout, None, ex.request["method"],
+                                       ex.request["url"], wire.status, detail="after close"))
+                return
             if not self._new and not self._hits:
                 self._derive_header(inter)
             self._new.append((ex.rollout, ex.issue, inter))

@@ -275,3 +275,14 @@ def test_replay_time_is_linear_in_the_number_of_interactions(tmp_path: Path) -> 
     first, last = sum(times[:250]), sum(times[-250:])
     assert last < 3 * first + 0.05, (first, last)
     assert sum(times) < 10
+
+
+def test_a_response_arriving_after_the_block_ended_is_dropped(tmp_path: Path) -> None:
+    from hermes_replay._intercept import WireRequest, WireResponse
+
+    path = tmp_path / "c.jsonl"
+    with hermes_replay.cassette(path, "record") as session:
+        ex = session.begin(WireRequest("POST", "http://h/v1/chat/completions", [], b"{}"))
+    ex.finish(WireResponse(200, [("content-type", "application/json")], body=b"{}"))
+    assert [r["type"] for r in lines_of(path)] == ["header"]
+    assert session.summary().recorded == 0

@@ -357,6 +357,11 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"hermes-replay show: {exc}", file=sys.stderr)
         return 2
+    if args.turn is not None and len(records) > 1:
+        print(f"hermes-replay show: --turn needs --rollout ID ({cassette.path} has "
+              f"{len(records)} rollouts; `hermes-replay ls {cassette.path}` lists them).",
+              file=sys.stderr)
+        return 2
     if args.raw:
         return _print_raw(records, args.turn)
     style = Style(sys.stdout)

@@ -142,6 +142,10 @@ def test_show_turn_and_raw(cassette: Path, capsys) -> None:
                  "--raw"]) == 0
     raw = json.loads(capsys.readouterr().out)
     assert raw["request"]["body"]["messages"] == [SYSTEM, USER]
+    assert main(["show", str(cassette), "--turn", "0"]) == 2
+    assert "--turn needs --rollout ID" in capsys.readouterr().err
+    assert main(["show", str(cassette), "--rollout", "eval-", "--turn", "5"]) == 2
+    assert "out of range" in capsys.readouterr().err
 
 
 def test_show_colors_only_on_a_tty_without_no_color(cassette: Path, capsys, monkeypatch) -> None:

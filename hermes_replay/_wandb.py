@@ -78,7 +78,7 @@ def capture_wandb() -> Iterator[WandbCapture]:
     import wandb  # heavy import: only paid by callers that capture
 
     capture = WandbCapture()
-    saved = {name: getattr(wandb, name, None) for name in ("init", "log", "finish")}
+    saved = {name: getattr(wandb, name, None) for name in ("init", "log", "finish", "run")}
 
     def init(*args: Any, **kwargs: Any) -> _Run:
         run = _Run(capture, kwargs)
@@ -86,6 +86,8 @@ def capture_wandb() -> Iterator[WandbCapture]:
             # The config can hold the API key (atroposlib passes config.model_dump()).
             capture.runs.append({"name": run.name, "project": run.project,
                                  "config_keys": sorted(run.config)})
+        # Code that checks ``wandb.run`` (as the base env does) must see an active run.
+        wandb.run = run
         return run
 
     def log(metrics: dict[str, Any] | None = None, step: int | None = None, **_: Any) -> None:
@@ -98,7 +100,7 @@ def capture_wandb() -> Iterator[WandbCapture]:
         yield capture
     finally:
         for name, original in saved.items():
-            if original is not None:
+            if original is not None or name == "run":
                 setattr(wandb, name, original)
 
 

@@ -18,6 +18,7 @@ from hermes_replay._intercept import WireRequest, WireResponse
 from hermes_replay._redact import KEPT_HEADERS, redact_headers, redact_json, redact_text, redact_url
 
 __all__ = [
+    "header_fields_from",
     "interaction_kind",
     "miss_response",
     "stored_request",
@@ -174,6 +175,30 @@ def wire_response(stored: dict[str, Any]) -> WireResponse:
     else:
         body = _dump(stored["body"], str(stored.get("json_style", "compact")))
     return WireResponse(status, headers, body=body)
+
+
+_SAMPLING_KEYS = ("temperature", "top_p", "top_k", "max_tokens", "max_completion_tokens", "n",
+                  "seed", "stop", "presence_penalty", "frequency_penalty", "min_p")
+
+
+def header_fields_from(inter: Any, llm_paths: tuple[str, ...]) -> dict[str, Any]:
+    """Header fields a recorded request reveals: base_url, model, sampling, endpoint type."""
+    body = inter.request.get("body")
+    body = body if isinstance(body, dict) else {}
+    url = inter.request["url"].split("?", 1)[0].rstrip("/")
+    derived: dict[str, Any] = {}
+    for suffix in llm_paths:
+        if url.endswith(suffix):
+            derived["base_url"] = url[: -len(suffix)]
+            break
+    if body.get("model"):
+        derived["model"] = body["model"]
+    derived["sampling"] = {k: body[k] for k in _SAMPLING_KEYS if k in body}
+    derived["endpoint_type"] = {"chat": "openai", "completion": "openai",
+                                "responses": "openai"}.get(inter.kind)
+    if inter.kind == "generate":
+        derived["endpoint_type"] = "sglang" if "input_ids" in body else "vllm"
+    return derived
 
 
 def miss_response(message: str) -> WireResponse:

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from hermes_replay import _hooks
 from hermes_replay._cassette import CassetteHeader, CassetteWriter, Interaction, load_cassette
 from hermes_replay._convert import (
+    header_fields_from,
     interaction_kind,
     is_failed_attempt,
     miss_response,
@@ -42,8 +43,6 @@ Mode = Literal["replay", "record", "passthrough", "auto"]
 MODES: tuple[str, ...] = ("replay", "record", "passthrough", "auto")
 DEFAULT_LLM_PATHS: tuple[str, ...] = ("/chat/completions", "/completions", "/generate",
                                       "/responses")
-_SAMPLING_KEYS = ("temperature", "top_p", "top_k", "max_tokens", "max_completion_tokens", "n",
-                  "seed", "stop", "presence_penalty", "frequency_penalty", "min_p")
 
 
 @dataclass
@@ -340,24 +339,10 @@ class Session:
 
     def _derive_header(self, inter: Interaction) -> None:
         """Fill header fields the caller did not give from the first recorded request."""
-        body = inter.request.get("body")
-        body = body if isinstance(body, dict) else {}
-        url = inter.request["url"].split("?", 1)[0]
-        derived: dict[str, Any] = {}
-        for suffix in self.llm_paths:
-            if url.rstrip("/").endswith(suffix):
-                derived["base_url"] = url.rstrip("/")[: -len(suffix)]
-                break
-        if body.get("model"):
-            derived["model"] = body["model"]
-        derived["sampling"] = {k: body[k] for k in _SAMPLING_KEYS if k in body}
-        derived["endpoint_type"] = {"chat": "openai", "completion": "openai",
-                                    "responses": "openai"}.get(inter.kind)
-        if inter.kind == "generate":
-            derived["endpoint_type"] = "sglang" if "input_ids" in body else "vllm"
         current = self._header.model_dump()
-        fields = {k: v for k, v in derived.items() if v and not current.get(k)}
-        self._header = self._header.merged(fields)
+        derived = header_fields_from(inter, self.llm_paths)
+        self._header = self._header.merged(
+            {k: v for k, v in derived.items() if v and not current.get(k)})
 
     # ------------------------------------------------------------------ hooks listener
 

@@ -104,3 +104,33 @@ async def test_replay_answers_health_checks_of_recorded_hosts(tmp_path: Path) ->
             async with s.get("http://127.0.0.1:9/health"):
                 pass
     assert [r["type"] for r in lines_of(path)] == ["header", "interaction"]
+
+
+async def test_atroposlib_vllm_server_generate_round_trip(tmp_path: Path) -> None:
+    """Phase-2 traffic: atroposlib's VLLMServer posts /generate over aiohttp."""
+    from atroposlib.envs.server_handling.server_baseline import APIServerConfig
+    from atroposlib.envs.server_handling.server_manager import ServerManager
+
+    from hermes_replay._tokenizer import tokenizer_path
+
+    path = tmp_path / "vllm.jsonl"
+
+    async def run(base: str) -> list:
+        manager = ServerManager([APIServerConfig(
+            model_name="m", base_url=base, api_key="sk-vllm-0123456789abcdefgh",
+            server_type="vllm", tokenizer_name=tokenizer_path(), timeout=10)])
+        out = []
+        for slot in range(2):
+            with hermes_replay.rollout(f"train-v-0-{slot}"):
+                out.append(await manager.tokens_and_logprobs_completion(
+                    prompt="Hello there", n=2, max_tokens=8, temperature=1.0, model="m"))
+        return out
+
+    with ScriptedEndpoint(script="generic", seed=8) as ep:
+        base = ep.base_url
+        async with hermes_replay.cassette(path, "record"):
+            recorded = await run(base)
+    async with hermes_replay.cassette(path, "replay", strict=True):
+        assert await run(base) == recorded
+    assert recorded[0] != recorded[1]
+    assert "sk-vllm-0123456789abcdefgh" not in path.read_text()

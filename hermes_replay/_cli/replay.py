@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -389,12 +392,43 @@ def _replay_cassette(
             "cassette; run from the directory it was recorded in"
         )
         return fail, command[0]
+    out_dir = out_dir.resolve()
     argv = replay_argv(redirect_outputs(command, out_dir))
     out_dir.mkdir(parents=True, exist_ok=True)
-    summary = replay_once(env_file, argv, cassette, strict=strict,
-                          label=f"replaying {cassette.name}",
-                          log_path=None if verbose else out_dir / "env.log")
+    # Run where it was recorded (the folder env_file is relative to), so other relative paths
+    # in the command (--config, datasets) resolve as they did.
+    recorded = Path(header.env_file)
+    base = Path.cwd() if recorded.is_absolute() else env_file.parents[len(recorded.parts) - 1]
+    env_path, cassette_path = env_file.resolve(), cassette.resolve()  # before the chdir
+    with _working_dir(base):
+        summary = replay_once(env_path, argv, cassette_path, strict=strict,
+                              label=f"replaying {cassette.name}",
+                              log_path=None if verbose else out_dir / "env.log")
+    summary.cassette = str(cassette)
+    if summary.log:
+        summary.log = _shown(Path(summary.log))
     return summary, command[0]
+
+
+def _shown(path: Path) -> str:
+    """A path as the user would type it: relative to the working directory when inside it."""
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+@contextmanager
+def _working_dir(path: Path) -> Iterator[None]:
+    saved = Path.cwd()
+    if path.resolve() == saved.resolve():
+        yield
+        return
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(saved)
 
 
 def _final_table(rows: list[_Row], style: Style) -> str:

@@ -208,3 +208,15 @@ def test_example_env_record_then_replay_is_byte_identical(tmp_path, monkeypatch,
     assert main(["ls"]) == 0
     listing = capsys.readouterr().out
     assert "env terminal-test" in listing and "2 rollouts" in listing
+
+
+def test_replay_all_from_another_directory_runs_where_recorded(project: Path, capsys,
+                                                              monkeypatch) -> None:
+    _record(capsys)
+    (project / "sub").mkdir()
+    monkeypatch.chdir(project / "sub")
+    assert main(["replay", "../cassettes", "--out", "out"]) == 0
+    out = capsys.readouterr().out
+    assert "3 rollouts replayed" in out and "../cassettes/tiny_env/process.jsonl" in out
+    assert (project / "sub" / "out" / "tiny_env" / "process" / "recorded.jsonl").is_file()
+    assert Path.cwd() == project / "sub"

@@ -255,8 +255,11 @@ def _read_interaction(record: dict, decoder: BodyDecoder) -> Interaction:
     request = dict(record["request"])
     request["body"] = decoder.decode(rollout, request.get("body"))
     request["path"] = request_path(str(request.get("url", "")))
-    fields = {k: v for k, v in record.items() if k not in ("type", "request")}
-    return Interaction.model_validate({**fields, "request": request})
+    fields = {k: v for k, v in record.items() if k not in ("type", "request", "response")}
+    response = dict(record["response"])
+    response.setdefault("body", None)    # readers may rely on both keys being present
+    response.setdefault("chunks", None)
+    return Interaction.model_validate({**fields, "request": request, "response": response})
 
 
 def _renumber(interactions: list[Interaction]) -> list[Interaction]:
@@ -293,10 +296,12 @@ def _interaction_records(encoder: BodyEncoder, inter: Interaction) -> list[dict[
     request = {k: v for k, v in inter.request.items() if k != "path"}
     blobs, body = encoder.encode(inter.rollout, inter.seq, request.get("body"))
     request["body"] = body
+    response = {k: v for k, v in inter.response.items()
+                if v is not None or (k == "body" and inter.response.get("chunks") is None)}
     record = {"type": "interaction", "rollout": inter.rollout, "seq": inter.seq,
               "kind": inter.kind, "fingerprint": inter.fingerprint,
               "duration_ms": round(inter.duration_ms, 1), "request": request,
-              "response": inter.response}
+              "response": response}
     return [*blobs, record]
 
 

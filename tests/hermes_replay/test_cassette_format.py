@@ -55,7 +55,7 @@ def test_round_trip_reconstructs_full_requests(tmp_path: Path) -> None:
     for inter in c.interactions:
         assert inter.request["body"] == by_key[inter.key].request["body"]
         assert inter.request["path"] == "/v1/chat/completions"
-        assert inter.response == by_key[inter.key].response
+        assert inter.response == {**by_key[inter.key].response, "chunks": None}
     assert list(c.rollouts) == ["r0", "r1"]
     assert c.rollouts["r1"].outcome == {"reward": 0.5, "turns_used": 4}
     assert len(c.rollouts["r1"].interactions) == 4
@@ -201,3 +201,15 @@ def test_generate_token_ids_are_delta_encoded(tmp_path: Path) -> None:
     c = load_cassette(path)
     assert [i.request["body"] for i in c.interactions] == [i.request["body"] for i in inters]
     assert path.stat().st_size < 2 * len(json.dumps(inters[-1].request["body"]))
+
+
+def test_rewriting_a_loaded_cassette_is_byte_stable(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    sse = Interaction(rollout=None, seq=0, kind="chat", request={
+        "method": "POST", "url": "http://h/v1/chat/completions", "headers": {}, "body": {}},
+        response={"status": 200, "headers": {}, "chunks": ["data: {}\n\n", "data: [DONE]\n\n"]})
+    write_cassette(first, CassetteHeader(), [sse, *_conversation("r", 3)], {"r": {"reward": 1}})
+    c = load_cassette(first)
+    assert c.interactions[0].response["body"] is None
+    write_cassette(second, c.header, c.interactions, c.outcomes)
+    assert second.read_bytes() == first.read_bytes()

@@ -31,11 +31,14 @@ from typing import Any, ClassVar
 
 from atroposlib.envs.base import BaseEnv, ScoredDataGroup
 from atroposlib.envs.server_handling.openai_server import OpenAIServer
+from atroposlib.envs.server_handling.server_baseline import APIServerConfig
 from atroposlib.envs.server_handling.server_harness import ServerHarness
 
 import hermes_replay
 from environments import _metrics
 from environments._config import (
+    PLACEHOLDER_API_KEY,
+    REDACTED,
     HermesAgentEnvConfig,
     default_server_configs,
     ensure_wandb_offline_safe,
@@ -251,6 +254,18 @@ class HermesAgentBaseEnv(BaseEnv):
         await super().env_manager()
 
     @classmethod
+    def cli(cls) -> None:
+        """atroposlib's CLI (serve/process/evaluate), printing server configs without API keys."""
+        import atroposlib.envs.base as atropos_base
+
+        original = atropos_base.rprint
+        atropos_base.rprint = functools.partial(_print_redacted, original)
+        try:
+            super().cli()
+        finally:
+            atropos_base.rprint = original
+
+    @classmethod
     def get_cli_evaluate_config_cls(cls) -> type:
         base = super().get_cli_evaluate_config_cls()
 
@@ -279,6 +294,18 @@ async def _base_wandb_log(env: HermesAgentBaseEnv, metrics: dict[str, Any]) -> N
             env.config.use_wandb = True
         return
     await BaseEnv.wandb_log(env, metrics)
+
+
+def _print_redacted(printer: Any, *objects: Any, **kwargs: Any) -> None:
+    """atroposlib prints the final server configs, keys included, on every CLI start."""
+    def redact(obj: Any) -> Any:
+        if isinstance(obj, list):
+            return [redact(o) for o in obj]
+        if isinstance(obj, APIServerConfig) and obj.api_key not in (None, "", PLACEHOLDER_API_KEY):
+            return obj.model_copy(update={"api_key": REDACTED})
+        return obj
+
+    printer(*(redact(o) for o in objects), **kwargs)
 
 
 def _guard_evaluate(evaluate: Any) -> Any:

@@ -111,9 +111,10 @@ def test_process_writes_jsonl_with_tokens_masks_scores_messages_and_html(
 def test_evaluate_writes_metrics_and_samples_and_no_api_key(
         module, endpoint, tmp_path, monkeypatch, capsys):
     out = tmp_path / "eval"
-    _run_cli(module, "evaluate", ["--env.eval_size", "2", "--env.max_agent_turns", "6",
-                                  "--env.data_dir_to_save_evals", str(out),
-                                  *_openai_flags(endpoint)], monkeypatch, capsys)
+    printed = _run_cli(module, "evaluate", ["--env.eval_size", "2", "--env.max_agent_turns",
+                                            "6", "--env.data_dir_to_save_evals", str(out),
+                                            *_openai_flags(endpoint)], monkeypatch, capsys)
+    assert "<redacted>" in printed and SECRET not in printed  # the printed config, too
     metrics = json.loads((out / "metrics.json").read_text())
     task = f"atropos|{ENVS[module]}_eval|0"
     assert task in metrics["results"]

@@ -14,7 +14,6 @@ Exit codes: 0 all replayed (changed rewards are shown, not fatal unless --fail-o
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -24,7 +23,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cli._provider import flag_value
+from hermes_replay._cli._plan import (
+    changed_rewards,
+    find_cassettes,
+    find_env_file,
+    recorded_rewards,
+    redirect_outputs,
+    replay_argv,
+)
 from hermes_replay._cli._render import RunSummary, Style, fmt_reward, table
 from hermes_replay._cli._runner import (
     ENV_MODES,
@@ -34,20 +40,6 @@ from hermes_replay._cli._runner import (
     run_with_cassette,
 )
 
-# Flags whose values are recording-time endpoint facts: taken from the cassette when the user
-# leaves them out, so the replayed requests name the same model.
-_ENDPOINT_FLAGS = (
-    "--openai.base_url",
-    "--openai.model_name",
-    "--openai.server_type",
-    "--openai.health_check",
-)
-# Replay needs no key, but openai 3.x refuses to build a client with an empty one.
-_PLACEHOLDER_KEY = "--openai.api_key=hermes-replay-offline"
-_OUTPUT_FLAGS = {
-    "process": ("--env.data_path_to_save_groups", "groups.jsonl"),
-    "evaluate": ("--env.data_dir_to_save_evals", "evals"),
-}
 NOTHING_RECORDED = "nothing recorded yet — record one with: hermes-replay record"
 
 
@@ -122,82 +114,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- one run
-
-
-def recorded_rewards(cassette: Path) -> dict[str, float | None]:
-    """Reward per rollout as recorded (``{}`` if the cassette cannot be read)."""
-    from hermes_replay import load_cassette
-
-    try:
-        c = load_cassette(cassette)
-    except Exception:
-        return {}
-    out: dict[str, float | None] = {}
-    for rid, rec in c.rollouts.items():
-        reward = (rec.outcome or {}).get("reward")
-        out[rid] = float(reward) if isinstance(reward, (int, float)) else None
-    return out
-
-
-def changed_rewards(
-    recorded: dict[str, float | None], replayed: dict[str, float | None], tol: float = 1e-9
-) -> dict[str, tuple[float | None, float | None]]:
-    """Rollouts replayed with a reward different from the recorded one."""
-    changed: dict[str, tuple[float | None, float | None]] = {}
-    for rid, new in replayed.items():
-        if rid not in recorded:
-            continue
-        old = recorded[rid]
-        if (old is None) != (new is None) or (
-            old is not None and new is not None and abs(old - new) > tol
-        ):
-            changed[rid] = (old, new)
-    return changed
-
-
-def replay_argv(recorded: list[str], user: list[str] | None = None) -> list[str]:
-    """The argv to replay: the user's (or the recorded) command, the recorded endpoint flags the
-    user left out, and a placeholder key unless one is given."""
-    argv = list(user if user is not None else recorded)
-    for flag in _ENDPOINT_FLAGS:
-        value = flag_value(recorded, flag)
-        if value is not None and flag_value(argv, flag) is None:
-            argv += [flag, value]
-    argv = _drop_flag([a for a in argv if not a.startswith("--openai.api_key=")],
-                      "--openai.api_key")
-    # Only where --openai.* overrides are already in use: atroposlib rejects them outright for
-    # envs with several servers.
-    if any(a.startswith("--openai.") for a in argv):
-        argv.append(_PLACEHOLDER_KEY)
-    return argv
-
-
-def _drop_flag(argv: list[str], flag: str) -> list[str]:
-    out: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg == flag:
-            skip = True
-            continue
-        out.append(arg)
-    return out
-
-
-def redirect_outputs(argv: list[str], out_dir: Path) -> list[str]:
-    """Point the env's output flags into ``out_dir`` (added when the recording had none)."""
-    mode = argv[0] if argv else ""
-    result = list(argv)
-    for flag, default_name in _OUTPUT_FLAGS.values():
-        old = flag_value(result, flag)
-        if old is None and _OUTPUT_FLAGS.get(mode, ("",))[0] != flag:
-            continue
-        name = Path(old).name if old else default_name
-        result = _drop_flag([a for a in result if not a.startswith(flag + "=")], flag)
-        result += [flag, str(out_dir / name)]
-    return result
 
 
 def replay_once(
@@ -275,43 +191,6 @@ class _Row:
     cassette: str
     mode: str
     summary: RunSummary
-
-
-def find_cassettes(target: Path) -> list[Path]:
-    """Cassettes at ``target``: the file itself, or every ``*.jsonl`` under it with a header."""
-    if target.is_file():
-        return [target]
-    if not target.is_dir():
-        return []
-    found = []
-    for path in sorted(target.rglob("*.jsonl")):
-        if any(part.startswith(".") for part in path.relative_to(target).parts):
-            continue
-        if _looks_like_cassette(path):
-            found.append(path)
-    return found
-
-
-def _looks_like_cassette(path: Path) -> bool:
-    """First line is a JSON header (a data file of an env is not a cassette)."""
-    try:
-        with path.open(encoding="utf-8") as fh:
-            first = json.loads(fh.readline() or "null")
-    except (OSError, ValueError):
-        return True  # let load_cassette report what is wrong with it
-    return isinstance(first, dict) and "schema_version" in first
-
-
-def find_env_file(env_file: str, cassette: Path) -> Path | None:
-    """``header.env_file`` is relative to where it was recorded: try cwd, then the cassette's
-    ancestors (so replay works from anywhere inside the repository)."""
-    rel = Path(env_file)
-    if rel.is_absolute():
-        return rel if rel.is_file() else None
-    for base in [Path.cwd(), *cassette.resolve().parents]:
-        if (base / rel).is_file():
-            return base / rel
-    return None
 
 
 def _fresh_out_dir() -> Path:

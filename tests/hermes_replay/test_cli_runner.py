@@ -7,16 +7,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hermes_replay._cli._render import Progress, RunSummary, Style
-from hermes_replay._cli._runner import redact_command, run_env_file
-from hermes_replay._cli.replay import (
-    NOTHING_RECORDED,
+from hermes_replay._cli._plan import (
     changed_rewards,
     find_cassettes,
     find_env_file,
     redirect_outputs,
     replay_argv,
 )
+from hermes_replay._cli._render import Progress, RunSummary, Style
+from hermes_replay._cli._runner import redact_command, run_env_file
+from hermes_replay._cli.replay import NOTHING_RECORDED
 from hermes_replay.cli import main
 
 

@@ -229,13 +229,15 @@ class HermesAgentBaseEnv(BaseEnv):
         if self._annotated:
             return
         self._annotated = True
-        from hermes_replay._tokenizer import tokenizer_fingerprint
+        from hermes_replay._tokenizer import TOKENIZER_NAME, tokenizer_fingerprint, tokenizer_path
 
         name = self.config.tokenizer_name
         try:
             fingerprint: str | None = tokenizer_fingerprint(name) if os.path.isdir(name) else None
         except OSError:
             fingerprint = None
+        if os.path.isdir(name) and os.path.samefile(name, tokenizer_path()):
+            name = TOKENIZER_NAME  # the shipped tokenizer: a stable name, not this machine's path
         hermes_replay.annotate(env_name=self.name or type(self).__name__,
                                tokenizer={"name": name, "fingerprint": fingerprint})
 

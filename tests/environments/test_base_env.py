@@ -19,7 +19,7 @@ from environments._config import (
 from environments.multi_signal_env import MultiSignalEnv
 from environments.tool_context import ToolContext
 from hermes_replay._scope import item_fingerprint, task_id_for
-from hermes_replay._tokenizer import tokenizer_fingerprint
+from hermes_replay._tokenizer import TOKENIZER_NAME, tokenizer_fingerprint
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
 ITEM = {"id": "sum_1_100", "question": "What is the sum of the integers from 1 to 100?",
@@ -121,7 +121,7 @@ async def test_annotate_names_env_and_tokenizer_once(endpoint):
         await env.collect_trajectories(ITEM)
         await env.collect_trajectories(ITEM)
     assert rec.annotations == [{"env_name": "multi-signal", "tokenizer": {
-        "name": env.config.tokenizer_name, "fingerprint": tokenizer_fingerprint()}}]
+        "name": TOKENIZER_NAME, "fingerprint": tokenizer_fingerprint()}}]
 
 
 # -- failures ----------------------------------------------------------------------------------

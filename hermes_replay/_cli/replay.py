@@ -281,7 +281,7 @@ def _replay_cassette(
     env_path, cassette_path = env_file.resolve(), cassette.resolve()  # before the chdir
     with _working_dir(base):
         summary = replay_once(env_path, argv, cassette_path, strict=strict,
-                              label=f"replaying {cassette.name}",
+                              label=f"replaying {cassette.parent.name}/{cassette.name}",
                               log_path=None if verbose else out_dir / "env.log")
     summary.cassette = str(cassette)
     if summary.log:

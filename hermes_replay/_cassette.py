@@ -145,8 +145,12 @@ def load_cassette(path: str | Path) -> Cassette:
     path = Path(path)
     is_partial = path.name.endswith(".partial")
     if not path.exists():
-        raise CassetteError("no such cassette", path=path,
-                            hint=f"check the path, or {_RERECORD} (mode='auto' records it)")
+        hint = f"check the path, or {_RERECORD} (mode='auto' records it)"
+        if partial_path(path).exists():
+            hint = (f"an interrupted recording is in {partial_path(path)}: inspect it "
+                    f"(`hermes-replay show {partial_path(path)}`) and rename it to {path.name} "
+                    f"to use what it holds, or {_RERECORD}")
+        raise CassetteError("no such cassette", path=path, hint=hint)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

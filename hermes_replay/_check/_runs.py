@@ -98,6 +98,8 @@ def _subprocess_env(root: Path) -> dict[str, str]:
 
 def run_mode(env_file: Path, mode: str, target: Target, work: Path,
              api_key_env: str | None = None) -> ModeRun:
+    # Absolute paths: the run's working directory is the project root, not the caller's.
+    env_file, work = env_file.resolve(), work.resolve()
     out_dir = work / mode
     out_dir.mkdir(parents=True, exist_ok=True)
     output = out_dir / ("groups.jsonl" if mode == "process" else "evals")
@@ -252,11 +254,13 @@ def analyse_runs(display: str, target: Target, process: ModeRun,
             # A fresh recording: its outcomes are today's rewards (samples carry none).
             rewards += [(f"rollout {rid}", r) for rid, r in recorded.items() if r is not None]
 
+    rewards_fix = None
     if not process.ok and not evaluate.ok:
         reward_problems: list[outputs.Problem] = [
             ("warn", "no run finished, so there are no rewards to check")]
+        rewards_fix = "fix the process/evaluate rows above, then check again"
     else:
         reward_problems = outputs.check_rewards(rewards)
     return [_row("process", display, process_problems, process_fix),
             _row("evaluate", display, evaluate_problems, evaluate_fix),
-            _row("rewards", display, reward_problems)]
+            _row("rewards", display, reward_problems, rewards_fix)]

@@ -112,27 +112,51 @@ def tool_calls_of(message: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for c in calls if isinstance(c, dict)]
 
 
-def conversation(record: Any) -> list[dict[str, Any]]:
-    """The rollout's conversation: the env's reported final messages when present, else the
-    last request's messages plus the model's last reply."""
+def _key(messages: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """What identifies a message for prefix matching (SDK replies gain keys like ``refusal``)."""
+    return [(m.get("role"), text_of(m.get("content")), m.get("tool_call_id")) for m in messages]
+
+
+def conversations(record: Any) -> list[tuple[list[int], list[dict[str, Any]]]]:
+    """The conversation threads of a rollout as ``(request indexes, messages)``.
+
+    A request continues a thread when that thread's last request is a prefix of it; anything
+    else (a judge call, a summarizer) starts a new thread. Each thread's messages are its last
+    request plus the model's reply. The env's reported final messages, when present, stand in
+    for the first thread (they include tool results after the last model call).
+    """
+    threads: list[tuple[list[int], list[tuple[Any, ...]], list[dict[str, Any]]]] = []
+    for index, inter in enumerate(record.interactions):
+        body = inter.request.get("body")
+        if not (isinstance(body, dict) and isinstance(body.get("messages"), list)):
+            continue
+        msgs = [m for m in body["messages"] if isinstance(m, dict)]
+        key = _key(msgs)
+        reply = assistant_from_response(inter.response)
+        full = [*msgs, reply] if reply else msgs
+        for n, (indexes, last_key, _) in enumerate(threads):
+            if len(key) > len(last_key) and key[: len(last_key)] == last_key:
+                threads[n] = ([*indexes, index], key, full)
+                break
+        else:
+            threads.append(([index], key, full))
+    result = [(indexes, full) for indexes, _, full in threads]
     reported = (record.outcome or {}).get("messages")
     if isinstance(reported, list) and reported:
-        return [m for m in reported if isinstance(m, dict)]
-    chats = [i for i in record.interactions if isinstance(i.request.get("body"), dict)
-             and "messages" in i.request["body"]]
-    if not chats:
-        return []
-    last = chats[-1]
-    messages = [m for m in last.request["body"].get("messages") or [] if isinstance(m, dict)]
-    reply = assistant_from_response(last.response)
-    return [*messages, reply] if reply else messages
+        first = [m for m in reported if isinstance(m, dict)]
+        result = [(result[0][0] if result else [], first), *result[1:]]
+    return result
+
+
+def conversation(record: Any) -> list[dict[str, Any]]:
+    """The rollout's main (first) conversation thread."""
+    threads = conversations(record)
+    return threads[0][1] if threads else []
 
 
 def count_tool_calls(record: Any) -> int:
-    msgs = conversation(record)
-    if msgs:
-        return sum(len(tool_calls_of(m)) for m in msgs if m.get("role") == "assistant")
-    return 0
+    return sum(len(tool_calls_of(m)) for _, msgs in conversations(record) for m in msgs
+               if m.get("role") == "assistant")
 
 
 def count_turns(record: Any) -> int:
@@ -200,12 +224,13 @@ class Transcript:
         if not text and not tool_calls_of(msg) and not reasoning:
             self.out.append("  " + self.s("(empty)", "dim"))
 
-    def messages(self, msgs: list[dict[str, Any]]) -> None:
-        turn = 0
+    def messages(self, msgs: list[dict[str, Any]], turns: list[int] | None = None) -> None:
+        """``turns``: the request index of each assistant message in order (default 0, 1 …)."""
+        k = 0
         for msg in msgs:
             if msg.get("role") == "assistant":
-                self.message(msg, turn)
-                turn += 1
+                self.message(msg, turns[k] if turns and k < len(turns) else k)
+                k += 1
             else:
                 self.message(msg)
 
@@ -393,10 +418,15 @@ def run(args: argparse.Namespace) -> int:
                 return 2
             _render_turn(t, record, args.turn)
             continue
-        msgs = [] if isinstance(record, SimpleNamespace) else conversation(record)
-        if msgs:
-            t.messages(msgs)
-        else:
+        threads = [] if isinstance(record, SimpleNamespace) else conversations(record)
+        for number, (indexes, msgs) in enumerate(threads):
+            if number:
+                which = ", ".join(map(str, indexes))
+                t.out.append(t.s(f"══ another conversation in this rollout (request {which}; "
+                                 "e.g. a judge call) ══", "bold"))
+            t.messages(msgs, indexes if len(indexes) == sum(
+                1 for m in msgs if m.get("role") == "assistant") else None)
+        if not threads:
             for turn in range(len(record.interactions)):
                 _render_turn(t, record, turn)
         if not isinstance(record, SimpleNamespace):

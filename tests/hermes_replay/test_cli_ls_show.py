@@ -196,3 +196,26 @@ def test_replay_all_skips_foreign_and_fails_on_missing_env(tmp_path: Path, capsy
     assert main(["replay", "cassettes", "--out", "o2"]) == 1
     out = capsys.readouterr().out
     assert "recorded env file environments/demo_env.py not found" in out and "ERROR" in out
+
+
+def test_show_splits_a_judge_call_into_its_own_conversation(tmp_path: Path, capsys) -> None:
+    rid = "train-cccccccccccc-0-0"
+    judge_sys = {"role": "system", "content": "You are a strict grader."}
+    interactions = [
+        _chat(rid, 0, [SYSTEM, USER], ASSISTANT_1),
+        _chat(rid, 1, [SYSTEM, USER, ASSISTANT_1, TOOL], ASSISTANT_2),
+        _chat(rid, 2, [judge_sys, {"role": "user", "content": "Grade: There are 3 files."}],
+              {"role": "assistant", "content": '{"score": 9}'}),
+    ]
+    path = tmp_path / "j.jsonl"
+    write_cassette(path, CassetteHeader(), interactions, {rid: {"reward": 0.9}})  # no messages
+    assert main(["show", str(path)]) == 0
+    out = capsys.readouterr().out
+    order = [out.index(s) for s in ("── assistant · turn 0", "── tool result · terminal",
+                                     "── assistant · turn 1", "another conversation in this "
+                                     "rollout (request 2", "You are a strict grader.",
+                                     "── assistant · turn 2", "── outcome")]
+    assert order == sorted(order)
+    assert main(["ls", str(path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if rid in line)
+    assert row.split()[1:] == ["train", "3", "1", "0.900"]

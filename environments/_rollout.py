@@ -84,6 +84,20 @@ def plain_messages(messages: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
+class _EvalSplit:
+    """Routes a server's requests through its eval semaphore (``split="eval"``), so eval
+    rollouts neither starve nor are starved by training; nothing changes on the wire."""
+
+    def __init__(self, server: Any) -> None:
+        self._server = server
+
+    async def chat_completion(self, **kwargs: Any) -> Any:
+        return await self._server.chat_completion(split="eval", **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._server, name)
+
+
 async def _cleanup(ctx: ToolContext, rollout_id: str) -> None:
     try:
         if hasattr(ctx, "acleanup"):
@@ -131,11 +145,13 @@ async def run_rollout(env: HermesAgentBaseEnv, item: Any, tool_schemas: list[dic
             if env.phase2:
                 async with env.server.managed_server(tokenizer=env.tokenizer) as managed:
                     _managed.install_translator(managed, cfg.tool_call_parser)
-                    result = await HermesAgentLoop(server=managed, **loop_kwargs).run(messages)
+                    server = _EvalSplit(managed) if phase == "eval" else managed
+                    result = await HermesAgentLoop(server=server, **loop_kwargs).run(messages)
                     result.managed_state = managed.get_state()
                     managed_tokens = _managed.final_sequence(result.managed_state)
             else:
-                result = await HermesAgentLoop(server=env.server, **loop_kwargs).run(messages)
+                server = _EvalSplit(env.server) if phase == "eval" else env.server
+                result = await HermesAgentLoop(server=server, **loop_kwargs).run(messages)
             reward, error = await _score(env, item, result, ctx, rollout_id)
         finally:
             await _cleanup(ctx, rollout_id)

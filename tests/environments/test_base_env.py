@@ -248,6 +248,17 @@ async def test_phase2_uses_managed_server_tokens_masks_and_logprobs(endpoint):
             assert "<tool_call>" in trained
 
 
+async def test_phase2_evaluate_runs_through_the_managed_server(endpoint, tmp_path):
+    env = make_env(MultiSignalEnv, endpoint.root_url, server_type="vllm", eval_size=2,
+                   data_dir_to_save_evals=str(tmp_path))
+    await env.setup()
+    endpoint.requests.clear()
+    await env.evaluate()
+    generated = [body for path, body in endpoint.requests if path == "/generate"]
+    assert generated and not any(p == "/v1/chat/completions" for p, _ in endpoint.requests)
+    assert (tmp_path / "metrics.json").is_file()
+
+
 async def test_rollouts_of_the_same_item_drawn_again_get_new_occurrences(endpoint):
     env = await _env(endpoint, group_size=2)
     with Recorder() as rec:

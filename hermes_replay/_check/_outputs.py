@@ -160,6 +160,12 @@ def check_eval_dir(out_dir: Path) -> list[Problem]:
 
 def check_eval_requests(requests: Iterable[dict[str, Any]]) -> list[Problem]:
     """The eval requests came from the agent loop: tools offered, tool results fed back."""
+    requests = list(requests)
+    if not requests:
+        return [("warn", "the cassette shows no request inside an eval rollout, so tool use "
+                         "could not be verified: evaluate probably runs HermesAgentLoop outside "
+                         "a rollout scope; `await self.run_eval_rollouts(items)` gives every "
+                         "eval rollout its own identity (and exact replay)")]
     chats = [r for r in requests if str(r.get("url", "")).endswith("/chat/completions")]
     if not chats:
         return [("warn", "no chat request was recorded for evaluate (a completions/generate "

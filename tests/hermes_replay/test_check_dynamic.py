@@ -124,6 +124,8 @@ def test_eval_requests():
     assert severity == "fail" and "none of evaluate's 2 chat requests offered tools" in message
     assert check_eval_requests([chat(tool_result=False)])[0][0] == "warn"
     assert check_eval_requests([{"url": "http://h/generate", "body": {}}])[0][0] == "warn"
+    severity, message = check_eval_requests([])[0]
+    assert severity == "warn" and "run_eval_rollouts" in message
 
 
 def test_rewards():

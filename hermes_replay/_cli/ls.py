@@ -40,7 +40,7 @@ def header_line(cassette: Any) -> str:
 
 
 def rollout_rows(cassette: Any) -> list[list[Any]]:
-    from hermes_replay._cli.show import count_tool_calls, count_turns
+    from hermes_replay._cli._messages import count_tool_calls, count_turns
 
     rows = []
     for record in cassette.rollouts.values():

@@ -35,8 +35,8 @@ DYNAMIC_RULES: dict[str, str] = {
     "rewards": "rewards are in [0, 1] and not all equal",
 }
 _FIXES: dict[str, str] = {
-    "import": "run `python -c \"import runpy; runpy.run_path('FILE')\"` and fix the traceback "
-              "(a missing package, a typo, or code that runs at import time)",
+    "import": "import the file yourself and fix the traceback (a missing package, a typo, or "
+              "code that runs at import time)",
     "process": "see the message: tokens/masks come from the base class's chat template; scores "
                "come from compute_reward (clamp them to [0, 1])",
     "evaluate": "build the eval rollouts with `await self.run_eval_rollouts(items)` (or "
@@ -159,7 +159,8 @@ def check_dynamic(env_file: Path, display: str, target: Target,
             return [imported, *[
                 RuleRow(rule, DYNAMIC_RULES[rule],
                         [_finding(rule, "warn", display, "not run: the file does not import",
-                                  fix=_FIXES["import"])], kind="dynamic")
+                                  fix="fix the import row above, then check again")],
+                        kind="dynamic")
                 for rule in ("process", "evaluate", "rewards")
             ]]
         return [imported, *_runs.analyse_runs(display, target, process, evaluate)]

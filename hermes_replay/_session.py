@@ -156,8 +156,9 @@ class Session:
     def start(self) -> None:
         from hermes_replay import _intercept
 
-        if self._active:
-            raise RuntimeError(f"cassette {self.path} is already active")
+        if self._active or self._writer is not None or self._by_key or self._issued:
+            raise RuntimeError(f"this session of {self.path} was already used; a session is "
+                               "entered once — call hermes_replay.cassette(...) again")
         existing = None
         if self.mode == "replay" or (self.mode == "auto" and self.path.exists()):
             existing = load_cassette(self.path)

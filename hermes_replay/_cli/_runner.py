@@ -119,7 +119,7 @@ def _as_script(env_file: Path, argv: Sequence[str]) -> Iterator[None]:
     try:
         yield
     finally:
-        sys.argv[:] = saved_argv
+        sys.argv = saved_argv
         sys.path[:] = saved_path
 
 

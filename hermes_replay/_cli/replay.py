@@ -228,9 +228,13 @@ def replay_all(
         summary, mode = _replay_cassette(cassette, out / rel.with_suffix(""), strict, verbose)
         rows.append(_Row(str(cassette), mode, summary))
         print("\n".join(summary.lines(style)))
+        if summary.exit_code == 130:  # Ctrl-C: stop here, still show what was done
+            break
     print()
     print(_final_table(rows, style))
     print(f"outputs: {out}")
+    if rows and rows[-1].summary.exit_code == 130:
+        return 130
     code = _exit_code([r.summary for r in rows], fail_on_change)
     if any(r.summary.changed for r in rows) and not code:
         print("rewards changed (shown above); pass --fail-on-change to make that exit 1")

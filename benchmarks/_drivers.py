@@ -1,0 +1,99 @@
+"""Drive the same traffic through the openai SDK in every mode the benchmark compares.
+
+One driver (``drive``) runs every rollout of the synthetic traffic through
+``AsyncOpenAI.chat.completions.create``: GRPO groups one after another, the rollouts of a group
+concurrently, each inside ``hermes_replay.rollout(id)``. Only what answers the SDK changes:
+
+- the floor: an in-memory ``httpx2`` transport answering from a dict keyed by
+  (rollout, turn) — the SDK's own cost and nothing else;
+- hermes_replay: the default transport, intercepted by an active replay cassette;
+- vcrpy: the default transport, intercepted by a vcrpy cassette (``record_mode="none"``);
+- loopback: the scripted endpoint over real HTTP, with or without a recording cassette.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import httpx2
+import openai
+
+import hermes_replay
+from benchmarks._synthetic import Rollout, groups
+
+API_KEY = "sk-benchmark-not-a-real-key"
+BASE_URL = "http://127.0.0.1:9/v1"  # never dialled: every mode but loopback answers in-process
+# What an OpenAI-compatible server (vLLM behind uvicorn) answers with; every mode sends these.
+RESPONSE_HEADERS = [("content-type", "application/json"), ("server", "uvicorn"),
+                    ("date", "Sun, 29 Nov 2026 20:00:00 GMT")]
+
+
+def response_bytes(rollouts: list[Rollout]) -> dict[tuple[str, int], bytes]:
+    """Response bodies as vLLM's server writes them (compact JSON, UTF-8)."""
+    return {(ro.id, seq): json.dumps(resp, ensure_ascii=False, separators=(",", ":")).encode()
+            for ro in rollouts for seq, resp in enumerate(ro.responses)}
+
+
+class DictTransport(httpx2.AsyncBaseTransport):
+    """The floor: answer each request from a dict by (rollout, turn); optionally keep requests."""
+
+    def __init__(self, answers: dict[tuple[str, int], bytes], capture: bool = False) -> None:
+        self.answers = answers
+        self.captured: dict[tuple[str, int], httpx2.Request] | None = {} if capture else None
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        scope = hermes_replay.current_rollout()
+        assert scope is not None, "the driver runs every request inside a rollout scope"
+        key = (scope.id, scope.next_sequence())
+        if self.captured is not None:
+            await request.aread()
+            self.captured[key] = request
+        body = self.answers[key]
+        return httpx2.Response(200, headers=[*RESPONSE_HEADERS,
+                                             ("content-length", str(len(body)))], content=body)
+
+
+def client(transport: httpx2.AsyncBaseTransport | None = None,
+           base_url: str = BASE_URL) -> openai.AsyncOpenAI:
+    """An SDK client as an env builds one; ``transport=None`` keeps the SDK's default."""
+    http = httpx2.AsyncClient(transport=transport) if transport is not None else None
+    return openai.AsyncOpenAI(api_key=API_KEY, base_url=base_url, max_retries=0,
+                              http_client=http)
+
+
+async def _rollout(sdk: openai.AsyncOpenAI, ro: Rollout, check: bool) -> None:
+    with hermes_replay.rollout(ro.id):
+        for seq, body in enumerate(ro.requests):
+            resp = await sdk.chat.completions.create(**body)
+            if check and resp.id != ro.responses[seq]["id"]:
+                raise AssertionError(f"{ro.id} turn {seq}: got response {resp.id}, expected "
+                                     f"{ro.responses[seq]['id']}")
+
+
+async def drive(sdk: openai.AsyncOpenAI, rollouts: list[Rollout], check: bool = True) -> None:
+    """All rollouts through ``sdk``: groups in order, each group's rollouts concurrently."""
+    for group in groups(rollouts):
+        await asyncio.gather(*(_rollout(sdk, ro, check) for ro in group))
+
+
+def run(rollouts: list[Rollout], transport: httpx2.AsyncBaseTransport | None = None,
+        base_url: str = BASE_URL, check: bool = True) -> tuple[float, float]:
+    """Drive ``rollouts`` with a fresh client on a fresh loop; returns (wall s, CPU s)."""
+
+    async def main() -> None:
+        async with client(transport, base_url) as sdk:
+            await drive(sdk, rollouts, check)
+
+    w0, c0 = time.perf_counter(), time.process_time()
+    asyncio.run(main())
+    return time.perf_counter() - w0, time.process_time() - c0
+
+
+def capture_requests(rollouts: list[Rollout]) -> dict[tuple[str, int], httpx2.Request]:
+    """The exact ``httpx2.Request`` the SDK sends for every (rollout, turn) of the traffic."""
+    transport = DictTransport(response_bytes(rollouts), capture=True)
+    run(rollouts, transport)
+    assert transport.captured is not None
+    return transport.captured

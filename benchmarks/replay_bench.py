@@ -1,0 +1,317 @@
+"""Replay performance, side by side in one run: the SDK floor, hermes_replay, vcrpy.
+
+    .venv/bin/python benchmarks/replay_bench.py [--sizes 1000,10000] [--quick]
+
+Builds synthetic GRPO-style traffic (system prompt, six tool schemas, 10-turn tool-calling
+rollouts in groups of 8), writes it as a real hermes_replay cassette and as vcrpy's YAML, and
+measures per-request time against the floor (the openai SDK over an in-memory transport),
+recording overhead against pass-through to the scripted endpoint, load time, peak memory and
+bytes on disk; then prints PASS/FAIL per target. Machines are shared and noisy: every number
+is a median over interleaved repetitions, and targets are judged on CPU time (process time,
+which other processes' load barely moves) with wall time printed beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from importlib import metadata
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks` and the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import hermes_replay
+from benchmarks import _drivers, _hermes, _record, _synthetic, _vcr
+
+TARGETS = {"replay_ratio": 1.10, "flat_ratio": 1.20, "record_ratio": 1.10, "load_s": 1.0,
+           "bytes_ratio": 0.40}
+Timing = tuple[float, float]  # (wall seconds, CPU seconds)
+
+
+def _med(samples: list[Timing]) -> Timing:
+    return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
+
+
+def _ms(seconds: float, n: int) -> str:
+    return f"{seconds / n * 1e3:8.3f}"
+
+
+def machine() -> list[str]:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, cwd=Path(__file__).parent, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = "?"
+    versions = ", ".join(f"{p} {metadata.version(p)}" for p in
+                         ("hermes-replay", "openai", "httpx2", "vcrpy", "pydantic", "PyYAML"))
+    return [f"machine: nproc={os.cpu_count()} (usable {len(os.sched_getaffinity(0))}), "
+            f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, "
+            f"{platform.machine()} {platform.system()} {platform.release()}",
+            f"python {platform.python_version()} ({sys.executable}); git {commit or '?'}",
+            f"packages: {versions}"]
+
+
+def fit_exponent(points: list[tuple[int, float]]) -> float:
+    """Least-squares slope of log(total time) against log(n): total time ∝ n**slope."""
+    xs = [math.log(n) for n, _ in points]
+    ys = [math.log(t) for _, t in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    return (sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+            / sum((x - mx) ** 2 for x in xs))
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, tmp: Path) -> None:
+        self.args, self.tmp = args, tmp
+        self.results: dict[str, object] = {}
+        self.verdicts: list[tuple[str, bool, str]] = []
+        biggest = max([*args.sizes, *args.vcr_sizes, args.record_requests])
+        self.traffic = _synthetic.build_traffic(biggest, turns=args.turns)
+        # the SDK's real requests for the first group: the hermes cassette's stored form is
+        # checked against them, and the vcrpy YAML is made of them
+        self.captured = _drivers.capture_requests(self._take(max(args.vcr_sizes)))
+        self.warm = tmp / "warm-up.jsonl"  # one group, to warm both paths before timing
+        _hermes.write(self.warm, self._take(8 * args.turns), self.captured)
+
+    def _take(self, n: int) -> list[_synthetic.Rollout]:
+        return self.traffic[: max(1, n // self.args.turns)]
+
+    def verdict(self, name: str, ok: bool, detail: str) -> None:
+        self.verdicts.append((name, ok, detail))
+
+    # ------------------------------------------------------------------ replay vs floor
+
+    def replay_vs_floor(self) -> None:
+        print("\n== replay: per request (ms), median of interleaved runs; ratio to the floor")
+        print(f"{'interactions':>12} {'floor cpu':>9} {'replay cpu':>10} {'ratio':>6} | "
+              f"{'floor wall':>10} {'replay wall':>11} {'ratio':>6} | {'start s':>7}")
+        per_request: dict[int, Timing] = {}
+        for size in self.args.sizes:
+            rollouts = self._take(size)
+            n = _synthetic.count(rollouts)
+            path = self.tmp / f"hermes-{n}.jsonl"
+            _hermes.write(path, rollouts, self.captured)
+            answers = _drivers.response_bytes(rollouts)
+            floor: list[Timing] = []
+            replay: list[Timing] = []
+            starts: list[float] = []
+            _drivers.run(rollouts[:8], _drivers.DictTransport(answers))  # warm-up
+            _hermes.replay(self.warm, self._take(8 * self.args.turns))
+            for rep in range(self.args.reps):
+                for mode in (("floor", "replay") if rep % 2 == 0 else ("replay", "floor")):
+                    if mode == "floor":
+                        floor.append(_drivers.run(rollouts, _drivers.DictTransport(answers)))
+                    else:
+                        start, wall, cpu = _hermes.replay(path, rollouts)
+                        starts.append(start)
+                        replay.append((wall, cpu))
+            (fw, fc), (rw, rc) = _med(floor), _med(replay)
+            per_request[n] = (rc / n, fc / n)
+            self.results[f"replay_{n}"] = {"floor_cpu_ms": fc / n * 1e3, "replay_cpu_ms":
+                                           rc / n * 1e3, "floor_wall_ms": fw / n * 1e3,
+                                           "replay_wall_ms": rw / n * 1e3}
+            print(f"{n:>12} {_ms(fc, n):>9} {_ms(rc, n):>10} {rc / fc:6.3f} | "
+                  f"{_ms(fw, n):>10} {_ms(rw, n):>11} {rw / fw:6.3f} | "
+                  f"{statistics.median(starts):7.3f}")
+        sizes = sorted(per_request)
+        big, small = sizes[-1], sizes[0]
+        ratio = per_request[big][0] / per_request[big][1]
+        self.verdict(f"replay <= {TARGETS['replay_ratio']:.2f}x floor at {big}", ratio <=
+                     TARGETS["replay_ratio"], f"{ratio:.3f}x (CPU)")
+        if big != small:
+            flat = per_request[big][0] / per_request[small][0]
+            floor_flat = per_request[big][1] / per_request[small][1]
+            self.verdict(f"replay per request flat {small} -> {big}", flat <=
+                         TARGETS["flat_ratio"], f"{flat:.3f}x (floor itself: {floor_flat:.3f}x)")
+        self.floor_ms = {n: v[1] * 1e3 for n, v in per_request.items()}
+
+    # ------------------------------------------------------------------ vcrpy
+
+    def vcrpy(self) -> None:
+        print("\n== vcrpy 9 replay (body matching), same traffic, same SDK")
+        print(f"{'interactions':>12} {'vcrpy cpu ms/req':>16} {'floor cpu ms/req':>16} "
+              f"{'ratio':>8} {'yaml bytes':>11} {'hermes bytes':>12} {'bytes ratio':>11}")
+        points: list[tuple[int, float]] = []
+        for size in self.args.vcr_sizes:
+            rollouts = self._take(size)
+            n = _synthetic.count(rollouts)
+            yaml_path, ours = self.tmp / f"vcr-{n}.yaml", self.tmp / f"ours-{n}.jsonl"
+            captured = {k: v for k, v in self.captured.items()
+                        if k[0] in {ro.id for ro in rollouts}}
+            yaml_bytes = _vcr.write_yaml(yaml_path, rollouts, captured)
+            our_bytes = _hermes.write(ours, rollouts, captured)
+            floor = _drivers.run(rollouts, _drivers.DictTransport(
+                _drivers.response_bytes(rollouts)))
+            _, _, cpu = _vcr.replay(yaml_path, rollouts)
+            points.append((n, cpu))
+            print(f"{n:>12} {_ms(cpu, n):>16} {_ms(floor[1], n):>16} {cpu / floor[1]:8.1f} "
+                  f"{yaml_bytes:>11,} {our_bytes:>12,} {our_bytes / yaml_bytes:11.3f}")
+            self.bytes_ratio = (n, our_bytes, yaml_bytes)
+        if len(points) >= 2:
+            k = fit_exponent(points)
+            n0, t0 = points[-1]
+            print(f"vcrpy total replay time grows as n^{k:.2f} (per request as n^{k - 1:.2f}; "
+                  "log-log least squares over the sizes above)")
+            for n in self.args.sizes:
+                per = t0 / n0 * (n / n0) ** (k - 1)
+                floor = self.floor_ms.get(n)
+                extra = f" = {per * 1e3 / floor:,.0f}x the floor" if floor else ""
+                print(f"  extrapolated vcrpy at {n:>6}: {per * 1e3:,.0f} ms/request{extra}")
+            self.results["vcrpy_exponent"] = k
+        n, ours, theirs = self.bytes_ratio
+        self.verdict(f"cassette bytes <= {TARGETS['bytes_ratio']:.0%} of vcrpy YAML "
+                     f"({self.args.turns}-turn rollouts)", ours / theirs <= TARGETS["bytes_ratio"],
+                     f"{ours / theirs:.1%} ({ours:,} vs {theirs:,} bytes, {n} interactions)")
+
+    # ------------------------------------------------------------------ load and memory
+
+    def load_and_memory(self) -> None:
+        n = max(self.args.sizes)
+        path = self.tmp / f"hermes-{n}.jsonl"
+        size = path.stat().st_size
+        print(f"\n== load: {n} interactions, {size:,} bytes ({size / n:,.0f} bytes/interaction)")
+        loads: list[Timing] = []
+        starts: list[Timing] = []
+        for _ in range(self.args.reps):
+            loads.append(_timed(lambda: hermes_replay.load_cassette(path)))
+            starts.append(_timed(lambda: _start_stop(path)))
+        (lw, lc), (sw, sc) = _med(loads), _med(starts)
+        print(f"load_cassette():                 cpu {lc:6.3f} s   wall {lw:6.3f} s")
+        print(f"replay session start (load+index): cpu {sc:6.3f} s   wall {sw:6.3f} s")
+        self.verdict(f"{n}-interaction cassette loads in < {TARGETS['load_s']:.0f} s",
+                     sc < TARGETS["load_s"], f"session start {sc:.3f} s CPU ({sw:.3f} s wall); "
+                     f"load_cassette alone {lc:.3f} s CPU")
+        tracemalloc.start()
+        session = _start_stop(path, keep=True)
+        held, peak = tracemalloc.get_traced_memory()
+        session.stop()  # type: ignore[attr-defined]
+        tracemalloc.stop()
+        print(f"peak memory, replay session start at {n}: {peak / 2**20:,.1f} MiB "
+              f"({peak / n / 1024:,.1f} KiB/interaction; {held / 2**20:,.1f} MiB held)")
+        small = min(self.args.sizes)
+        rollouts = self._take(small)
+        path = self.tmp / f"hermes-{_synthetic.count(rollouts)}.jsonl"
+        tracemalloc.start()
+        _hermes.replay(path, rollouts)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        print(f"peak memory, load + replay of {small} through the SDK: {peak / 2**20:,.1f} MiB")
+        vn = _synthetic.count(self._take(max(self.args.vcr_sizes)))
+        yaml_path = self.tmp / f"vcr-{vn}.yaml"
+        if yaml_path.exists():
+            from vcr.persisters.filesystem import FilesystemPersister
+            from vcr.serializers import yamlserializer
+
+            tracemalloc.start()
+            FilesystemPersister.load_cassette(str(yaml_path), yamlserializer)
+            _, vpeak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+            print(f"peak memory, vcrpy load of {vn}: {vpeak / 2**20:,.1f} MiB "
+                  f"({vpeak / vn / 1024:,.1f} KiB/interaction)")
+
+    # ------------------------------------------------------------------ recording
+
+    def recording(self) -> None:
+        rollouts = self._take(self.args.record_requests)
+        n = _synthetic.count(rollouts)
+        print(f"\n== recording: {n} requests to the scripted endpoint on loopback, "
+              f"{self.args.record_reps} interleaved runs per mode")
+        runs = _record.measure(rollouts, self.args.record_reps)
+        med = {mode: [statistics.median(r[i] for r in rs) for i in range(3)]
+               for mode, rs in runs.items()}
+        (pw, pc, pe), (rw, rc, re_) = med["passthrough"], med["record"]
+        for name, (w, c, e) in (("pass-through", (pw, pc, pe)), ("record", (rw, rc, re_))):
+            print(f"{name + ':':<14} wall {_ms(w, n)} ms/req   client cpu {_ms(c, n)}   "
+                  f"endpoint cpu {_ms(e, n)}   total cpu {_ms(c + e, n)}")
+        print(f"recording costs the client {(rc - pc) / n * 1e3:+.3f} ms CPU per request "
+              f"({rc / pc:.3f}x the client's pass-through CPU); wall {rw / pw:.3f}x")
+        total = (rc + re_) / (pc + pe)
+        self.verdict(f"recording <= {TARGETS['record_ratio']:.2f}x pass-through",
+                     total <= TARGETS["record_ratio"],
+                     f"{total:.3f}x total CPU (client + endpoint), {rw / pw:.3f}x wall, "
+                     f"{rc / pc:.3f}x client-only CPU")
+
+    def report(self) -> int:
+        print("\n== targets")
+        for name, ok, detail in self.verdicts:
+            print(f"{'PASS' if ok else 'FAIL'}  {name}: {detail}")
+        return 0 if all(ok for _, ok, _ in self.verdicts) else 1
+
+
+def _timed(fn: object) -> Timing:
+    w0, c0 = time.perf_counter(), time.process_time()
+    fn()  # type: ignore[operator]
+    return time.perf_counter() - w0, time.process_time() - c0
+
+
+def _start_stop(path: Path, keep: bool = False) -> object:
+    session = hermes_replay.cassette(path, mode="replay")
+    session.start()
+    if not keep:
+        session.stop()
+    return session
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ints = lambda text: [int(x) for x in text.split(",") if x]  # noqa: E731
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", type=ints, default=None,
+                   help="interaction counts for replay vs floor (default 1000,10000)")
+    p.add_argument("--vcr-sizes", type=ints, default=None,
+                   help="interaction counts for vcrpy, which is quadratic (default 20,40,80)")
+    p.add_argument("--reps", type=int, default=None, help="interleaved runs per mode (3)")
+    p.add_argument("--record-requests", type=int, default=None, help="requests recorded (100)")
+    p.add_argument("--record-reps", type=int, default=None, help="runs per mode (3)")
+    p.add_argument("--turns", type=int, default=10, help="turns per rollout (10)")
+    p.add_argument("--quick", action="store_true",
+                   help="tiny sizes: proves the script works (seconds), measures nothing")
+    p.add_argument("--profile-process", action=argparse.BooleanOptionalAction, default=None,
+                   help="also profile the end-to-end replay of a process cassette "
+                        "(default: on, off with --quick)")
+    args = p.parse_args(argv)
+    quick = {"sizes": [40, 160], "vcr_sizes": [10, 20], "reps": 1, "record_requests": 10,
+             "record_reps": 1, "profile_process": False}
+    full = {"sizes": [1000, 10000], "vcr_sizes": [20, 40, 80], "reps": 3,
+            "record_requests": 100, "record_reps": 3, "profile_process": True}
+    for key, value in (quick if args.quick else full).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    began = time.perf_counter()
+    print("hermes_replay replay benchmark" + (" (--quick: sizes too small to judge)"
+                                                 if args.quick else ""))
+    print("\n".join(machine()))
+    print(f"traffic: {args.turns}-turn tool-calling rollouts, GRPO groups of 8, 6 tool schemas; "
+          f"sizes {args.sizes}, vcrpy sizes {args.vcr_sizes}, {args.reps} reps")
+    with tempfile.TemporaryDirectory(prefix="hermes-bench-") as tmp:
+        bench = Bench(args, Path(tmp))
+        bench.replay_vs_floor()
+        bench.vcrpy()
+        bench.load_and_memory()
+        bench.recording()
+        if args.profile_process:
+            from benchmarks import _profile_process
+
+            _profile_process.main(Path(tmp))
+        code = bench.report() if not args.quick else (bench.report() and 0)
+    print(f"\n(total {time.perf_counter() - began:.0f} s; load average now "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -89,7 +89,11 @@ def _last_turn_only(tokenizer: Any, messages: Sequence[dict[str, Any]],
     last = max(i for i, m in enumerate(messages) if m.get("role") in _TRAINED_ROLES)
     before = _render(tokenizer, messages[:last], tools, generation_prompt=True)
     through = _render(tokenizer, messages[: last + 1], tools, generation_prompt=False)
-    out = through[len(before):] if through.startswith(before) else ""
+    if not through.startswith(before):
+        logger.error("chat template rewrites even the last turn's context; nothing to train on "
+                     "in this rollout (check the tokenizer's chat template)")
+        return [Segment(through, False)]
+    out = through[len(before):]
     end = len(out.rstrip())
     return [s for s in (Segment(before, False), Segment(out[:end], True),
                         Segment(out[end:], False)) if s.text]

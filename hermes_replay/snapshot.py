@@ -36,6 +36,8 @@ def _num(value: Any, digits: int = 4) -> str:
         return str(value)
     if isinstance(value, float):
         return f"{value:.{digits}f}"
+    if isinstance(value, dict) and value.get("_type") == "table":
+        return f"table[{', '.join(value.get('columns', []))}] × {value.get('rows')} rows"
     return str(value)
 
 

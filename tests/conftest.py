@@ -12,3 +12,6 @@ for _key, _value in {
     "TOKENIZERS_PARALLELISM": "false",
 }.items():
     os.environ.setdefault(_key, _value)
+
+# pytester runs real pytest sessions for the plugin's own tests.
+pytest_plugins = ["pytester"]

@@ -1,0 +1,101 @@
+"""The pytest plugin, run as real pytest sessions (pytester) over a shipped cassette."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+# pytester's in-process runs drop modules first imported inside them, and numpy (under
+# atroposlib) cannot be imported twice per process: import the heavy stack out here.
+import environments.hermes_base_env  # noqa: F401
+
+ROOT = Path(__file__).resolve().parents[2]
+CASSETTE = ROOT / "cassettes" / "multi_signal_env" / "process.jsonl"
+ENV_FILE = ROOT / "environments" / "multi_signal_env.py"
+
+SNAPSHOT_TEST = """
+import pytest
+from hermes_replay.snapshot import RolloutSnapshotExtension
+
+@pytest.mark.cassette("cassettes/multi_signal_env/process.jsonl")
+def test_rewards(replay_run, snapshot):
+    result = replay_run()
+    assert result.exit_code == 0 and not result.misses
+    assert result.rewards, "a replay that scored nothing proves nothing"
+    assert result == snapshot(extension_class=RolloutSnapshotExtension)
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A user project: the example env file (editable copy) and its recorded cassette."""
+    (pytester.path / "cassettes" / "multi_signal_env").mkdir(parents=True)
+    shutil.copy(CASSETTE, pytester.path / "cassettes" / "multi_signal_env" / "process.jsonl")
+    (pytester.path / "environments").mkdir()
+    shutil.copy(ENV_FILE, pytester.path / "environments" / "multi_signal_env.py")
+    pytester.makepyfile(test_rewards=SNAPSHOT_TEST)
+    return pytester
+
+
+def test_changed_reward_shows_as_a_diff_naming_the_rollout(project: pytest.Pytester) -> None:
+    first = project.runpytest("--snapshot-update", "-p", "no:cacheprovider")
+    first.assert_outcomes(passed=1)
+    snap = next(project.path.rglob("*.rollouts.txt")).read_text()
+    assert "train-" in snap and "wandb metrics" in snap
+
+    # Unchanged code replays to the same snapshot.
+    project.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+    # A reward change (efficiency weight 0.2 -> 0.1) fails with a diff naming rollouts.
+    env = project.path / "environments" / "multi_signal_env.py"
+    text = env.read_text()
+    assert '"efficiency": 0.2' in text
+    env.write_text(text.replace('"efficiency": 0.2', '"efficiency": 0.1'))
+    changed = project.runpytest("-p", "no:cacheprovider")
+    changed.assert_outcomes(failed=1)
+    diff = [line for line in changed.outlines
+            if re.match(r"^E\s+[-+]\s+train-\S+\s+\d\.\d{4}\s", line)]
+    assert {line.split()[1] for line in diff} == {"-", "+"}, changed.outlines[-40:]
+
+    # --snapshot-update accepts the change; the next run is green again.
+    project.runpytest("--snapshot-update", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    project.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_missing_marker_is_a_clear_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        def test_x(replay_run):
+            replay_run()
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=0, failed=1)
+    result.stdout.fnmatch_lines(["*no cassette given*pytest.mark.cassette*"])
+
+
+def test_replay_mode_option_is_validated(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--replay-mode", "bogus")
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*invalid choice*bogus*"])
+
+
+def test_hermes_cassette_blocks_the_network_in_replay(pytester: pytest.Pytester,
+                                                      tmp_path: Path) -> None:
+    pytester.makepyfile(
+        f"""
+        import socket, pytest
+        from hermes_replay._netblock import NetworkBlocked
+
+        @pytest.mark.cassette({str(CASSETTE)!r})
+        def test_outbound(hermes_cassette):
+            s = socket.socket()
+            with pytest.raises(NetworkBlocked):
+                s.connect(("192.0.2.10", 443))
+            s.close()
+        """
+    )
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)

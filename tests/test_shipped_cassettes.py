@@ -1,0 +1,58 @@
+"""Every shipped cassette replays offline, scores exactly as recorded, and is snapshotted.
+
+The recorded outcome of each rollout (written by the base env at record time) is the
+independent reference: replaying the same code must give the same reward per rollout. The
+snapshot (``__snapshots__``) is what turns a deliberate reward change into a reviewable diff.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hermes_replay.snapshot import RolloutSnapshotExtension
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted(p.stem for p in (ROOT / "environments").glob("*_env.py")
+                  if p.stem != "hermes_base_env")
+CASSETTES = sorted((ROOT / "cassettes").glob("*/*.jsonl"))
+
+
+def test_every_example_environment_has_process_and_evaluate_cassettes() -> None:
+    assert len(EXAMPLES) >= 3
+    for stem in EXAMPLES:
+        for mode in ("process", "evaluate"):
+            assert (ROOT / "cassettes" / stem / f"{mode}.jsonl").is_file(), (
+                f"cassettes/{stem}/{mode}.jsonl is missing: run python scripts/record_cassettes.py"
+            )
+
+
+@pytest.mark.parametrize("path", CASSETTES, ids=lambda p: f"{p.parent.name}-{p.stem}")
+def test_shipped_cassette_replays_as_recorded(path: Path, replay_run, snapshot) -> None:
+    result = replay_run(path, strict=True)
+    assert result.exit_code == 0, (result.out_dir / "env.log").read_text()[-3000:]
+    assert not result.misses and not result.unused
+    assert result.rewards, "the replay scored no rollout"
+    assert set(result.rewards) == set(result.recorded_rewards)
+    assert result.changed_rewards() == {}
+    assert all(0.0 <= r <= 1.0 for r in result.rewards.values() if r is not None)
+
+    mode = path.stem
+    if mode == "process":
+        # Several groups, multi-turn tool use, rewards that vary (GRPO needs spread).
+        assert len(result.groups) >= 2
+        assert len(set(result.rewards.values())) > 1
+        for group in result.groups:
+            assert len(group["tokens"]) == len(group["masks"]) == len(group["scores"]) >= 4
+            for tokens, masks in zip(group["tokens"], group["masks"], strict=True):
+                assert all(isinstance(t, int) for t in tokens) and len(tokens) == len(masks)
+                assert -100 in masks and any(m != -100 for m in masks)
+                assert all(m in (-100, t) for m, t in zip(masks, tokens, strict=True))
+            assert group["messages"], "process mode must keep the messages"
+        assert any(r.turns and r.turns > 1 for r in result.rollouts)
+        assert any("train/" in key for key in result.wandb), result.wandb
+    else:
+        assert result.eval_metrics, "evaluate wrote no metrics.json"
+        assert all(r.phase == "eval" for r in result.rollouts)
+    assert result == snapshot(extension_class=RolloutSnapshotExtension)

@@ -13,8 +13,16 @@ for every rollout, scores it, and hands atroposlib a ``ScoredDataGroup``::
             ToolContext.cleanup()                      ← always, in finally
           tokens/masks: Phase 1 from the chat template, Phase 2 from the ManagedServer state
 
+What an env gets besides that: ``rollout(item, ...)`` (one full rollout → :class:`Rollout`),
+``run_eval_rollouts(items)`` (full agent loop with tools at temperature 0, concurrent),
+``initial_messages(item)``, ``in_evaluation``, ``phase2``, and a ``wandb_log`` that adds
+``train/tool_errors_per_rollout``, ``train/rollouts_with_tool_errors``,
+``train/turns_per_rollout``, ``train/finished_naturally`` and ``train/reward_errors``.
+
 Evaluation never pollutes training buffers: every ``evaluate`` a subclass defines is wrapped
-(``__init_subclass__``) so it runs under :func:`environments._metrics.evaluation`.
+(``__init_subclass__``) so it runs under :func:`environments._metrics.evaluation` — list
+attributes named ``*_buffer`` (or listed in ``metric_buffers``) ignore writes made from the
+evaluation's context, other buffer types are snapshot and restored.
 """
 
 from __future__ import annotations
@@ -76,6 +84,8 @@ class HermesAgentBaseEnv(BaseEnv):
     def __init__(self, config: HermesAgentEnvConfig, server_configs: Any, slurm: bool = False,
                  testing: bool = False) -> None:
         server_configs = normalize_server_configs(server_configs, config.tokenizer_name)
+        if config.wandb_name is None:  # the trajectory API answers 422 to a nameless env
+            config.wandb_name = self.name or type(self).__name__
         super().__init__(config, server_configs, slurm=slurm, testing=testing)
         if config.data_dir_to_save_evals:
             # atroposlib's evaluate CLI has just written evaluate_config.yaml with the key in it.

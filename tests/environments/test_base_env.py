@@ -227,8 +227,9 @@ def test_cli_strings_for_list_and_dict_fields_are_parsed():
 
 # -- Phase 2 -------------------------------------------------------------------------------------
 
-async def test_phase2_uses_managed_server_tokens_masks_and_logprobs(endpoint):
-    env = make_env(MultiSignalEnv, endpoint.root_url, server_type="vllm")
+@pytest.mark.parametrize("server_type", ["vllm", "sglang"])
+async def test_phase2_uses_managed_server_tokens_masks_and_logprobs(endpoint, server_type):
+    env = make_env(MultiSignalEnv, endpoint.root_url, server_type=server_type)
     await env.setup()
     assert env.phase2
     group, _ = await env.collect_trajectories(ITEM)

@@ -16,6 +16,7 @@ COMMANDS: tuple[str, ...] = (
     "passthrough",
     "ls",
     "show",
+    "diff",
     "scripted_endpoint",
     "check",
     "verify",

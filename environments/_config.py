@@ -39,6 +39,10 @@ INFERENCE_OPTIONS = (
 )
 
 
+class EndpointNotConfigured(ValueError):
+    """No inference endpoint was given (the env never picks a provider on its own)."""
+
+
 def _shipped_tokenizer() -> str:
     from hermes_replay._tokenizer import tokenizer_path
 
@@ -162,8 +166,9 @@ def normalize_server_configs(configs: Any, tokenizer_name: str | None = None) ->
         if not (cfg.api_key or "").strip():
             cfg.api_key = api_key_from_env()
         if not (cfg.base_url or "").strip():
-            raise ValueError(f"no inference endpoint configured (openai.base_url is empty).\n"
-                             f"{INFERENCE_OPTIONS}")
+            raise EndpointNotConfigured(
+                f"no inference endpoint configured (openai.base_url is empty).\n"
+                f"{INFERENCE_OPTIONS}")
     return configs
 
 

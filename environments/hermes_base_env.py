@@ -32,6 +32,7 @@ import functools
 import inspect
 import logging
 import os
+import sys
 import time
 from abc import abstractmethod
 from collections import Counter
@@ -47,6 +48,7 @@ from environments import _metrics
 from environments._config import (
     PLACEHOLDER_API_KEY,
     REDACTED,
+    EndpointNotConfigured,
     HermesAgentEnvConfig,
     default_server_configs,
     ensure_wandb_offline_safe,
@@ -274,6 +276,9 @@ class HermesAgentBaseEnv(BaseEnv):
         atropos_base.rprint = functools.partial(_print_redacted, original)
         try:
             super().cli()
+        except EndpointNotConfigured as exc:
+            print(f"{cls.__name__}: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
         finally:
             atropos_base.rprint = original
 

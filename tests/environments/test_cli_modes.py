@@ -200,3 +200,19 @@ def test_serve_sends_rollouts_to_the_real_trajectory_api(endpoint, tmp_path):
                     proc.wait()
             if proc is not None and proc.stdout is not None:
                 proc.stdout.close()
+
+
+def test_no_endpoint_fails_with_the_four_options(tmp_path, monkeypatch, capsys):
+    path = ROOT / "environments" / "multi_signal_env.py"
+    monkeypatch.delenv("HERMES_BASE_URL", raising=False)
+    monkeypatch.setattr(sys, "argv", [str(path), "process", "--env.total_steps", "1",
+                                      "--env.data_path_to_save_groups",
+                                      str(tmp_path / "x.jsonl")])
+    with pytest.raises(SystemExit) as exit_info:
+        runpy.run_path(str(path), run_name="__main__")
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert "no inference endpoint configured" in err
+    for option in ("OpenRouter", "vLLM", "OpenAI-compatible", "Atropos"):
+        assert option in err
+    assert not (tmp_path / "x.jsonl").exists()

@@ -33,6 +33,7 @@ from hermes_replay._result_io import RESULT_FILE, load_run_result
 
 __all__ = [
     "DIFF_SCHEMA",
+    "NO_ROLLOUT",
     "DiffReport",
     "Divergence",
     "MetricDelta",
@@ -48,6 +49,7 @@ __all__ = [
 ]
 
 DIFF_SCHEMA = 1
+NO_ROLLOUT = "<no rollout>"  # the transcript of requests made outside any rollout scope
 # Outcome fields compared besides the reward (cassette outcome key -> view attribute).
 _OUTCOME_FIELDS = ("turns", "finished", "tool_errors")
 # Request body keys that say nothing about the conversation (mirrors the matcher's ignores).
@@ -204,6 +206,8 @@ def view_from_cassette(cassette: Cassette, label: str | None = None) -> RunView:
         )
     transcripts = {rid: sorted(rec.interactions, key=lambda i: i.seq)
                    for rid, rec in cassette.rollouts.items()}
+    if cassette.scopeless:  # requests outside any rollout (a judge, setup calls)
+        transcripts[NO_ROLLOUT] = sorted(cassette.scopeless, key=lambda i: i.seq)
     return RunView(label=label or str(cassette.path), kind="cassette",
                    env_name=cassette.header.env_name, rollouts=rollouts,
                    metrics=_derived_metrics(rollouts), transcripts=transcripts)
@@ -398,6 +402,12 @@ def compare(a: RunView, b: RunView, *, tolerance: float = 1e-9) -> DiffReport:
             div = first_divergence(rid, a.transcripts.get(rid, []), b.transcripts.get(rid, []))
             if div is not None:
                 report.divergences.append(div)
+    if a.transcripts is not None and b.transcripts is not None and (
+            NO_ROLLOUT in a.transcripts or NO_ROLLOUT in b.transcripts):
+        div = first_divergence(NO_ROLLOUT, a.transcripts.get(NO_ROLLOUT, []),
+                               b.transcripts.get(NO_ROLLOUT, []))
+        if div is not None:
+            report.divergences.append(div)
     if a.transcripts is None or b.transcripts is None:
         which = " and ".join(v.label for v in (a, b) if v.transcripts is None)
         report.notes.append(f"transcripts not compared: {which} is a replay result (it holds "

@@ -280,3 +280,31 @@ def test_colors_only_on_a_tty(monkeypatch):
 
     monkeypatch.setenv("NO_COLOR", "1")
     assert Style(Tty()).color is False
+
+
+def test_requests_outside_rollouts_are_compared(tmp_path):
+    c = load_cassette(PROCESS)
+    inter = c.rollouts[_first_rollout(PROCESS)].interactions[0]
+    judge = inter.model_copy(update={"rollout": None, "seq": 0})
+    a = _copy(PROCESS, tmp_path / "a.jsonl", interactions=lambda i: [judge, *i])
+    changed = _change_reply([judge.model_copy(update={"rollout": "x"})], "x", 0, "verdict: no")
+    b = _copy(PROCESS, tmp_path / "b.jsonl", interactions=lambda i: [
+        changed[0].model_copy(update={"rollout": None}), *i])
+    (div,) = compare_paths(a, b).divergences
+    assert (div.rollout, div.turn) == ("<no rollout>", 0)
+    assert div.field.startswith("response.message.content")
+
+
+def test_real_replay_result_equals_its_cassette(tmp_path, capsys):
+    """End to end: replay a shipped cassette, save result.json, diff it against the cassette."""
+    from hermes_replay._run import run_cassette
+
+    result = run_cassette(EVALUATE, out_dir=tmp_path / "run", strict=True)
+    assert result.exit_code == 0 and result.eval_metrics
+    write_run_result(result, tmp_path / "run")
+    code, out, _ = run_cli(capsys, EVALUATE, tmp_path / "run")
+    assert code == 0, out
+    assert f"no differences ({len(result.rollouts)} rollouts" in out
+    # the env's own evaluate output folder reads the same way
+    code, out, _ = run_cli(capsys, EVALUATE, tmp_path / "run" / "evals")
+    assert code == 0, out

@@ -322,9 +322,27 @@ def _assistant(inter: Interaction) -> dict[str, Any]:
     return {"status": resp.get("status"), "body": body}
 
 
+def _readable(value: Any) -> Any:
+    """Tool-call arguments (a JSON string) as their object, so the diff shows one line per
+    argument (a changed shell command reads as itself, not as an escaped JSON string).
+    Only for display: the comparison itself is on the recorded bytes."""
+    if isinstance(value, list):
+        return [_readable(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: _readable(v) for k, v in value.items()}
+    args = out.get("arguments")
+    if "name" in out and isinstance(args, str):
+        try:
+            out["arguments"] = json.loads(args)
+        except ValueError:
+            pass
+    return out
+
+
 def _render(value: Any) -> list[str]:
     lines: list[str] = []
-    _flatten(value, "", lines)
+    _flatten(_readable(value), "", lines)
     return lines
 
 

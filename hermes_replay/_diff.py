@@ -28,8 +28,8 @@ from typing import Any
 from hermes_replay._cassette import Cassette, Interaction, load_cassette
 from hermes_replay._errors import CassetteError
 from hermes_replay._matching import DEFAULT_IGNORE_PATHS, _flatten, unified_request_diff
-from hermes_replay._result import RolloutOutcome, RunResult
-from hermes_replay._result_io import RESULT_FILE, load_run_result
+from hermes_replay._result import RunResult
+from hermes_replay._result_io import RESULT_FILE, load_run_result, run_result_from_output_dir
 
 __all__ = [
     "DIFF_SCHEMA",
@@ -228,32 +228,6 @@ def view_from_result(result: RunResult, label: str = "<run result>") -> RunView:
                    metrics=metrics, transcripts=None, misses=list(result.misses))
 
 
-def _result_from_output_dir(folder: Path) -> RunResult | None:
-    """An ``evaluate`` output folder without result.json: its metrics.json + samples.jsonl
-    (atroposlib writes the rollout id and reward of each eval sample there)."""
-    for base in (folder, folder / "evals"):
-        metrics_file = base / "metrics.json"
-        if not metrics_file.is_file():
-            continue
-        try:
-            data = json.loads(metrics_file.read_text(encoding="utf-8"))
-            metrics = dict((data.get("results") or {}).get("all") or {})
-            rollouts = []
-            samples = base / "samples.jsonl"
-            lines = samples.read_text(encoding="utf-8").splitlines() if samples.is_file() else []
-            for line in lines:
-                sample = json.loads(line) if line.strip() else None
-                if isinstance(sample, dict) and sample.get("rollout_id"):
-                    rollouts.append(RolloutOutcome(
-                        id=str(sample["rollout_id"]), phase="eval",
-                        reward=_float(sample.get("reward")), turns=sample.get("turns_used")))
-        except (OSError, ValueError, AttributeError) as exc:
-            raise CassetteError(f"cannot read the evaluate output: {exc}", path=metrics_file,
-                                hint="re-run the replay, or compare the cassette") from exc
-        return RunResult(rollouts=rollouts, eval_metrics=metrics)
-    return None
-
-
 def _is_result_file(path: Path) -> bool:
     if path.suffix == ".json":
         return True
@@ -274,7 +248,7 @@ def load_view(path: str | Path) -> RunView:
     if path.is_dir():
         if (path / RESULT_FILE).is_file():
             return view_from_result(load_run_result(path / RESULT_FILE), str(path / RESULT_FILE))
-        found = _result_from_output_dir(path)
+        found = run_result_from_output_dir(path)
         if found is not None:
             return view_from_result(found, str(path))
         raise CassetteError(

@@ -11,7 +11,8 @@ and compare it later. ``write_run_result(result, DIR)`` writes ``DIR/result.json
 Scored groups are kept as their scores only: tokens and masks are large and are already in
 the env's own ``groups.jsonl`` next to it. ``load_run_result`` reads it back; a bad file
 raises ``CassetteError`` (the one "this input file cannot be used" error, with path, line
-and next step).
+and next step). ``run_result_from_output_dir`` reads what ``evaluate`` itself writes
+(``metrics.json`` + ``samples.jsonl``), so a replay output folder compares without a result.json.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "RESULT_SCHEMA",
     "load_run_result",
     "run_result_from_json",
+    "run_result_from_output_dir",
     "run_result_to_json",
     "write_run_result",
 ]
@@ -136,3 +138,37 @@ def load_run_result(path: str | Path) -> RunResult:
         return run_result_from_json(data)
     except (KeyError, TypeError, ValueError) as exc:
         raise CassetteError(f"bad replay result: {exc}", path=path, hint=_REWRITE) from exc
+
+
+def run_result_from_output_dir(folder: str | Path) -> RunResult | None:
+    """What an ``evaluate`` output folder holds (no result.json needed): metrics.json and
+    samples.jsonl, where the rollout id and reward of each eval sample are written.
+    None if ``folder`` (or ``folder/evals``) holds no metrics.json."""
+    folder = Path(folder)
+    for base in (folder, folder / "evals"):
+        metrics_file = base / "metrics.json"
+        if not metrics_file.is_file():
+            continue
+        try:
+            data = json.loads(metrics_file.read_text(encoding="utf-8"))
+            metrics = dict((data.get("results") or {}).get("all") or {})
+            rollouts = []
+            samples = base / "samples.jsonl"
+            lines = samples.read_text(encoding="utf-8").splitlines() if samples.is_file() else []
+            for line in lines:
+                sample = json.loads(line) if line.strip() else None
+                if isinstance(sample, dict) and sample.get("rollout_id"):
+                    rollouts.append(RolloutOutcome(
+                        id=str(sample["rollout_id"]), phase="eval",
+                        reward=_number(sample.get("reward")), turns=sample.get("turns_used")))
+        except (OSError, ValueError, AttributeError) as exc:
+            raise CassetteError(f"cannot read the evaluate output: {exc}", path=metrics_file,
+                                hint="re-run the replay, or compare the cassette") from exc
+        return RunResult(rollouts=rollouts, eval_metrics=metrics)
+    return None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)

@@ -308,3 +308,11 @@ def test_real_replay_result_equals_its_cassette(tmp_path, capsys):
     # the env's own evaluate output folder reads the same way
     code, out, _ = run_cli(capsys, EVALUATE, tmp_path / "run" / "evals")
     assert code == 0, out
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "cassettes").glob("*/*.jsonl")),
+                         ids=lambda p: f"{p.parent.name}-{p.stem}")
+def test_every_shipped_cassette_equals_its_rewrite(path, tmp_path):
+    report = compare_paths(path, _copy(path, tmp_path / "copy.jsonl"))
+    assert report.equal, report.to_json()
+    assert report.compared_rollouts == len(load_cassette(path).rollouts) > 0

@@ -1,0 +1,111 @@
+"""Phase 2 (token-level) record → replay through atroposlib's own servers, end to end.
+
+A ``process`` run of ``multi_signal_env`` goes through atroposlib's ``VLLMServer`` (or
+``SGLangServer``) behind ``ManagedServer``: the conversation is rendered with the tokenizer's chat
+template, sent as token ids / text to the scripted endpoint's ``/generate`` over aiohttp, and the
+raw completion text is parsed for tool calls by the env's ``--env.tool_call_parser``. It is
+recorded with ``hermes-replay record --server-type vllm|sglang``, the endpoint is then stopped,
+and ``hermes-replay replay`` must produce the very same JSONL — tokens, masks, scores, messages
+and ``inference_logprobs`` — byte for byte. The endpoint writes its tool calls in the parser's
+format (hermes, qwen3_coder, mistral), so the parsers run on the recorded raw text in replay.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from hermes_replay._cassette import load_cassette
+from hermes_replay.cli import main
+from hermes_replay.scripted_endpoint import ScriptedEndpoint
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV_FILE = "environments/multi_signal_env.py"
+# Tool-call markup each raw format writes; the replayed run must have parsed it back into calls.
+MARKUP = {"hermes": "<tool_call>", "qwen3_coder": "<function=", "mistral": "[TOOL_CALLS]"}
+
+
+def _env_flags(parser: str, out: Path) -> list[str]:
+    return ["process", "--env.total_steps", "2", "--env.group_size", "4",
+            "--env.max_agent_turns", "6", "--env.tool_call_parser", parser,
+            "--env.data_path_to_save_groups", str(out)]
+
+
+@pytest.fixture
+def at_root(monkeypatch):
+    # cassette headers store the env file relative to the working directory
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("HERMES_API_KEY", "sk-test-phase2")
+    monkeypatch.delenv("HERMES_BASE_URL", raising=False)
+    yield
+    import wandb
+
+    if wandb.run is not None:  # process mode's (disabled) run: leave no global state
+        wandb.finish()
+
+
+def _port_closed(url: str) -> bool:
+    host, port = url.rsplit("//", 1)[1].split(":")
+    with socket.socket() as sock:
+        return sock.connect_ex((host, int(port))) != 0
+
+
+@pytest.mark.parametrize(("server_type", "parser"), [
+    ("vllm", "hermes"),
+    ("vllm", "qwen3_coder"),
+    ("sglang", "mistral"),
+])
+def test_phase2_replay_gives_the_recorded_jsonl_byte_for_byte(
+        server_type, parser, tmp_path, at_root, capsys):
+    cassette = tmp_path / "phase2.jsonl"
+    recorded, replayed = tmp_path / "recorded.jsonl", tmp_path / "replayed.jsonl"
+    with ScriptedEndpoint(script="examples", seed=0, raw_tool_format=parser) as endpoint:
+        code = main(["record", ENV_FILE, "--cassette", str(cassette),
+                     "--endpoint", endpoint.root_url, "--model", "scripted",
+                     "--server-type", server_type, "--", *_env_flags(parser, recorded)])
+        assert code == 0, capsys.readouterr().err[-4000:]
+        generated = [p for p, _ in endpoint.requests if p == "/generate"]
+        assert generated  # Phase 2 only: nothing went through the chat API
+        assert not any(p.startswith("/v1/chat") for p, _ in endpoint.requests)
+        root_url = endpoint.root_url
+    assert _port_closed(root_url), "the endpoint must be gone for the replay"
+
+    code = main(["replay", ENV_FILE, "--cassette", str(cassette), "--strict", "--",
+                 *_env_flags(parser, replayed)])
+    output = capsys.readouterr()
+    assert code == 0, output.out[-2000:] + output.err[-4000:]
+    assert "0 misses" in output.out
+
+    # what was recorded is token-level traffic of the right server shape
+    tape = load_cassette(cassette)
+    assert tape.header.endpoint_type == server_type
+    assert tape.header.tokenizer and tape.header.tokenizer["fingerprint"].startswith("sha256:")
+    assert tape.interactions and {i.kind for i in tape.interactions} == {"generate"}
+    body = tape.interactions[0].request["body"]
+    assert ("input_ids" in body) if server_type == "sglang" else ("prompt" in body)
+    raw = json.dumps([i.response["body"] for i in tape.interactions])
+    assert MARKUP[parser] in raw, f"the endpoint did not answer in {parser} format"
+
+    # the JSONL, byte for byte — and it is real Phase 2 data, with parsed tool calls
+    assert recorded.read_bytes() == replayed.read_bytes()
+    groups = [json.loads(line) for line in recorded.read_text().splitlines()]
+    assert len(groups) == 2
+    calls = 0
+    for group in groups:
+        assert len(group["inference_logprobs"]) == len(group["tokens"]) == 4
+        for tokens, masks, logprobs in zip(group["tokens"], group["masks"],
+                                           group["inference_logprobs"], strict=True):
+            assert len(tokens) == len(masks) == len(logprobs)
+            assert any(m != -100 for m in masks) and masks[0] == -100
+            assert any(lp < 0.0 for lp in logprobs)
+        for messages in group["messages"]:
+            calls += sum(len(m.get("tool_calls") or []) for m in messages
+                         if m["role"] == "assistant")
+            assert not any(MARKUP[parser] in (m.get("content") or "") for m in messages
+                           if m["role"] == "assistant"), "raw tool-call markup left unparsed"
+    assert calls > 0, "no tool call was parsed from the recorded raw text"

@@ -9,6 +9,7 @@ from pathlib import Path
 from hermes_replay._cli._provider import flag_value
 
 __all__ = [
+    "UnsafeEnvFile",
     "changed_rewards",
     "find_cassettes",
     "find_env_file",
@@ -134,13 +135,50 @@ def _looks_like_cassette(path: Path) -> bool:
     return isinstance(first, dict) and "schema_version" in first
 
 
+_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def _search_bases(cassette: Path) -> list[Path]:
+    """Folders ``header.env_file`` may be relative to: the working directory when the cassette
+    is inside it, and the cassette's project root (nearest ancestor with a pyproject.toml, setup
+    file or .git). Never the file system at large."""
+    where = cassette.resolve()
+    cwd = Path.cwd().resolve()
+    bases = [cwd] if where.is_relative_to(cwd) else []
+    for parent in where.parents:
+        if any((parent / marker).exists() for marker in _PROJECT_MARKERS):
+            if parent not in bases:
+                bases.append(parent)
+            break
+    return bases
+
+
+class UnsafeEnvFile(ValueError):
+    """``header.env_file`` points outside the project; a cassette is data and must not choose
+    which file on the machine gets executed."""
+
+
 def find_env_file(env_file: str, cassette: Path) -> Path | None:
-    """``header.env_file`` is relative to where it was recorded: try cwd, then the cassette's
-    ancestors (so replay works from anywhere inside the repository)."""
+    """Where ``header.env_file`` (relative to where it was recorded) is now: looked up from the
+    working directory, then from the cassette's ancestors (so replay works from anywhere in the
+    repository). Absolute paths, ``..`` and symlinks leading out of that folder are refused
+    with ``UnsafeEnvFile``: replaying a folder of cassettes from a pull request must not run
+    an arbitrary file."""
     rel = Path(env_file)
-    if rel.is_absolute():
-        return rel if rel.is_file() else None
-    for base in [Path.cwd(), *cassette.resolve().parents]:
-        if (base / rel).is_file():
-            return base / rel
+    if rel.is_absolute() or ".." in rel.parts:
+        raise UnsafeEnvFile(
+            f"the cassette names env file {env_file}, outside the project; replay of a folder "
+            "only runs env files inside it. Next step: re-record from the project root, or "
+            "choose the file yourself: hermes-replay replay ENV_FILE --cassette "
+            f"{cassette} -- MODE …"
+        )
+    for base in _search_bases(cassette):
+        candidate = base / rel
+        if candidate.is_file():
+            if not candidate.resolve().is_relative_to(base.resolve()):
+                raise UnsafeEnvFile(
+                    f"env file {env_file} under {base} is a link to {candidate.resolve()}, "
+                    "outside the project; replay of a folder refuses to run it"
+                )
+            return candidate
     return None

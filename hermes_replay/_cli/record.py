@@ -154,6 +154,10 @@ def run(args: argparse.Namespace) -> int:
         "command": redact_command(public),
         **endpoint.header_fields(),
     }
+    if header["env_file"].startswith("../") or Path(header["env_file"]).is_absolute():
+        print(f"hermes-replay record: warning: {env_file} is outside the current directory; "
+              "`hermes-replay replay` of a folder only runs env files inside the project, so "
+              "record from the project root.", file=sys.stderr)
     where = endpoint.base_url or "the env's configured endpoint"
     replaces = " (replaces it only if the run succeeds)" if cassette.exists() else ""
     print(f"hermes-replay record: {env_file} {env_args[0]} against {where} -> {cassette}"

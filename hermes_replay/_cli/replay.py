@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_replay._cli._plan import (
+    UnsafeEnvFile,
     changed_rewards,
     find_cassettes,
     find_env_file,
@@ -268,11 +269,17 @@ def _replay_cassette(
             f"{' '.join(command)}`"
         )
         return fail, "serve"
-    env_file = find_env_file(header.env_file, cassette)
+    try:
+        env_file = find_env_file(header.env_file, cassette)
+    except UnsafeEnvFile as exc:
+        fail.error = str(exc)
+        print(f"hermes-replay replay: {exc}", file=sys.stderr)
+        return fail, command[0]
     if env_file is None:
         fail.error = (
-            f"recorded env file {header.env_file} not found from {Path.cwd()} or above the "
-            "cassette; run from the directory it was recorded in"
+            f"recorded env file {header.env_file} not found in {Path.cwd()} or the cassette's "
+            "project root (the folder with pyproject.toml/.git); run from the directory it "
+            "was recorded in"
         )
         return fail, command[0]
     out_dir = out_dir.resolve()

@@ -192,9 +192,13 @@ def test_example_env_record_then_replay_is_byte_identical(tmp_path, monkeypatch,
     """A real example env through the CLI: process output identical live and replayed."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("HERMES_BASE_URL", raising=False)
+    # inside the project, as replay of a folder requires (its imports resolve to the package)
+    (tmp_path / "environments").mkdir()
+    env_copy = tmp_path / "environments" / EXAMPLE_ENV.name
+    env_copy.write_bytes(EXAMPLE_ENV.read_bytes())
     with ScriptedEndpoint(script="examples", seed=0) as ep:
-        code = main(["record", str(EXAMPLE_ENV), "--endpoint", ep.base_url, "--model",
-                     "scripted", "--", "process", "--env.total_steps", "1",
+        code = main(["record", "environments/terminal_test_env.py", "--endpoint", ep.base_url,
+                     "--model", "scripted", "--", "process", "--env.total_steps", "1",
                      "--env.group_size", "2", "--env.data_path_to_save_groups", "data/g.jsonl"])
     out = capsys.readouterr().out
     assert code == 0, out
@@ -213,6 +217,7 @@ def test_example_env_record_then_replay_is_byte_identical(tmp_path, monkeypatch,
 def test_replay_all_from_another_directory_runs_where_recorded(project: Path, capsys,
                                                               monkeypatch) -> None:
     _record(capsys)
+    (project / "pyproject.toml").write_text("", encoding="utf-8")  # marks the project root
     (project / "sub").mkdir()
     monkeypatch.chdir(project / "sub")
     assert main(["replay", "../cassettes", "--out", "out"]) == 0

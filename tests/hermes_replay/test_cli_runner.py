@@ -86,9 +86,32 @@ def test_find_env_file_looks_in_cwd_then_above_the_cassette(tmp_path, monkeypatc
     env.write_text("", encoding="utf-8")
     cassette = tmp_path / "cassettes" / "x_env" / "process.jsonl"
     cassette.parent.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    found = find_env_file("environments/x_env.py", cassette)
+    assert found == tmp_path / "environments" / "x_env.py"
     monkeypatch.chdir(cassette.parent)
+    assert find_env_file("environments/x_env.py", cassette) is None  # no project root marker
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
     assert find_env_file("environments/x_env.py", cassette) == env
     assert find_env_file("environments/none.py", cassette) is None
+
+
+def test_find_env_file_refuses_paths_outside_the_project(tmp_path, monkeypatch) -> None:
+    import pytest
+
+    from hermes_replay._cli._plan import UnsafeEnvFile
+
+    monkeypatch.chdir(tmp_path)
+    cassette = tmp_path / "cassettes" / "c.jsonl"
+    (tmp_path / "outside.py").write_text("", encoding="utf-8")
+    for bad in (str(tmp_path / "outside.py"), "../outside.py", "a/../../outside.py"):
+        with pytest.raises(UnsafeEnvFile, match="outside the project"):
+            find_env_file(bad, cassette)
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "link_env.py").symlink_to(tmp_path / "outside.py")
+    monkeypatch.chdir(tmp_path / "proj")
+    with pytest.raises(UnsafeEnvFile, match="is a link"):
+        find_env_file("link_env.py", tmp_path / "proj" / "c.jsonl")
 
 
 def test_find_cassettes_skips_non_cassette_jsonl(tmp_path: Path) -> None:

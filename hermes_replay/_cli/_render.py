@@ -20,6 +20,7 @@ __all__ = [
     "RunSummary",
     "Style",
     "fmt_reward",
+    "sanitize",
     "table",
     "truncate",
 ]
@@ -65,6 +66,16 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 def _visible_len(text: str) -> int:
     """Length on screen: ANSI color codes take no columns."""
     return len(_ANSI.sub("", text))
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def sanitize(text: str) -> str:
+    """Control characters from a cassette shown as ``\\xNN``: a model's (or a hostile
+    cassette's) escape sequences must not move the cursor or recolor the reader's terminal.
+    Newlines and tabs stay."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def truncate(text: str, limit: int) -> tuple[str, int]:
@@ -150,13 +161,13 @@ class RunSummary:
             return [style(head, "bold"), "  " + style("skipped: ", "yellow") + self.skipped]
         out = [style(head, "bold"), "  " + " · ".join(parts)]
         if self.unused_keys:
-            shown = ", ".join(self.unused_keys[:5])
+            shown = sanitize(", ".join(self.unused_keys[:5]))
             more = f" and {len(self.unused_keys) - 5} more" if len(self.unused_keys) > 5 else ""
             out.append(f"  unused: {shown}{more} (the run made fewer requests than recorded)")
         for rid, (old, new) in sorted(self.changed.items()):
             out.append(
                 "  " + style("reward changed", "yellow")
-                + f" {rid}: {fmt_reward(old)} -> {fmt_reward(new)}"
+                + f" {sanitize(rid)}: {fmt_reward(old)} -> {fmt_reward(new)}"
             )
         if self.mode == "record" and self.failed_attempts and not self.error:
             out.append("  " + style("warning: ", "yellow") + f"{self.failed_attempts} requests "

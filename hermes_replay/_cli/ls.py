@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cli._render import Style, fmt_reward, table
+from hermes_replay._cli._render import Style, fmt_reward, sanitize, table
 
 
 def register(sub: Any) -> None:
@@ -35,8 +35,8 @@ def header_line(cassette: Any) -> str:
     if tok.get("fingerprint"):
         tokenizer += f" ({str(tok['fingerprint']).removeprefix('sha256:')[:12]})"
     env = h.env_name or (Path(h.env_file).stem if h.env_file else "-")
-    return (f"env {env} · model {h.model or '-'} · endpoint {h.endpoint_type or '-'} · "
-            f"created {h.created} · tokenizer {tokenizer}")
+    return sanitize(f"env {env} · model {h.model or '-'} · endpoint {h.endpoint_type or '-'} · "
+                    f"created {h.created} · tokenizer {tokenizer}")
 
 
 def rollout_rows(cassette: Any) -> list[list[Any]]:
@@ -46,8 +46,8 @@ def rollout_rows(cassette: Any) -> list[list[Any]]:
     for record in cassette.rollouts.values():
         outcome = record.outcome or {}
         phase = outcome.get("phase") or ("eval" if record.id.startswith("eval") else "train")
-        rows.append([record.id, phase, count_turns(record), count_tool_calls(record),
-                     fmt_reward(outcome.get("reward"))])
+        rows.append([sanitize(record.id), sanitize(str(phase)), count_turns(record),
+                     count_tool_calls(record), fmt_reward(outcome.get("reward"))])
     return rows
 
 
@@ -56,7 +56,7 @@ def render(cassette: Any, style: Style) -> str:
              + ("" if cassette.complete else style("  (incomplete recording)", "red")),
              "  " + header_line(cassette)]
     if cassette.header.command:
-        lines.append("  command: " + " ".join(cassette.header.command))
+        lines.append("  command: " + sanitize(" ".join(cassette.header.command)))
     rows = rollout_rows(cassette)
     if rows:
         lines.extend("  " + line for line in

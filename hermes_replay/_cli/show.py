@@ -20,7 +20,7 @@ from hermes_replay._cli._messages import (
     text_of,
     tool_calls_of,
 )
-from hermes_replay._cli._render import Style, fmt_reward, truncate
+from hermes_replay._cli._render import Style, fmt_reward, sanitize, truncate
 
 TOOL_RESULT_LIMIT = 1200
 TEXT_LIMIT = 4000
@@ -63,11 +63,12 @@ class Transcript:
         return kept
 
     def _rule(self, title: str, color: str | None = None) -> None:
+        title = sanitize(title)
         bar = f"── {title} " + "─" * max(3, 60 - len(title))
         self.out.append(self.s(bar, color, "bold") if color else self.s(bar, "bold"))
 
     def _body(self, text: str) -> None:
-        self.out.extend("  " + line for line in text.splitlines() or [""])
+        self.out.extend("  " + sanitize(line) for line in text.splitlines() or [""])
 
     def message(self, msg: dict[str, Any], turn: int | None = None) -> None:
         role = str(msg.get("role", "?"))
@@ -81,7 +82,7 @@ class Transcript:
         reasoning = msg.get("reasoning_content") or msg.get("reasoning")
         if reasoning:
             self.out.append("  " + self.s("reasoning:", "dim"))
-            self.out.extend("    " + self.s(line, "dim")
+            self.out.extend("    " + self.s(sanitize(line), "dim")
                             for line in self._cut(text_of(reasoning), TEXT_LIMIT).splitlines())
         text = text_of(msg.get("content"))
         if role == "tool":
@@ -96,9 +97,9 @@ class Transcript:
             head = f"→ tool call {fn.get('name', '?')}"
             if call.get("id"):
                 head += f"  (id {call['id']})"
-            self.out.append("  " + self.s(head, "blue", "bold"))
+            self.out.append("  " + self.s(sanitize(head), "blue", "bold"))
             args_text = _pretty_args(fn.get("arguments"))
-            self.out.extend("    " + line for line in args_text.splitlines())
+            self.out.extend("    " + sanitize(line) for line in args_text.splitlines())
         if not text and not tool_calls_of(msg) and not reasoning:
             self.out.append("  " + self.s("(empty)", "dim"))
 
@@ -129,14 +130,15 @@ class Transcript:
         for key in ("phase", "group"):
             if outcome.get(key) is not None:
                 parts.append(f"{key} {outcome[key]}")
-        self.out.append("  " + " · ".join(parts))
+        self.out.append("  " + sanitize(" · ".join(parts)))
         rest = {k: v for k, v in outcome.items() if k not in {
             "reward", "turns_used", "finished_naturally", "tool_errors", "phase", "group",
             "messages", "reasoning_per_turn"}}
         for key, value in rest.items():
             if value is None:
                 continue
-            self.out.append(f"  {key}: {self._cut(json.dumps(value, ensure_ascii=False), 300)}")
+            text = self._cut(json.dumps(value, ensure_ascii=False), 300)
+            self.out.append(sanitize(f"  {key}: {text}"))
 
 
 def _count(value: Any) -> int:
@@ -272,8 +274,8 @@ def run(args: argparse.Namespace) -> int:
     h = cassette.header
     t.out.append(style(f"{cassette.path}", "bold") + ("" if cassette.complete else
                                                       style("  (incomplete recording)", "red")))
-    t.out.append(f"env {h.env_name or '-'} · model {h.model or '-'} · "
-                 f"endpoint {h.endpoint_type or '-'} · created {h.created}")
+    t.out.append(sanitize(f"env {h.env_name or '-'} · model {h.model or '-'} · "
+                          f"endpoint {h.endpoint_type or '-'} · created {h.created}"))
     if args.rollout is None and cassette.scopeless:
         # requests made outside any rollout scope (e.g. a judge called from setup)
         records = [*records, SimpleNamespace(id="(outside any rollout)",
@@ -282,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
         t.out.append("no rollouts recorded in this cassette")
     for record in records:
         t.out.append("")
-        t.out.append(style(f"rollout {record.id}", "bold")
+        t.out.append(style(sanitize(f"rollout {record.id}"), "bold")
                      + f"  reward {fmt_reward((record.outcome or {}).get('reward'))}"
                      + f" · {len(record.interactions)} requests")
         tools = _offered_tools(record)

@@ -219,3 +219,23 @@ def test_show_splits_a_judge_call_into_its_own_conversation(tmp_path: Path, caps
     assert main(["ls", str(path)]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if rid in line)
     assert row.split()[1:] == ["train", "3", "1", "0.900"]
+
+
+def test_escape_sequences_from_a_cassette_never_reach_the_terminal(tmp_path: Path, capsys,
+                                                                   monkeypatch) -> None:
+    evil = "\x1b[2J\x1b[31mFAKE\x07"
+    rid = "train-dddddddddddd-0-0"
+    reply = {"role": "assistant", "content": f"ok {evil}", "tool_calls": [
+        {"id": "c1", "type": "function",
+         "function": {"name": f"t{evil}", "arguments": json.dumps({"x": evil})}}]}
+    path = tmp_path / "evil.jsonl"
+    write_cassette(path, CassetteHeader(model=f"m{evil}"),
+                   [_chat(rid, 0, [{"role": "user", "content": evil}], reply)],
+                   {rid: {"reward": 1.0, "phase": f"train{evil}"}})
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True, raising=False)  # colors on
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    for argv in (["show", str(path)], ["ls", str(path)]):
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert "\x1b[2J" not in out and "\x07" not in out
+        assert "\\x1b[2J" in out

@@ -20,6 +20,7 @@ from _reliability_helpers import read_records, record_sample
 import hermes_replay
 from hermes_replay import _intercept
 from hermes_replay._cassette import load_cassette
+from hermes_replay.cli import main
 
 MARKER = "PWNED_MARKER"
 
@@ -218,3 +219,26 @@ def test_enormous_valid_field_loads_and_round_trips(sample_lines: list[str],
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     inter = load_cassette(path).interactions[0]
     assert inter.response["body"]["choices"][0]["message"]["content"] == huge
+
+
+def test_replay_never_runs_an_env_file_outside_the_project(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    """``hermes-replay replay cassettes/`` runs ``header.env_file``: a cassette from a pull
+    request must not be able to point it at an arbitrary file on the machine."""
+    project = tmp_path / "project"
+    (project / "cassettes").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    evil = tmp_path / "elsewhere" / "evil_env.py"
+    evil.parent.mkdir()
+    marker = tmp_path / "EXECUTED"
+    evil.write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    header = {"type": "header", "schema_version": 1, "env_file": str(evil),
+              "command": ["process", "--env.total_steps", "1"]}
+    (project / "cassettes" / "c.jsonl").write_text(json.dumps(header) + "\n")
+    code = main(["replay", "cassettes/c.jsonl"])
+    out = capsys.readouterr()
+    assert not marker.exists(), "replay executed an env file from outside the project"
+    assert code != 0
+    assert str(evil) in out.out + out.err

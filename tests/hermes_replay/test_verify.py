@@ -268,3 +268,13 @@ def test_finding_describe_has_location_and_next_step() -> None:
     text = Finding(Path("a.jsonl"), 7, "integrity", "what", "do this").describe()
     assert text == "a.jsonl:7: integrity: what\n  next step: do this"
     assert json.dumps(text)  # printable
+
+
+def test_shipped_cassettes_verify_clean(capsys: pytest.CaptureFixture[str]) -> None:
+    """The committed cassettes of the example environments: no finding, no false positive."""
+    shipped = Path(__file__).resolve().parents[2] / "cassettes"
+    checked, findings = verify_paths([shipped])
+    assert len(checked) >= 6
+    assert [f.describe() for f in findings] == []
+    code, out = _cli(capsys, str(shipped))
+    assert code == 0 and f"verified {len(checked)} cassette(s): 0 finding(s)" in out

@@ -79,8 +79,8 @@ def run_cassette(
         env_name=header.env_name or collector.annotations.get("env_name"),
         cassette=cassette_path,
         rollouts=[RolloutOutcome.from_outcome(rid, o) for rid, o in collector.outcomes.items()],
-        groups=_read_groups(argv),
-        eval_metrics=_read_eval_metrics(argv),
+        groups=read_groups(argv),
+        eval_metrics=read_eval_metrics(argv),
         wandb=captured.latest(),
         misses=[str(m) for m in getattr(summary, "misses", []) or []],
         unused=[f"{r}#{s}" for r, s in getattr(summary, "unused", []) or []],
@@ -102,7 +102,7 @@ def _flag(argv: Sequence[str], flag: str) -> str | None:
     return None
 
 
-def _read_groups(argv: Sequence[str]) -> list[dict[str, Any]]:
+def read_groups(argv: Sequence[str]) -> list[dict[str, Any]]:
     path = _flag(argv, "--env.data_path_to_save_groups")
     if not path or not Path(path).is_file():
         return []
@@ -110,7 +110,7 @@ def _read_groups(argv: Sequence[str]) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def _read_eval_metrics(argv: Sequence[str]) -> dict[str, Any]:
+def read_eval_metrics(argv: Sequence[str]) -> dict[str, Any]:
     folder = _flag(argv, "--env.data_dir_to_save_evals")
     metrics = Path(folder) / "metrics.json" if folder else None
     if metrics is None or not metrics.is_file():

@@ -125,7 +125,9 @@ def replay_once(
     strict: bool,
     label: str,
     log_path: Path | None = None,
+    result_dir: Path | None = None,
 ) -> RunSummary:
+    """Replay once; with ``result_dir``, also write its ``result.json`` (for ``diff``)."""
     recorded = recorded_rewards(cassette)
     summary, collector = run_with_cassette(
         mode="replay",
@@ -137,7 +139,25 @@ def replay_once(
         log_path=log_path,
     )
     summary.changed = changed_rewards(recorded, collector.rewards)
+    if result_dir is not None:
+        _write_result(argv, cassette, collector, recorded, summary.exit_code, result_dir)
     return summary
+
+
+def _write_result(argv: list[str], cassette: Path, collector: Any,
+                  recorded: dict[str, float | None], code: int, result_dir: Path) -> None:
+    from hermes_replay._result import RolloutOutcome, RunResult
+    from hermes_replay._result_io import write_run_result
+    from hermes_replay._run import read_eval_metrics, read_groups
+
+    result = RunResult(
+        command=list(argv), exit_code=code, cassette=cassette,
+        env_name=collector.annotations.get("env_name"),
+        rollouts=[RolloutOutcome.from_outcome(rid, o) for rid, o in collector.outcomes.items()],
+        groups=read_groups(argv), eval_metrics=read_eval_metrics(argv),
+        recorded_rewards=recorded, out_dir=result_dir,
+    )
+    write_run_result(result, result_dir)
 
 
 def _run_env(args: argparse.Namespace) -> int:
@@ -293,7 +313,8 @@ def _replay_cassette(
     with _working_dir(base):
         summary = replay_once(env_path, argv, cassette_path, strict=strict,
                               label=f"replaying {cassette.parent.name}/{cassette.name}",
-                              log_path=None if verbose else out_dir / "env.log")
+                              log_path=None if verbose else out_dir / "env.log",
+                              result_dir=out_dir)
     summary.cassette = str(cassette)
     if summary.log:
         summary.log = _shown(Path(summary.log))

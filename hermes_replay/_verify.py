@@ -368,6 +368,8 @@ def verify_file(path: str | Path) -> list[Finding]:
     torn = partial and raw_lines[-1] != b""
     if raw_lines[-1] == b"":
         raw_lines.pop()
+    if not raw_lines and partial:  # killed before the header line was written
+        return list(_check_totals(path, state, partial))
     if not raw_lines:
         return [Finding(path, 1, "schema", "empty file: no header line", _RERECORD)]
     for number, raw in enumerate(raw_lines, start=1):
@@ -376,6 +378,8 @@ def verify_file(path: str | Path) -> list[Finding]:
         findings.extend(_check_line(path, number, raw, state, partial,
                                     last_torn=torn and number == len(raw_lines)))
     findings.extend(_check_totals(path, state, partial))
+    if partial and not state.header_seen:
+        return findings  # only a torn header line: nothing else to load
     if not any(f.kind == "schema" or "blob" in f.message or "delta" in f.message
                for f in findings):
         try:

@@ -59,6 +59,7 @@ from environments._rollout import Rollout, run_rollout
 from environments.agent_loop import AgentResult
 from environments.tool_context import ToolContext
 from environments.tools import resolve_toolsets
+from hermes_replay import _tokenizer_store
 
 __all__ = ["HermesAgentBaseEnv", "HermesAgentEnvConfig", "Rollout"]
 
@@ -85,10 +86,14 @@ class HermesAgentBaseEnv(BaseEnv):
 
     def __init__(self, config: HermesAgentEnvConfig, server_configs: Any, slurm: bool = False,
                  testing: bool = False) -> None:
+        # replay: a tokenizer the cassette carries is loaded from its store (no hub needed)
+        config.tokenizer_name = _tokenizer_store.tokenizer_for_run(config.tokenizer_name)
         server_configs = normalize_server_configs(server_configs, config.tokenizer_name)
         if config.wandb_name is None:  # the trajectory API answers 422 to a nameless env
             config.wandb_name = self.name or type(self).__name__
         super().__init__(config, server_configs, slurm=slurm, testing=testing)
+        # replay: fail now, before any rollout, if this is not the recorded tokenizer
+        _tokenizer_store.verify_for_replay(_tokenizer_store.describe(config.tokenizer_name))
         if config.data_dir_to_save_evals:
             # atroposlib's evaluate CLI has just written evaluate_config.yaml with the key in it.
             redact_yaml_file(os.path.join(config.data_dir_to_save_evals, "evaluate_config.yaml"))
@@ -241,17 +246,8 @@ class HermesAgentBaseEnv(BaseEnv):
         if self._annotated:
             return
         self._annotated = True
-        from hermes_replay._tokenizer import TOKENIZER_NAME, tokenizer_fingerprint, tokenizer_path
-
-        name = self.config.tokenizer_name
-        try:
-            fingerprint: str | None = tokenizer_fingerprint(name) if os.path.isdir(name) else None
-        except OSError:
-            fingerprint = None
-        if os.path.isdir(name) and os.path.samefile(name, tokenizer_path()):
-            name = TOKENIZER_NAME  # the shipped tokenizer: a stable name, not this machine's path
         hermes_replay.annotate(env_name=self.name or type(self).__name__,
-                               tokenizer={"name": name, "fingerprint": fingerprint})
+                               tokenizer=_tokenizer_store.describe(self.config.tokenizer_name))
 
     # -- CLI hooks: make process/evaluate safe offline and keep keys out of output ----------
 

@@ -36,6 +36,7 @@ from hermes_replay._matching import Matcher, similarity, unified_request_diff
 from hermes_replay._redact import KEPT_HEADERS
 from hermes_replay._scope import RolloutScope, current_rollout
 from hermes_replay._summary import OutcomeComparison, ReplayEvent, ReplaySummary
+from hermes_replay._tokenizer_store import TokenizerMismatch, mismatch, stored_dir, with_store
 
 __all__ = ["DEFAULT_LLM_PATHS", "MODES", "Session"]
 
@@ -137,6 +138,7 @@ class Session:
         self._failed_attempts = 0
         self._passthrough = 0
         self._rollouts_seen: set[str] = set()
+        self._tokenizer_error: TokenizerMismatch | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -198,6 +200,8 @@ class Session:
                 self._emit(ReplayEvent("interrupted", None, None, "", str(self._writer.partial)))
         if self.mode != "replay":
             return
+        if exc is None and self._tokenizer_error is not None:
+            raise self._tokenizer_error  # raised at annotate too, unless the env swallowed it
         if exc is not None:
             if self.misses and hasattr(exc, "add_note"):
                 exc.add_note(str(CassetteMiss(self.misses, cassette=self.path)))
@@ -356,10 +360,34 @@ class Session:
                 self._writer.outcome(scope.id, dict(scope.outcome))
 
     def annotate(self, fields: dict[str, Any]) -> None:
+        fields = dict(fields)
+        tokenizer = fields.get("tokenizer")
+        if isinstance(tokenizer, dict):
+            if self.mode == "replay":
+                del fields["tokenizer"]  # the recorded one stays: it points at the store
+                self.check_tokenizer(tokenizer)
+            elif self.mode in ("record", "auto"):
+                fields["tokenizer"] = with_store(self.path, tokenizer)
         with self._lock:
             self._header = self._header.merged(fields)
             if self._writer is not None:
                 self._writer.annotate(fields)
+
+    # ------------------------------------------------------------------ tokenizer
+
+    def check_tokenizer(self, loaded: dict[str, Any]) -> None:
+        """Replay: raise ``TokenizerMismatch`` when ``loaded`` is not the recorded tokenizer."""
+        if self.mode != "replay" or not self._active:
+            return
+        error = mismatch(self.path, self._header.tokenizer, loaded)
+        if error is not None:
+            self._tokenizer_error = error
+            raise error
+
+    def stored_tokenizer(self, name: str) -> Path | None:
+        """The copy of tokenizer ``name`` stored with this cassette, if it has one."""
+        recorded = self._header.tokenizer or {}
+        return stored_dir(self.path, recorded) if recorded.get("name") == name else None
 
     # ------------------------------------------------------------------ results
 

@@ -20,6 +20,7 @@ COMMANDS: tuple[str, ...] = (
     "scripted_endpoint",
     "check",
     "verify",
+    "merge",
 )
 
 

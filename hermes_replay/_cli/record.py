@@ -32,7 +32,7 @@ from hermes_replay._cli._runner import (
 )
 
 USAGE = (
-    "hermes-replay record ENV_FILE [--cassette PATH] [--endpoint URL --model NAME "
+    "hermes-replay record ENV_FILE [--cassette PATH] [--shard NAME] [--endpoint URL --model NAME "
     "[--server-type T] [--api-key-env VAR]] -- serve|process|evaluate [env flags]"
 )
 
@@ -64,6 +64,12 @@ def register(sub: Any) -> None:
         type=Path,
         metavar="PATH",
         help="where to write (default: cassettes/<env file stem>/<mode>.jsonl)",
+    )
+    p.add_argument(
+        "--shard",
+        metavar="NAME",
+        help="one of several workers recording at once: write <cassette>.shards/NAME.jsonl "
+        "(no locking; join them with `hermes-replay merge`). 'auto' = <host>-<pid>",
     )
     g = p.add_argument_group("endpoint (never assumed)")
     g.add_argument("--endpoint", metavar="URL", help="base URL, e.g. http://localhost:8000/v1")
@@ -149,6 +155,15 @@ def run(args: argparse.Namespace) -> int:
     env_file = Path(args.env_file)
     public = [*env_args, *endpoint.env_flags()]
     cassette = args.cassette or default_cassette_path(env_file, env_args[0])
+    merged = cassette
+    if args.shard:
+        from hermes_replay._merge import shard_path
+
+        try:
+            cassette = shard_path(cassette, args.shard)
+        except ValueError as exc:
+            print(f"hermes-replay record: {exc}", file=sys.stderr)
+            return 2
     header: dict[str, Any] = {
         "env_file": relative_to_cwd(env_file),
         "command": redact_command(public),
@@ -173,6 +188,10 @@ def run(args: argparse.Namespace) -> int:
     style = Style(sys.stdout)
     print("\n".join(summary.lines(style)))
     if summary.error is None and summary.exit_code == 0:
-        print(f"  next: replay it offline with: hermes-replay replay {cassette}")
+        if merged != cassette:
+            print(f"  next: when every worker is done: hermes-replay merge {cassette.parent} "
+                  f"-o {merged}")
+        else:
+            print(f"  next: replay it offline with: hermes-replay replay {cassette}")
         return 0
     return summary.exit_code or 1

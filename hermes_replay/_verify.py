@@ -405,15 +405,14 @@ def _check_line(path: Path, number: int, raw: bytes, state: _State, partial: boo
     except UnicodeDecodeError as exc:
         add("schema", f"not UTF-8 text (byte {exc.start} of the line)")
         return out
-    for problem in _scan_string(text, "raw line", credential_slot=False):
-        if not text.lstrip().startswith("{"):
-            add("secret", problem, _SECRET_HINT)
     try:
         record = json.loads(text)
     except (ValueError, RecursionError) as exc:
+        for problem in _scan_string(text, "the line", credential_slot=False):
+            add("secret", problem, _SECRET_HINT)  # a damaged line can still hold a key
         if last_torn:
             return out  # the write a crash interrupted; counted by the .partial finding
-        reason = getattr(exc, "msg", None) or type(exc).__name__
+        reason = getattr(exc, "msg", None) or f"{type(exc).__name__}: {str(exc)[:80]}"
         add("schema", f"not valid JSON ({reason})")
         return out
     if not isinstance(record, dict):

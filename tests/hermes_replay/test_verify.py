@@ -278,3 +278,12 @@ def test_shipped_cassettes_verify_clean(capsys: pytest.CaptureFixture[str]) -> N
     assert [f.describe() for f in findings] == []
     code, out = _cli(capsys, str(shipped))
     assert code == 0 and f"verified {len(checked)} cassette(s): 0 finding(s)" in out
+
+
+def test_secret_in_a_damaged_line_is_still_found(sample: Path, tmp_path: Path) -> None:
+    lines = sample.read_text(encoding="utf-8").splitlines()
+    lines.insert(2, '{"type": "interaction", "request": {"headers": {"x": "' + SK)  # cut off
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    findings = {(f.line, f.kind) for f in verify_file(path)}
+    assert {(3, "schema"), (3, "secret")} <= findings

@@ -42,7 +42,7 @@ ENV_FILE = ROOT / "environments" / "multi_signal_env.py"
 BIN = Path(sys.executable).parent
 API_PATHS = ("/register-env", "/scored_data", "/status-env", "/info", "/batch", "/register",
              "/disconnect-env", "/scored_data_list")
-RECORDED_GROUPS = 10
+RECORDED_GROUPS = 14  # serve uses ~9: it drops groups whose scores are all equal
 
 
 def _free_port() -> int:

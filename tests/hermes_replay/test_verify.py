@@ -79,6 +79,8 @@ def _plant(records: list[dict[str, Any]], where: str, secret: str) -> int:
         req["url"] += "?trace=" + secret
     elif where == "body field":
         req["body"]["api_key"] = secret
+    elif where == "prefixed body field":
+        req["body"]["metadata"] = {"openai_api_key": secret}
     elif where == "message":
         req["body"]["messages"][-1]["content"] += " my key is " + secret
     elif where == "response header":
@@ -102,6 +104,7 @@ def _plant(records: list[dict[str, Any]], where: str, secret: str) -> int:
     ("query", "short-but-named"),
     ("query random", RANDOM_TOKEN),
     ("body field", "hunter2-password"),
+    ("prefixed body field", "plain-value-123"),
     ("message", SK),
     ("message", HF),
     ("response header", RANDOM_TOKEN),
@@ -130,7 +133,7 @@ def test_placeholders_and_data_fields_are_not_secrets() -> None:
     value = {"headers": {"authorization": "<redacted:authorization>",
                          "content-type": "application/json"},
              "url": "http://h/v1/chat?api_key=<redacted:api_key>",
-             "body": {"logprobs": [{"token": "Hello", "logprob": -0.1}],
+             "body": {"logprobs": [{"token": "Hello", "logprob": -0.1}], "eos_token": "</s>",
                       "id": "chatcmpl-" + "0a1b2c3d" * 3, "api_key": "<redacted:api_key>",
                       "content": "Bearer <redacted:token> was sent"}}
     assert list(scan_value(value)) == []

@@ -41,8 +41,8 @@ from hermes_replay._cassette import (
 )
 from hermes_replay._errors import CassetteError
 
-__all__ = ["SHARDS_SUFFIX", "MergeError", "MergeResult", "expand_shards", "merge_cassettes",
-           "shard_name", "shard_path"]
+__all__ = ["SHARDS_SUFFIX", "MergeError", "MergeResult", "expand_shards", "is_merged_shard",
+           "merge_cassettes", "shard_name", "shard_path"]
 
 SHARDS_SUFFIX = ".shards"
 # Header fields every shard must agree on (None = not known in that shard: not compared).
@@ -77,6 +77,15 @@ def shard_path(cassette: str | Path, name: str) -> Path:
     """Where worker ``name`` of ``cassette`` records: ``<cassette>.shards/<name>.jsonl``."""
     cassette = Path(cassette)
     return cassette.with_name(cassette.name + SHARDS_SUFFIX) / f"{shard_name(name)}.jsonl"
+
+
+def is_merged_shard(path: str | Path) -> bool:
+    """A shard whose merged cassette exists beside its ``.shards`` folder (a folder replay
+    replays the merged cassette, not each shard again)."""
+    folder = Path(path).parent
+    if not folder.name.endswith(SHARDS_SUFFIX):
+        return False
+    return folder.with_name(folder.name[: -len(SHARDS_SUFFIX)]).is_file()
 
 
 def expand_shards(paths: Iterable[str | Path]) -> list[Path]:

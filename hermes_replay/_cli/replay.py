@@ -234,7 +234,10 @@ def replay_all(
             file=sys.stderr,
         )
         return 2
-    cassettes = find_cassettes(target)
+    from hermes_replay._merge import is_merged_shard
+
+    # shards already merged are replayed through their merged cassette, not twice
+    cassettes = [c for c in find_cassettes(target) if not (target.is_dir() and is_merged_shard(c))]
     if not cassettes:
         print(
             f"{NOTHING_RECORDED} ENV_FILE --endpoint URL --model NAME -- process "

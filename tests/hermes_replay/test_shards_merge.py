@@ -24,7 +24,13 @@ from hermes_replay import cassette as open_cassette
 from hermes_replay._cassette import CassetteHeader, Interaction, load_cassette, write_cassette
 from hermes_replay._cli._plan import replay_argv
 from hermes_replay._cli._runner import run_env_file
-from hermes_replay._merge import MergeError, expand_shards, merge_cassettes, shard_path
+from hermes_replay._merge import (
+    MergeError,
+    expand_shards,
+    is_merged_shard,
+    merge_cassettes,
+    shard_path,
+)
 from hermes_replay.cli import main
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
@@ -64,6 +70,18 @@ def test_shard_path_and_names(tmp_path):
     for bad in ("", "..", "a/b"):
         with pytest.raises(ValueError, match="bad shard name"):
             shard_path(cassette, bad)
+
+
+def test_a_folder_replay_skips_shards_once_they_are_merged(tmp_path):
+    from hermes_replay._cli._plan import find_cassettes
+
+    cassette = tmp_path / "cassettes" / "env" / "process.jsonl"
+    shards = [_shard(shard_path(cassette, n), [f"train-{n}-0-0"]) for n in ("w0", "w1")]
+    assert not any(is_merged_shard(s) for s in shards)  # not merged yet: replayed one by one
+    merge_cassettes(shards, cassette)
+    assert all(is_merged_shard(s) for s in shards) and not is_merged_shard(cassette)
+    found = [c for c in find_cassettes(tmp_path / "cassettes") if not is_merged_shard(c)]
+    assert found == [cassette]
 
 
 def test_merge_joins_rollouts_renumbers_scopeless_and_lists_shards(tmp_path):

@@ -308,7 +308,7 @@ class HermesAgentLoop:
                 )
                 return
             choices = _get(response, "choices")
-            if not choices:
+            if not isinstance(choices, (list, tuple)) or not choices:
                 log.error("%s: response has no choices; ending the rollout", self._where(turn))
                 return
             message = _get(choices[0], "message")

@@ -17,6 +17,7 @@ Writing goes to ``<path>.partial`` (one flushed line per record) and is renamed 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -152,10 +153,17 @@ def load_cassette(path: str | Path) -> Cassette:
                     f"to use what it holds, or {_RERECORD}")
         raise CassetteError("no such cassette", path=path, hint=hint)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = path.read_bytes()
+    except OSError as exc:
         raise CassetteError(f"cannot read the file: {exc}", path=path,
                             hint="restore it from git, or " + _RERECORD) from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CassetteError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path,
+                            line=data.count(b"\n", 0, exc.start) + 1,
+                            hint="the file is damaged; restore it from git, or "
+                            + _RERECORD) from exc
     lines = text.split("\n")
     truncated_tail = bool(lines) and lines[-1] != ""
     if lines and lines[-1] == "":
@@ -181,10 +189,11 @@ def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bo
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:  # also: nesting too deep, huge numbers
             if is_partial and truncated_tail and number == len(lines):
                 break  # the write the crash interrupted; everything before it is whole
-            raise CassetteError(f"not valid JSON ({exc.msg})", path=path, line=number,
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else _short(exc)
+            raise CassetteError(f"not valid JSON ({why})", path=path, line=number,
                                 hint="the file is damaged; restore it from git, or "
                                 + _RERECORD) from exc
         kind = record.get("type") if isinstance(record, dict) else None
@@ -206,7 +215,7 @@ def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bo
                 interactions.append(inter)
             elif kind == "outcome":
                 fields = {k: v for k, v in record.items() if k not in ("type", "rollout")}
-                rid = str(record["rollout"])
+                rid = _rollout_id(record["rollout"])
                 rollouts.setdefault(rid, RolloutRecord(rid)).outcome.update(
                     decoder.resolve_blobs(fields))
             elif kind == "annotate":
@@ -217,6 +226,8 @@ def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bo
             raise CassetteError(f"bad {kind or 'record'} record: {_short(exc)}", path=path,
                                 line=number, hint="restore the file from git, or "
                                 + _RERECORD) from exc
+    if header is None and is_partial:  # killed before its header line was whole
+        return Cassette(path, CassetteHeader(), [], {}, complete=False)
     if header is None:
         raise CassetteError("empty file: no header line", path=path, line=1,
                             hint=_RERECORD[0].upper() + _RERECORD[1:])
@@ -254,8 +265,19 @@ def _read_header(path: Path, number: int, record: Any) -> CassetteHeader:
                             hint=_RERECORD) from exc
 
 
+def _rollout_id(value: Any) -> str:
+    """Rollout ids are printed by ls/show/miss reports: no control characters (a cassette
+    must not be able to send escape sequences to the reader's terminal)."""
+    rid = str(value)
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in rid):
+        raise DecodeError(f"rollout id {rid!r} has control characters")
+    return rid
+
+
 def _read_interaction(record: dict, decoder: BodyDecoder) -> Interaction:
     rollout = record.get("rollout")
+    if rollout is not None:
+        _rollout_id(rollout)
     request = dict(record["request"])
     request["body"] = decoder.decode(rollout, request.get("body"))
     request["path"] = request_path(str(request.get("url", "")))
@@ -322,7 +344,7 @@ class CassetteWriter:
         self.partial = partial_path(self.path)
         self.partial.parent.mkdir(parents=True, exist_ok=True)
         self._encoder = BodyEncoder()
-        self._file: IO[str] | None = self.partial.open("w", encoding="utf-8")
+        self._file: IO[str] | None = _open_journal(self.partial)
         self._write([header.model_dump(mode="json")])
 
     def _write(self, records: Iterable[dict[str, Any]]) -> None:
@@ -348,10 +370,35 @@ class CassetteWriter:
 
     def commit(self, header: CassetteHeader, interactions: list[Interaction],
                outcomes: dict[str, dict[str, Any]]) -> None:
-        """Write the final, compacted cassette over ``path`` atomically; drop the journal."""
-        self.close()
+        """Write the final, compacted cassette over ``path`` atomically; drop the journal.
+        The journal's lock is held until then, so no other recorder starts in between."""
+        if self._file is not None:
+            self._file.flush()
         write_cassette(self.path, header, interactions, outcomes)
         self.partial.unlink(missing_ok=True)
+        self.close()
+
+
+def _open_journal(partial: Path) -> IO[str]:
+    """Open ``<path>.partial`` for a new recording: never through a symlink, and only if no
+    other process is recording the same cassette (an exclusive lock, released on exit —
+    also by a crash, so a stale journal never blocks)."""
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(partial, flags, 0o644)
+    except OSError as exc:
+        raise CassetteError(f"cannot open the recording journal: {exc.strerror}", path=partial,
+                            hint="if it is a symlink or not a regular file, remove it and "
+                            "record again") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        raise CassetteError(
+            "another process is recording this cassette right now", path=partial,
+            hint="wait for that recording to finish, or record into another path") from exc
+    os.ftruncate(fd, 0)
+    return os.fdopen(fd, "w", encoding="utf-8")
 
 
 def _ordered(interactions: list[Interaction],

@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 __all__ = [
     "KEPT_HEADERS",
+    "redact_fields",
     "redact_headers",
     "redact_json",
     "redact_text",
@@ -41,14 +42,17 @@ _SECRET_HEADERS = {
 }
 
 _SECRET_PARAMS = frozenset({
-    "key", "api_key", "apikey", "api-key", "token", "access_token", "auth", "secret",
-    "client_secret", "password", "sig", "signature", "x-api-key",
+    "key", "api_key", "apikey", "api-key", "token", "access_token", "access-token", "auth",
+    "auth_token", "refresh_token", "session_token", "id_token", "secret", "client_secret",
+    "password", "passwd", "sig", "signature", "x-api-key",
 })
 
-# Keys whose string values are secrets wherever they appear in a JSON body.
+# Keys whose string values are secrets wherever they appear in a JSON body (also with a
+# prefix: ``openai_api_key``, ``hf_access_token``).
 _SECRET_FIELD = re.compile(
-    r"^(api[_-]?key|apikey|access[_-]?token|auth[_-]?token|secret|client[_-]?secret|"
-    r"password|authorization|x-api-key)$",
+    r"^(?:[a-z0-9]+[_-])*(api[_-]?key|apikey|access[_-]?token|auth[_-]?token|"
+    r"refresh[_-]?token|session[_-]?token|id[_-]?token|secret|client[_-]?secret|password|"
+    r"passwd|private[_-]?key|authorization)$",
     re.IGNORECASE,
 )
 
@@ -90,6 +94,32 @@ def redact_json(value: Any) -> Any:
                 out[key] = redact_json(item)
         return out
     return value
+
+
+_SECRET_FLAG = re.compile(r"^--?(?:[\w-]+\.)*[\w-]*(?:key|token|secret|password)$",
+                          re.IGNORECASE)
+
+
+def redact_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """Cassette header fields: URLs as URLs, a recorded argv without flag values that are
+    credentials (``--openai.api_key X``), everything else as JSON."""
+    out = redact_json(fields)
+    for key, value in list(out.items()):
+        if key.endswith("url") and isinstance(value, str):
+            out[key] = redact_url(value)
+    command = out.get("command")
+    if isinstance(command, list):
+        argv = [str(a) for a in command]
+        for i, arg in enumerate(argv):
+            name, eq, _ = arg.partition("=")
+            if not _SECRET_FLAG.match(name):
+                continue
+            if eq:
+                argv[i] = f"{name}=<redacted>"
+            elif i + 1 < len(argv):
+                argv[i + 1] = "<redacted>"
+        out["command"] = argv
+    return out
 
 
 def redact_headers(

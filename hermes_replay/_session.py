@@ -33,7 +33,7 @@ from hermes_replay._convert import (
 from hermes_replay._errors import CassetteMiss, Miss, UnusedRecordings
 from hermes_replay._intercept import WireRequest, WireResponse
 from hermes_replay._matching import Matcher, similarity, unified_request_diff
-from hermes_replay._redact import KEPT_HEADERS
+from hermes_replay._redact import KEPT_HEADERS, redact_fields, redact_json
 from hermes_replay._scope import RolloutScope, current_rollout
 from hermes_replay._summary import OutcomeComparison, ReplayEvent, ReplaySummary
 from hermes_replay._tokenizer_store import TokenizerMismatch, mismatch, stored_dir, with_store
@@ -117,7 +117,7 @@ class Session:
         self.passthrough_hosts = frozenset(h.lower() for h in passthrough_hosts)
         self.keep_headers = frozenset(h.lower() for h in keep_headers)
         self.on_event = on_event
-        self._header_fields = dict(header or {})
+        self._header_fields = redact_fields(dict(header or {}))
         self._lock = threading.RLock()
         self._active = False
         self._writer: CassetteWriter | None = None
@@ -354,12 +354,14 @@ class Session:
     def rollout_finished(self, scope: RolloutScope) -> None:
         if not scope.outcome:
             return
+        outcome = redact_json(dict(scope.outcome))  # final messages echo model/tool text
         with self._lock:
-            self._new_outcomes.setdefault(scope.id, {}).update(scope.outcome)
+            self._new_outcomes.setdefault(scope.id, {}).update(outcome)
             if self._writer is not None:
-                self._writer.outcome(scope.id, dict(scope.outcome))
+                self._writer.outcome(scope.id, outcome)
 
     def annotate(self, fields: dict[str, Any]) -> None:
+        fields = redact_fields(fields)
         fields = dict(fields)
         tokenizer = fields.get("tokenizer")
         if isinstance(tokenizer, dict):

@@ -13,6 +13,7 @@ leave restores the originals. Nothing is patched at import time.
 from __future__ import annotations
 
 import threading
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -69,6 +70,10 @@ class _State:
 
 
 _STATE = _State()
+# The cassette opened in *this* context (thread / task) wins over one opened elsewhere, so
+# two cassettes active at once in one process (two threads, two tasks) never swap traffic.
+_CONTEXT: ContextVar[Handler | None] = ContextVar("hermes_replay_handler", default=None)
+_TOKENS: dict[int, Token] = {}
 
 
 def _adapters() -> list[tuple[str, object]]:
@@ -81,6 +86,7 @@ def activate(handler: Handler) -> None:
     """Make ``handler`` the active one (innermost wins); patch the libraries on first use."""
     with _STATE.lock:
         _STATE.handlers.append(handler)
+        _TOKENS[id(handler)] = _CONTEXT.set(handler)
         if len(_STATE.handlers) == 1:
             for name, module in _adapters():
                 if module.install():  # type: ignore[attr-defined]
@@ -91,6 +97,12 @@ def deactivate(handler: Handler) -> None:
     with _STATE.lock:
         if handler in _STATE.handlers:
             _STATE.handlers.remove(handler)
+        token = _TOKENS.pop(id(handler), None)
+        if token is not None:
+            try:
+                _CONTEXT.reset(token)
+            except ValueError:  # closed from another context: current() skips it anyway
+                pass
         if not _STATE.handlers:
             for name, module in _adapters():
                 if name in _STATE.installed:
@@ -100,6 +112,9 @@ def deactivate(handler: Handler) -> None:
 
 def current() -> Handler | None:
     handlers = _STATE.handlers
+    mine = _CONTEXT.get()
+    if mine is not None and mine in handlers:
+        return mine
     return handlers[-1] if handlers else None
 
 

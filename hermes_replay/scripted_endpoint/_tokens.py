@@ -50,12 +50,17 @@ def pieces(text: str) -> list[str]:
         return _PIECE.findall(text)
     ids = tok.encode(text, add_special_tokens=False)
     out: list[str] = []
-    prev = ""
-    # Decode growing prefixes so multi-byte characters split across tokens stay intact.
-    for i in range(1, len(ids) + 1):
-        cur = tok.decode(ids[:i])
-        out.append(cur[len(prev):])
-        prev = cur
+    start = 0
+    # Decode from the last character boundary only (decoding growing prefixes of the whole
+    # text is quadratic: about a minute for a 40 KB reply). A token that ends inside a
+    # multi-byte character gets "" and the token that completes it gets the character.
+    for i in range(len(ids)):
+        piece = tok.decode(ids[start:i + 1])
+        if piece.endswith("\ufffd") and i + 1 < len(ids):
+            out.append("")
+            continue
+        out.append(piece)
+        start = i + 1
     return out
 
 

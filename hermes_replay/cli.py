@@ -1,12 +1,15 @@
-"""The ``hermes-replay`` command line. It calls only the public Python API.
+"""The ``hermes-replay`` command line.
 
-Sub-commands live in ``hermes_replay._cli.<name>``; see that package's docstring.
+Sub-commands live in ``hermes_replay._cli.<name>`` (see that package's docstring); they parse
+flags and print, and leave the work to the library (``hermes_replay.cassette``,
+``load_cassette`` and the private modules behind them).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # Order here is the order ``--help`` lists them in.
@@ -41,7 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 0
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except BrokenPipeError:
+        # The reader went away (`hermes-replay ls | head`): not an error of ours. Point stdout
+        # at /dev/null so the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

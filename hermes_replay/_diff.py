@@ -28,7 +28,7 @@ from typing import Any
 from hermes_replay._cassette import Cassette, Interaction, load_cassette
 from hermes_replay._errors import CassetteError
 from hermes_replay._matching import DEFAULT_IGNORE_PATHS, _flatten, unified_request_diff
-from hermes_replay._result import RunResult
+from hermes_replay._result import RolloutOutcome, RunResult
 from hermes_replay._result_io import RESULT_FILE, load_run_result, run_result_from_output_dir
 
 __all__ = [
@@ -58,14 +58,8 @@ _ASSISTANT_FIELDS = ("role", "content", "tool_calls", "reasoning_content", "reas
                      "function_call", "refusal")
 
 
-@dataclass(frozen=True)
-class RolloutView:
-    id: str
-    phase: str = "train"
-    reward: float | None = None
-    turns: int | None = None
-    finished: bool | None = None
-    tool_errors: int | None = None
+# One rollout of either side: the same record a replay result holds.
+RolloutView = RolloutOutcome
 
 
 @dataclass
@@ -195,15 +189,7 @@ def _derived_metrics(rollouts: dict[str, RolloutView]) -> dict[str, float]:
 def view_from_cassette(cassette: Cassette, label: str | None = None) -> RunView:
     rollouts: dict[str, RolloutView] = {}
     for rid, rec in cassette.rollouts.items():
-        o = rec.outcome or {}
-        rollouts[rid] = RolloutView(
-            id=rid,
-            phase=str(o.get("phase") or ("eval" if rid.startswith("eval") else "train")),
-            reward=_float(o.get("reward")),
-            turns=_count(o.get("turns_used")),
-            finished=o.get("finished_naturally"),
-            tool_errors=_count(o.get("tool_errors")),
-        )
+        rollouts[rid] = RolloutOutcome.from_outcome(rid, rec.outcome or {})
     transcripts = {rid: sorted(rec.interactions, key=lambda i: i.seq)
                    for rid, rec in cassette.rollouts.items()}
     if cassette.scopeless:  # requests outside any rollout (a judge, setup calls)

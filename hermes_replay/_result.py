@@ -24,16 +24,28 @@ class RolloutOutcome:
 
     @classmethod
     def from_outcome(cls, rollout_id: str, outcome: dict[str, Any]) -> RolloutOutcome:
-        reward = outcome.get("reward")
+        """From an outcome record; tolerant of missing or mistyped fields (cassettes are input)."""
         default_phase = "eval" if rollout_id.startswith("eval") else "train"
         return cls(
             id=rollout_id,
             phase=str(outcome.get("phase") or default_phase),
-            reward=None if reward is None else float(reward),
-            turns=outcome.get("turns_used"),
+            reward=_number(outcome.get("reward")),
+            turns=_count(outcome.get("turns_used")),
             finished=outcome.get("finished_naturally"),
-            tool_errors=outcome.get("tool_errors"),
+            tool_errors=_count(outcome.get("tool_errors")),
         )
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
 
 
 @dataclass

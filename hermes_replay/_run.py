@@ -13,6 +13,7 @@ from contextlib import ExitStack, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
+from hermes_replay._plan import flag_value
 from hermes_replay._result import RolloutOutcome, RunResult
 
 __all__ = ["run_cassette"]
@@ -35,9 +36,9 @@ def run_cassette(
     output goes to ``out_dir/env.log``.
     """
     import hermes_replay
-    from hermes_replay._cli._runner import OutcomeCollector, run_env_file
-    from hermes_replay._cli.replay import find_env_file, redirect_outputs, replay_argv
+    from hermes_replay._envrun import OutcomeCollector, run_env_file
     from hermes_replay._netblock import block_network as _block
+    from hermes_replay._plan import find_env_file, redirect_outputs, replay_argv
     from hermes_replay._wandb import capture_wandb
 
     cassette_path = Path(path)
@@ -93,17 +94,8 @@ def run_cassette(
     )
 
 
-def _flag(argv: Sequence[str], flag: str) -> str | None:
-    for i, arg in enumerate(argv):
-        if arg == flag and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith(flag + "="):
-            return arg.split("=", 1)[1]
-    return None
-
-
 def read_groups(argv: Sequence[str]) -> list[dict[str, Any]]:
-    path = _flag(argv, "--env.data_path_to_save_groups")
+    path = flag_value(argv, "--env.data_path_to_save_groups")
     if not path or not Path(path).is_file():
         return []
     with open(path, encoding="utf-8") as fh:
@@ -111,7 +103,7 @@ def read_groups(argv: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def read_eval_metrics(argv: Sequence[str]) -> dict[str, Any]:
-    folder = _flag(argv, "--env.data_dir_to_save_evals")
+    folder = flag_value(argv, "--env.data_dir_to_save_evals")
     metrics = Path(folder) / "metrics.json" if folder else None
     if metrics is None or not metrics.is_file():
         return {}

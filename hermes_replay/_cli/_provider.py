@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from hermes_replay._plan import flag_value
+
 __all__ = [
     "ATROPOS_DEFAULT_URL",
     "OPENROUTER_URL",
@@ -112,17 +114,6 @@ class Endpoint:
             "model": self.model or "",
         }
         return {k: v for k, v in fields.items() if v}
-
-
-def flag_value(args: Sequence[str], name: str) -> str | None:
-    """The value of ``--name V`` or ``--name=V`` in an env-CLI argv (last one wins), else None."""
-    value: str | None = None
-    for i, arg in enumerate(args):
-        if arg == name and i + 1 < len(args):
-            value = args[i + 1]
-        elif arg.startswith(name + "="):
-            value = arg[len(name) + 1 :]
-    return value
 
 
 def _yaml_base_url(config_path: str) -> str | None:

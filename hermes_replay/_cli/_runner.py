@@ -9,15 +9,14 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import runpy
 import sys
-import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 from hermes_replay._cli._render import LineClearingStream, Progress, RunSummary
+from hermes_replay._envrun import OutcomeCollector, run_env_file
 
 __all__ = [
     "ENV_MODES",
@@ -108,110 +107,6 @@ def redact_command(argv: Sequence[str]) -> list[str]:
         else:
             out.append(arg)
     return out
-
-
-@contextmanager
-def _as_script(env_file: Path, argv: Sequence[str]) -> Iterator[None]:
-    """``sys.argv``/``sys.path[0]`` as ``python ENV_FILE ARGV…`` sets them; restored after."""
-    saved_argv, saved_path = sys.argv[:], sys.path[:]
-    sys.argv = [str(env_file), *argv]
-    sys.path.insert(0, str(env_file.resolve().parent))
-    try:
-        yield
-    finally:
-        sys.argv = saved_argv
-        sys.path[:] = saved_path
-
-
-def run_env_file(env_file: Path, argv: Sequence[str]) -> int:
-    """Run ``env_file`` as ``__main__`` with ``argv``; return its exit code.
-
-    ``SystemExit`` (the env CLI ends with one) becomes the code. Errors of hermes-replay itself
-    (a cassette miss, a bad cassette) propagate so the caller can report them with context;
-    any other crash of the environment is printed with its traceback and returns 1.
-    """
-    from hermes_replay import HermesReplayError
-
-    with _as_script(env_file, argv):
-        try:
-            runpy.run_path(str(env_file), run_name="__main__")
-        except SystemExit as exc:
-            code = exc.code
-            if code is None:
-                return 0
-            if isinstance(code, int):
-                return code
-            print(code, file=sys.stderr)
-            return 1
-        except HermesReplayError:
-            raise
-        except Exception as exc:
-            # The miss may arrive wrapped by the env (e.g. a retry layer); surface it as such.
-            cause = _find_cause(exc, HermesReplayError)
-            if cause is not None:
-                raise cause from exc
-            traceback.print_exc()
-            print(
-                f"hermes-replay: {env_file} raised {type(exc).__name__}: {exc}\n"
-                f"  (traceback above). Next step: run `python {env_file} {' '.join(argv)}` "
-                "directly to debug the environment.",
-                file=sys.stderr,
-            )
-            return 1
-    return 0
-
-
-def _find_cause(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        if isinstance(cur, kind):
-            return cur
-        seen.add(id(cur))
-        cur = cur.__cause__ or cur.__context__
-    return None
-
-
-class OutcomeCollector:
-    """A ``_hooks`` listener that keeps what each finished rollout reported, and feeds progress.
-
-    Independent of the cassette session so the CLI sees per-rollout rewards in every mode.
-    """
-
-    def __init__(self, on_rollout: Any = None) -> None:
-        self.outcomes: dict[str, dict[str, Any]] = {}
-        self.annotations: dict[str, Any] = {}
-        self._on_rollout = on_rollout
-
-    def rollout_finished(self, scope: Any) -> None:
-        self.outcomes[scope.id] = dict(scope.outcome)
-        if self._on_rollout is not None:
-            self._on_rollout(scope.id, self.outcomes[scope.id])
-
-    def annotate(self, fields: dict[str, Any]) -> None:
-        self.annotations.update(fields)
-
-    @contextmanager
-    def listening(self) -> Iterator[OutcomeCollector]:
-        from hermes_replay import _hooks
-
-        _hooks.add_listener(self)
-        try:
-            yield self
-        finally:
-            _hooks.remove_listener(self)
-
-    @property
-    def rewards(self) -> dict[str, float | None]:
-        out: dict[str, float | None] = {}
-        for rid, outcome in self.outcomes.items():
-            reward = outcome.get("reward")
-            out[rid] = float(reward) if isinstance(reward, (int, float)) else None
-        return out
-
-    @property
-    def turns(self) -> int:
-        return sum(int(o.get("turns_used") or 0) for o in self.outcomes.values())
 
 
 class _Sink(io.TextIOBase):

@@ -76,8 +76,8 @@ def render(cassette: Any, style: Style) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from hermes_replay import CassetteError, load_cassette
-    from hermes_replay._cli._plan import find_cassettes
     from hermes_replay._cli.replay import NOTHING_RECORDED
+    from hermes_replay._plan import find_cassettes
 
     path: Path = args.path
     if not path.exists():

@@ -23,15 +23,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cli._plan import (
-    UnsafeEnvFile,
-    changed_rewards,
-    find_cassettes,
-    find_env_file,
-    recorded_rewards,
-    redirect_outputs,
-    replay_argv,
-)
 from hermes_replay._cli._render import RunSummary, Style, fmt_reward, table
 from hermes_replay._cli._runner import (
     ENV_MODES,
@@ -39,6 +30,15 @@ from hermes_replay._cli._runner import (
     check_env_args,
     default_cassette_path,
     run_with_cassette,
+)
+from hermes_replay._plan import (
+    UnsafeEnvFile,
+    changed_rewards,
+    find_cassettes,
+    find_env_file,
+    recorded_rewards,
+    redirect_outputs,
+    replay_argv,
 )
 
 NOTHING_RECORDED = "nothing recorded yet — record one with: hermes-replay record"

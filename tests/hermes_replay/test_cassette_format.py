@@ -164,7 +164,7 @@ def test_partial_with_torn_last_line_keeps_completed_records(tmp_path: Path) -> 
     journal.write_text(journal.read_text() + '{"type": "interaction", "rollo')
     c = load_cassette(journal)
     assert [i.key for i in c.interactions] == [("r", 0), ("r", 1)]
-    with pytest.raises(CassetteError, match="an interrupted recording is in .*c.jsonl.partial"):
+    with pytest.raises(CassetteError, match=r"an interrupted recording is in .*c\.jsonl\.partial"):
         load_cassette(path)
     # the same tear in a finished cassette is corruption, reported with its line
     bad = tmp_path / "bad.jsonl"

@@ -22,7 +22,6 @@ import pytest
 
 from hermes_replay import cassette as open_cassette
 from hermes_replay._cassette import CassetteHeader, Interaction, load_cassette, write_cassette
-from hermes_replay._cli._plan import replay_argv
 from hermes_replay._cli._runner import run_env_file
 from hermes_replay._merge import (
     MergeError,
@@ -31,6 +30,7 @@ from hermes_replay._merge import (
     merge_cassettes,
     shard_path,
 )
+from hermes_replay._plan import replay_argv
 from hermes_replay.cli import main
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
@@ -73,7 +73,7 @@ def test_shard_path_and_names(tmp_path):
 
 
 def test_a_folder_replay_skips_shards_once_they_are_merged(tmp_path):
-    from hermes_replay._cli._plan import find_cassettes
+    from hermes_replay._plan import find_cassettes
 
     cassette = tmp_path / "cassettes" / "env" / "process.jsonl"
     shards = [_shard(shard_path(cassette, n), [f"train-{n}-0-0"]) for n in ("w0", "w1")]

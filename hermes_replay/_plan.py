@@ -4,9 +4,8 @@ argv for an offline replay, and comparing rewards with the recorded ones."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-
-from hermes_replay._cli._provider import flag_value
 
 __all__ = [
     "UnsafeEnvFile",
@@ -32,6 +31,17 @@ _OUTPUT_FLAGS = {
     "process": ("--env.data_path_to_save_groups", "groups.jsonl"),
     "evaluate": ("--env.data_dir_to_save_evals", "evals"),
 }
+
+
+def flag_value(args: Sequence[str], name: str) -> str | None:
+    """The value of ``--name V`` or ``--name=V`` in an env-CLI argv (last one wins), else None."""
+    value: str | None = None
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg[len(name) + 1 :]
+    return value
 
 
 def recorded_rewards(cassette: Path) -> dict[str, float | None]:

@@ -198,20 +198,23 @@ def test_example_env_record_then_replay_is_byte_identical(tmp_path, monkeypatch,
     env_copy.write_bytes(EXAMPLE_ENV.read_bytes())
     with ScriptedEndpoint(script="examples", seed=0) as ep:
         code = main(["record", "environments/terminal_test_env.py", "--endpoint", ep.base_url,
-                     "--model", "scripted", "--", "process", "--env.total_steps", "1",
-                     "--env.group_size", "2", "--env.data_path_to_save_groups", "data/g.jsonl"])
+                     "--model", "scripted", "--", "process", "--env.total_steps", "2",
+                     "--env.group_size", "4", "--env.data_path_to_save_groups", "data/g.jsonl"])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "2 rollouts recorded" in out
-    assert main(["replay", "--out", "replayed"]) == 0
-    out = capsys.readouterr().out
-    assert "2 rollouts replayed" in out and "0 misses · 0 unused recordings" in out
+    assert "8 rollouts recorded" in out
     live = (tmp_path / "data" / "g.jsonl").read_bytes()
-    assert live and (tmp_path / "replayed" / "terminal_test_env" / "process" / "g.jsonl"
-                     ).read_bytes() == live
+    assert live.count(b"\n") == 2  # two scored groups
+    # The endpoint is stopped: replay twice, each byte-identical to the live run (issue 4.8).
+    for out_dir in ("replayed", "replayed-again"):
+        assert main(["replay", "--out", out_dir]) == 0
+        out = capsys.readouterr().out
+        assert "8 rollouts replayed" in out and "0 misses · 0 unused recordings" in out
+        replayed = tmp_path / out_dir / "terminal_test_env" / "process" / "g.jsonl"
+        assert replayed.read_bytes() == live
     assert main(["ls"]) == 0
     listing = capsys.readouterr().out
-    assert "env terminal-test" in listing and "2 rollouts" in listing
+    assert "env terminal-test" in listing and "8 rollouts" in listing
 
 
 def test_replay_all_from_another_directory_runs_where_recorded(project: Path, capsys,

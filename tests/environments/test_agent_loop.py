@@ -315,9 +315,6 @@ async def test_structured_calls_win_over_text(task_id):
 
 
 async def test_hermes_parser_from_the_registry(task_id):
-    parsers = pytest.importorskip("environments.tool_call_parsers")
-    if not hasattr(parsers, "get_parser"):
-        pytest.skip("environments.tool_call_parsers is not complete yet")
     text = 'ok <tool_call>{"name": "terminal", "arguments": {"command": "echo h"}}</tool_call>'
     server = FakeServer(completion(text), completion("done"))
     result = await make_loop(server, task_id).run(USER)
@@ -481,9 +478,6 @@ async def test_given_task_id_keeps_its_sandbox_for_scoring(task_id):
 
 
 def test_unknown_parser_name_fails_when_the_loop_is_built():
-    parsers = pytest.importorskip("environments.tool_call_parsers")
-    if not hasattr(parsers, "get_parser"):
-        pytest.skip("environments.tool_call_parsers is not complete yet")
     with pytest.raises(KeyError, match="hermes"):
         HermesAgentLoop(FakeServer(), [], set(), tool_call_parser="no-such-format")
 

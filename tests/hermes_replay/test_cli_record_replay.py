@@ -187,7 +187,6 @@ EXAMPLE_ENV = Path(__file__).resolve().parents[2] / "environments" / "terminal_t
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not EXAMPLE_ENV.is_file(), reason="example environment not present")
 def test_example_env_record_then_replay_is_byte_identical(tmp_path, monkeypatch, capsys) -> None:
     """A real example env through the CLI: process output identical live and replayed."""
     monkeypatch.chdir(tmp_path)

@@ -50,6 +50,8 @@ def replay(path: Path, rollouts: list[Rollout]) -> tuple[float, float, float]:
     t0 = time.perf_counter()
     with recorder.use_cassette(str(path)) as cassette:
         load = time.perf_counter() - t0
-        wall, cpu = _drivers.run(rollouts)
+        # no response check: the rollouts of a group open with the same request, and vcrpy,
+        # which knows no rollout identity, answers identical requests in recording order
+        wall, cpu = _drivers.run(rollouts, check=False)
         assert cassette.all_played, "vcrpy left recorded interactions unplayed"
     return load, wall, cpu

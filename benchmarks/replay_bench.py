@@ -291,6 +291,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # see progress live
     began = time.perf_counter()
     print("hermes_replay replay benchmark" + (" (--quick: sizes too small to judge)"
                                                  if args.quick else ""))

@@ -15,7 +15,14 @@ import zlib
 from typing import Any
 
 from hermes_replay._intercept import WireRequest, WireResponse
-from hermes_replay._redact import KEPT_HEADERS, redact_headers, redact_json, redact_text, redact_url
+from hermes_replay._redact import (
+    KEPT_HEADERS,
+    might_hold_secret,
+    redact_headers,
+    redact_json,
+    redact_text,
+    redact_url,
+)
 
 __all__ = [
     "header_fields_from",
@@ -111,9 +118,10 @@ def _body_fields(data: bytes) -> dict[str, Any]:
     except UnicodeDecodeError:
         return {"base64": base64.b64encode(data).decode("ascii")}
     try:
-        return {"body": redact_json(json.loads(text))}
+        body = json.loads(text)
     except ValueError:
         return {"text": redact_text(text)}
+    return {"body": redact_json(body) if might_hold_secret(text) else body}
 
 
 def stored_request(wire: WireRequest, keep_headers: frozenset[str] = KEPT_HEADERS) -> dict:

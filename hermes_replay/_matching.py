@@ -75,6 +75,11 @@ def request_path(url: str) -> str:
     return urlsplit(url).path or "/"
 
 
+# Bump when ``canonical``/``fingerprint`` change what they hash: stored fingerprints are then
+# recomputed on load instead of trusted.
+FINGERPRINT_VERSION = 1
+
+
 @dataclass(frozen=True)
 class Matcher:
     """Turns requests into fingerprints, and renders them for a readable miss diff.
@@ -135,6 +140,14 @@ class Matcher:
         if self._regexes:
             canon = self._normalize(canon)
         return canon
+
+    def signature(self) -> str:
+        """Identifies how this matcher fingerprints: a cassette written by a matcher with the
+        same signature can be trusted to hold the fingerprints this one would compute."""
+        spec = [FINGERPRINT_VERSION, list(self.ignore_paths),
+                [[getattr(p, "pattern", p), r] for p, r in self.normalizers]]
+        text = json.dumps(spec, separators=(",", ":"), ensure_ascii=False, default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     def fingerprint(self, request: dict[str, Any]) -> str:
         text = json.dumps(self.canonical(request), sort_keys=True, separators=(",", ":"),

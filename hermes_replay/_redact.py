@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 __all__ = [
     "KEPT_HEADERS",
+    "might_hold_secret",
     "redact_fields",
     "redact_headers",
     "redact_json",
@@ -70,6 +71,26 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
         r'\1"<redacted:secret>"',
     ),
 )
+
+
+# Everything any rule above can act on starts with one of these (case-insensitive, so broader
+# than the rules); ``\\u`` sends JSON with escaped characters down the full path, since an
+# escape could spell a key name or prefix the raw text does not show.
+_MIGHT_HOLD_SECRET = re.compile(
+    r"bearer|sk-|hf_|aiza|gh[pousr]_|xox[abprs]-|akia|\\u|api[_-]?key|apikey|"
+    r"access[_-]?token|auth[_-]?token|refresh[_-]?token|session[_-]?token|id[_-]?token|"
+    r"secret|passw|private[_-]?key|authorization",
+    re.IGNORECASE,
+)
+
+
+def might_hold_secret(raw: str) -> bool:
+    """False only when no redaction rule could change ``raw`` or the JSON it encodes.
+
+    One scan of the raw text instead of every rule over every string: redaction was most of
+    the cost of replaying a request.
+    """
+    return _MIGHT_HOLD_SECRET.search(raw) is not None
 
 
 def redact_text(text: str) -> str:

@@ -165,8 +165,13 @@ class Session:
         if self.mode == "replay" or (self.mode == "auto" and self.path.exists()):
             existing = load_cassette(self.path)
             self._header = existing.header
+            # Fingerprints written by a matcher like ours are reused: recomputing them is most
+            # of a large cassette's start-up time. Otherwise (other ignores/normalizers, older
+            # format) they are computed afresh, so new matching rules apply to old cassettes.
+            trusted = existing.header.extra.get("matcher") == self.matcher.signature()
             for inter in existing.interactions:
-                rec = _Recording(inter, self.matcher.fingerprint(inter.request))
+                fp = inter.fingerprint if trusted and inter.fingerprint else None
+                rec = _Recording(inter, fp or self.matcher.fingerprint(inter.request))
                 self._by_key[inter.key] = rec
                 self._by_rollout.setdefault(inter.rollout, []).append(rec)
             for recs in self._by_rollout.values():
@@ -178,7 +183,8 @@ class Session:
         if self.mode in ("record", "auto"):
             if self.mode == "record":
                 self._header = CassetteHeader()
-            self._header = self._header.merged(self._header_fields)
+            self._header = self._header.merged(
+                {**self._header_fields, "matcher": self.matcher.signature()})
             self._writer = CassetteWriter(self.path, self._header)
         self._active = True
         _hooks.add_listener(self)
@@ -403,7 +409,9 @@ class Session:
             # are matched by fingerprint, so all old ones stay and new ones are appended
             for rollout, recs in self._by_rollout.items():
                 if rollout is None or rollout not in touched:
-                    out.extend(r.inter for r in recs)
+                    # stored with this session's fingerprints, as the header now promises
+                    out.extend(r.inter.model_copy(update={"fingerprint": r.fingerprint})
+                               for r in recs)
             outcomes = {k: v for k, v in self._recorded_outcomes.items() if k not in touched}
         entries: dict[str | None, list[tuple[int, Interaction]]] = {}
         for rollout, issue, inter in self._new:

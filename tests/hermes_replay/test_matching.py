@@ -153,3 +153,34 @@ def test_ignore_paths_turn_a_miss_into_a_hit_without_re_recording(tmp_path: Path
 
 def MESSAGES_WITH_TIME(stamp: str) -> list[dict]:
     return [{"role": "user", "content": f"It is {stamp}. Say hi."}]
+
+
+def test_stored_fingerprints_are_reused_only_under_the_same_matcher(tmp_path: Path) -> None:
+    """A cassette says which matcher wrote its fingerprints; another matcher recomputes them."""
+    path = tmp_path / "c.jsonl"
+    with ScriptedEndpoint(script="generic", seed=0) as ep:
+        base_url = ep.base_url
+        client = openai.OpenAI(base_url=base_url, api_key="x", max_retries=0)
+        with hermes_replay.cassette(path, mode="record"), hermes_replay.rollout("r"):
+            client.chat.completions.create(
+                model="m", temperature=1.0, messages=[{"role": "user", "content": "hi"}])
+    cas = hermes_replay.load_cassette(path)
+    assert cas.header.extra["matcher"] == Matcher.build().signature()
+    assert cas.interactions[0].fingerprint == Matcher.build().fingerprint(
+        cas.interactions[0].request)
+
+    # Same request with another temperature: a miss under the recording's matcher …
+    offline = openai.OpenAI(base_url=base_url, api_key="x", max_retries=0)  # endpoint stopped
+    with pytest.raises(hermes_replay.CassetteMiss, match="temperature"):
+        with hermes_replay.cassette(path), hermes_replay.rollout("r"):
+            with pytest.raises(openai.NotFoundError):
+                offline.chat.completions.create(
+                    model="m", temperature=0.5, messages=[{"role": "user", "content": "hi"}])
+    # … and a hit once the user ignores it: the stored fingerprints are not trusted then.
+    ignoring = Matcher.build(["body.temperature"])
+    assert ignoring.signature() != Matcher.build().signature()
+    with hermes_replay.cassette(path, ignore_paths=["body.temperature"]) as session:
+        with hermes_replay.rollout("r"):
+            offline.chat.completions.create(
+                model="m", temperature=0.5, messages=[{"role": "user", "content": "hi"}])
+    assert not session.misses

@@ -17,6 +17,7 @@ from _core_helpers import lines_of
 
 import hermes_replay
 from hermes_replay._cassette import CassetteHeader, partial_path, write_cassette
+from hermes_replay._matching import Matcher
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
 
@@ -179,7 +180,8 @@ def test_outcomes_are_recorded_and_compared_on_replay(tmp_path: Path) -> None:
     header = lines_of(path)[0]
     assert header["env_name"] == "demo" and header["command"] == ["process"]
     assert header["tokenizer"] == {"name": "tiny", "fingerprint": "abc"}
-    assert header["extra"] == {"group_size": 2} and header["model"] == "m"
+    assert header["extra"] == {"group_size": 2, "matcher": Matcher.build().signature()}
+    assert header["model"] == "m"
     assert header["base_url"] == base and header["endpoint_type"] == "openai"
     outcomes = [r for r in lines_of(path) if r["type"] == "outcome"]
     assert outcomes == [{"type": "outcome", "rollout": "a", "reward": 1.0, "turns_used": 1},

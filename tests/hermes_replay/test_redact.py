@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx
 import openai
+import pytest
 from _core_helpers import SECRET, TinyServer
 
 import hermes_replay
-from hermes_replay._redact import redact_headers, redact_json, redact_text, redact_url
+from hermes_replay._redact import (
+    might_hold_secret,
+    redact_headers,
+    redact_json,
+    redact_text,
+    redact_url,
+)
 
 KEYS = {
     "openai": "sk-proj-AbCdEf0123456789GhIjKl",
@@ -74,3 +82,21 @@ def test_nothing_secret_is_written_while_recording(tmp_path: Path) -> None:
         reply = client.chat.completions.create(model="m", messages=[
             {"role": "user", "content": f"my key is {KEYS['google']}"}])
     assert reply.choices[0].message.content == "echo 1"
+
+
+@pytest.mark.parametrize("raw", [
+    '{"h": "Bearer abcdefgh12345"}', '{"k": "sk-abcdefghijklmnopqrstu"}', '{"api_key": "x"}',
+    '{"openai_api_key": "x"}', '{"refresh_token": "x"}', '{"password": "x"}',
+    '{"t": "hf_abcdefghijklmnopqrstuvw"}', '{"\\u0061pi_key": "x"}',
+    '{"x": "AKIAABCDEFGHIJKLMNOP"}',
+])
+def test_prefilter_sends_anything_redactable_down_the_full_path(raw: str) -> None:
+    assert might_hold_secret(raw)
+
+
+def test_prefilter_lets_an_ordinary_request_skip_redaction() -> None:
+    body = json.dumps({"model": "m", "max_tokens": 512, "temperature": 1.0,
+                       "messages": [{"role": "user", "content": "Compute 2+2 with the terminal"}],
+                       "tools": [{"type": "function", "function": {"name": "terminal"}}]})
+    assert not might_hold_secret(body)
+    assert redact_json(json.loads(body)) == json.loads(body)

@@ -64,8 +64,10 @@ def write(path: Path, rollouts: list[Rollout],
     outcomes = {ro.id: {"reward": 1.0, "turns_used": len(ro.requests),
                         "finished_naturally": True, "tool_errors": 0,
                         "group": f"item-{ro.group}", "phase": "train"} for ro in rollouts}
+    # as a real recording does: the header names the matcher that made the fingerprints
     header = CassetteHeader(env_name="synthetic_bench", model=MODEL, endpoint_type="openai",
-                            base_url=_drivers.BASE_URL, command=["process"])
+                            base_url=_drivers.BASE_URL, command=["process"],
+                            extra={"matcher": matcher.signature()})
     write_cassette(path, header, interactions, outcomes)
     return path.stat().st_size
 

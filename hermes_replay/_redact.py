@@ -73,24 +73,30 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-# Everything any rule above can act on starts with one of these (case-insensitive, so broader
-# than the rules); ``\\u`` sends JSON with escaped characters down the full path, since an
-# escape could spell a key name or prefix the raw text does not show.
-_MIGHT_HOLD_SECRET = re.compile(
-    r"bearer|sk-|hf_|aiza|gh[pousr]_|xox[abprs]-|akia|\\u|api[_-]?key|apikey|"
-    r"access[_-]?token|auth[_-]?token|refresh[_-]?token|session[_-]?token|id[_-]?token|"
-    r"secret|passw|private[_-]?key|authorization",
-    re.IGNORECASE,
+# Every rule above needs one of these substrings (compared lower-case, so broader than the
+# rules). ``\\u`` sends JSON with escaped characters down the full path, since an escape could
+# spell a key name or prefix that the raw text does not show. Plain ``in`` tests: a regex
+# alternation with IGNORECASE scanned an 11 KB body at about 3 MB/s.
+def _spellings(*stems: tuple[str, str]) -> tuple[str, ...]:
+    return tuple(f"{a}{sep}{b}" for a, b in stems for sep in ("", "_", "-"))
+
+
+_SECRET_MARKERS: tuple[str, ...] = (
+    "bearer", "sk-", "hf_", "aiza", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "xoxa-", "xoxb-",
+    "xoxp-", "xoxr-", "xoxs-", "akia", "\\u", "secret", "passw", "authorization",
+    *_spellings(("api", "key"), ("access", "token"), ("auth", "token"), ("refresh", "token"),
+                ("session", "token"), ("id", "token"), ("private", "key")),
 )
 
 
 def might_hold_secret(raw: str) -> bool:
     """False only when no redaction rule could change ``raw`` or the JSON it encodes.
 
-    One scan of the raw text instead of every rule over every string: redaction was most of
-    the cost of replaying a request.
+    One pass over the raw text instead of every rule over every string: redaction was most
+    of the cost of replaying a request.
     """
-    return _MIGHT_HOLD_SECRET.search(raw) is not None
+    low = raw.lower()
+    return any(marker in low for marker in _SECRET_MARKERS)
 
 
 def redact_text(text: str) -> str:

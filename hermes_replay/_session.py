@@ -20,7 +20,14 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from hermes_replay import _hooks
-from hermes_replay._cassette import CassetteHeader, CassetteWriter, Interaction, load_cassette
+from hermes_replay._cassette import (
+    Cassette,
+    CassetteHeader,
+    CassetteWriter,
+    Interaction,
+    load_cassette,
+    paused_gc,
+)
 from hermes_replay._convert import (
     header_fields_from,
     interaction_kind,
@@ -163,22 +170,8 @@ class Session:
                                "entered once — call hermes_replay.cassette(...) again")
         existing = None
         if self.mode == "replay" or (self.mode == "auto" and self.path.exists()):
-            existing = load_cassette(self.path)
-            self._header = existing.header
-            # Fingerprints written by a matcher like ours are reused: recomputing them is most
-            # of a large cassette's start-up time. Otherwise (other ignores/normalizers, older
-            # format) they are computed afresh, so new matching rules apply to old cassettes.
-            trusted = existing.header.extra.get("matcher") == self.matcher.signature()
-            for inter in existing.interactions:
-                fp = inter.fingerprint if trusted and inter.fingerprint else None
-                rec = _Recording(inter, fp or self.matcher.fingerprint(inter.request))
-                self._by_key[inter.key] = rec
-                self._by_rollout.setdefault(inter.rollout, []).append(rec)
-            for recs in self._by_rollout.values():
-                recs.sort(key=lambda r: r.inter.seq)
-                for rec in recs:
-                    self._by_fp.setdefault((rec.inter.rollout, rec.fingerprint), []).append(rec)
-                    self._hosts.add(urlsplit(rec.inter.request.get("url", "")).netloc.lower())
+            with paused_gc():
+                existing = self._load_index()
             self._recorded_outcomes = {k: dict(v) for k, v in existing.outcomes.items()}
         if self.mode in ("record", "auto"):
             if self.mode == "record":
@@ -189,6 +182,26 @@ class Session:
         self._active = True
         _hooks.add_listener(self)
         _intercept.activate(self)
+
+    def _load_index(self) -> Cassette:
+        """Load the cassette and index its recordings by key, rollout and fingerprint."""
+        existing = load_cassette(self.path)
+        self._header = existing.header
+        # Fingerprints written by a matcher like ours are reused: recomputing them is most
+        # of a large cassette's start-up time. Otherwise (other ignores/normalizers, older
+        # format) they are computed afresh, so new matching rules apply to old cassettes.
+        trusted = existing.header.extra.get("matcher") == self.matcher.signature()
+        for inter in existing.interactions:
+            fp = inter.fingerprint if trusted and inter.fingerprint else None
+            rec = _Recording(inter, fp or self.matcher.fingerprint(inter.request))
+            self._by_key[inter.key] = rec
+            self._by_rollout.setdefault(inter.rollout, []).append(rec)
+        for recs in self._by_rollout.values():
+            recs.sort(key=lambda r: r.inter.seq)
+            for rec in recs:
+                self._by_fp.setdefault((rec.inter.rollout, rec.fingerprint), []).append(rec)
+                self._hosts.add(urlsplit(rec.inter.request.get("url", "")).netloc.lower())
+        return existing
 
     def stop(self, exc: BaseException | None = None) -> None:
         from hermes_replay import _intercept

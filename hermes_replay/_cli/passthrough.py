@@ -8,15 +8,14 @@ endpoint is settled exactly as for ``record`` (never assumed).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cli._provider import SERVER_TYPES, ProviderError
+from hermes_replay._cli._provider import SERVER_TYPES
 from hermes_replay._cli._render import Style
-from hermes_replay._cli._runner import add_env_command, check_env_args, run_with_cassette
-from hermes_replay._cli.record import check_env_file, resolve_endpoint
+from hermes_replay._cli._runner import add_env_command, run_with_cassette
+from hermes_replay._cli.record import prepare_live_run
 
 
 def register(sub: Any) -> None:
@@ -43,24 +42,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = check_env_file("passthrough", args.env_file) or check_env_args(
-        "passthrough", args.env_file, args.env_args
-    )
-    if problem:
-        print(problem, file=sys.stderr)
-        return 2
-    env_args: list[str] = list(args.env_args)
-    try:
-        endpoint = resolve_endpoint(args, env_args)
-        secret = endpoint.secret_flags(os.environ)
-    except KeyboardInterrupt:
-        print("\nhermes-replay passthrough: cancelled; nothing was run.", file=sys.stderr)
-        return 130
-    except ProviderError as exc:
-        msg = str(exc).replace("hermes-replay record", "hermes-replay passthrough")
-        print(msg if msg.startswith("hermes-replay") else f"hermes-replay passthrough: {msg}",
-              file=sys.stderr)
-        return 2
+    prepared = prepare_live_run("passthrough", args)
+    if isinstance(prepared, int):
+        return prepared
+    env_args, endpoint, secret = prepared
     env_file = Path(args.env_file)
     summary, _ = run_with_cassette(
         mode="passthrough",

@@ -132,9 +132,14 @@ def _stdin_is_tty() -> bool:
         return False
 
 
-def run(args: argparse.Namespace) -> int:
-    problem = check_env_file("record", args.env_file) or check_env_args(
-        "record", args.env_file, args.env_args
+def prepare_live_run(prog: str, args: argparse.Namespace) -> tuple[list[str], Any, list[str]] | int:
+    """Validate ENV_FILE and the env argv, and settle the endpoint (asking on a terminal).
+
+    Returns ``(env_args, endpoint, secret_flags)``, or the exit code when the run must not go
+    ahead. Shared by ``record`` and ``passthrough``, the two commands that reach an endpoint.
+    """
+    problem = check_env_file(prog, args.env_file) or check_env_args(
+        prog, args.env_file, args.env_args
     )
     if problem:
         print(problem, file=sys.stderr)
@@ -144,13 +149,21 @@ def run(args: argparse.Namespace) -> int:
         endpoint = resolve_endpoint(args, env_args)
         secret = endpoint.secret_flags(os.environ)
     except KeyboardInterrupt:
-        print("\nhermes-replay record: cancelled; nothing was run.", file=sys.stderr)
+        print(f"\nhermes-replay {prog}: cancelled; nothing was run.", file=sys.stderr)
         return 130
     except ProviderError as exc:
-        msg = str(exc)
-        print(msg if msg.startswith("hermes-replay") else f"hermes-replay record: {msg}",
+        msg = str(exc).replace("hermes-replay record", f"hermes-replay {prog}")
+        print(msg if msg.startswith("hermes-replay") else f"hermes-replay {prog}: {msg}",
               file=sys.stderr)
         return 2
+    return env_args, endpoint, secret
+
+
+def run(args: argparse.Namespace) -> int:
+    prepared = prepare_live_run("record", args)
+    if isinstance(prepared, int):
+        return prepared
+    env_args, endpoint, secret = prepared
 
     env_file = Path(args.env_file)
     public = [*env_args, *endpoint.env_flags()]

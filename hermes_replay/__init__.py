@@ -6,6 +6,7 @@ Public API (everything else is private and may change)::
     rollout(rollout_id)                         # rollout-identity scope (contextvars)
     annotate(**fields)                          # tell the active cassette env name, tokenizer …
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
+    run_cassette(path, out_dir=…) -> RunResult  # re-run a recorded env command (replay_run)
     HermesReplayError > CassetteError, CassetteMiss > UnusedRecordings   (see _errors)
 """
 
@@ -13,6 +14,8 @@ from hermes_replay._api import cassette
 from hermes_replay._cassette import Cassette, load_cassette
 from hermes_replay._errors import CassetteError, CassetteMiss, HermesReplayError, UnusedRecordings
 from hermes_replay._hooks import annotate
+from hermes_replay._result import RolloutOutcome, RunResult
+from hermes_replay._run import run_cassette
 from hermes_replay._scope import current_rollout, rollout
 from hermes_replay._session import Session
 from hermes_replay._summary import ReplayEvent, ReplaySummary
@@ -26,6 +29,8 @@ __all__ = [
     "HermesReplayError",
     "ReplayEvent",
     "ReplaySummary",
+    "RolloutOutcome",
+    "RunResult",
     "Session",
     "UnusedRecordings",
     "__version__",
@@ -34,4 +39,5 @@ __all__ = [
     "current_rollout",
     "load_cassette",
     "rollout",
+    "run_cassette",
 ]

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
+from _loopback_app import LoopbackApp
 from aiohttp import web
 from atroposlib.envs.server_handling.server_baseline import APIServer
 from tenacity import wait_none
@@ -85,14 +85,15 @@ CANNED_TOOL_CASES = {
 BROKEN_CASES = ["empty-choices", "null-message", "not-json", "http-500"]
 
 
-class CannedServer:
+class CannedServer(LoopbackApp):
     """Answers /v1/chat/completions with the garbage named by the problem id in the prompt."""
 
     def __init__(self) -> None:
-        self.port = 0
+        super().__init__()
         self.calls: dict[str, int] = {}
-        self._loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
+
+    def routes(self, app: web.Application) -> None:
+        app.router.add_post("/v1/chat/completions", self._chat)
 
     async def _chat(self, request: web.Request) -> web.Response:
         body = await request.json()
@@ -122,37 +123,6 @@ class CannedServer:
         if case == "not-json":
             return web.Response(text="<html>502 Bad Gateway</html>", content_type="text/html")
         return web.json_response({"error": {"message": "boom"}}, status=500)
-
-    def __enter__(self) -> CannedServer:
-        ready = threading.Event()
-
-        async def start() -> None:
-            app = web.Application()
-            app.router.add_post("/v1/chat/completions", self._chat)
-            self._runner = web.AppRunner(app, access_log=None)
-            await self._runner.setup()
-            await web.TCPSite(self._runner, "127.0.0.1", 0).start()
-            self.port = self._runner.addresses[0][1]
-            ready.set()
-
-        def run() -> None:
-            asyncio.set_event_loop(self._loop)
-            self._loop.run_until_complete(start())
-            self._loop.run_forever()
-
-        self._thread = threading.Thread(target=run, daemon=True)
-        self._thread.start()
-        ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        async def stop() -> None:
-            assert self._runner is not None
-            await self._runner.cleanup()
-
-        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
 
 
 @pytest.fixture

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
 import openai
+from _loopback_app import LoopbackApp
 from aiohttp import web
 
 import hermes_replay
@@ -92,15 +92,16 @@ def line_of(records: list[dict[str, Any]], pred: Any) -> int:
     raise AssertionError("no such record")
 
 
-class EchoServer:
+class EchoServer(LoopbackApp):
     """Loopback OpenAI-ish server; ``plan`` says where the next responses carry the secret."""
 
     def __init__(self, latency: float = 0.0) -> None:
+        super().__init__()
         self.latency = latency
         self.plan: tuple[str, str] = ("", "")
-        self.port = 0
-        self._loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
+
+    def routes(self, app: web.Application) -> None:
+        app.router.add_route("*", "/{tail:.*}", self._handle)
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         await request.read()
@@ -141,35 +142,3 @@ class EchoServer:
         if request.path.endswith("/generate"):
             reply = {"text": [message["content"]], "meta_info": {}}
         return web.json_response(reply, headers=headers)
-
-    def __enter__(self) -> EchoServer:
-        ready = threading.Event()
-
-        async def start() -> None:
-            app = web.Application()
-            app.router.add_route("*", "/{tail:.*}", self._handle)
-            self._runner = web.AppRunner(app, access_log=None)
-            await self._runner.setup()
-            site = web.TCPSite(self._runner, "127.0.0.1", 0)
-            await site.start()
-            self.port = self._runner.addresses[0][1]
-            ready.set()
-
-        def run() -> None:
-            asyncio.set_event_loop(self._loop)
-            self._loop.run_until_complete(start())
-            self._loop.run_forever()
-
-        self._thread = threading.Thread(target=run, daemon=True)
-        self._thread.start()
-        ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        async def stop() -> None:
-            assert self._runner is not None
-            await self._runner.cleanup()
-
-        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)

@@ -134,8 +134,9 @@ def test_sigkill_mid_recording_leaves_old_cassette_intact(tmp_path: Path) -> Non
     path = tmp_path / "c.jsonl"
     write_cassette(path, CassetteHeader(env_name="old"), [])
     before = path.read_bytes()
+    helper_dirs = [str(Path(__file__).parent), str(Path(__file__).parents[1])]
     script = textwrap.dedent(f"""
-        import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})
+        import sys; sys.path[:0] = {helper_dirs!r}
         import httpx, hermes_replay
         from _core_helpers import TinyServer
         with TinyServer() as server, httpx.Client() as client:

@@ -97,3 +97,22 @@ def capture_requests(rollouts: list[Rollout]) -> dict[tuple[str, int], httpx2.Re
     run(rollouts, transport)
     assert transport.captured is not None
     return transport.captured
+
+
+async def paired(floor: openai.AsyncOpenAI, replay: openai.AsyncOpenAI,
+                 rollouts: list[Rollout]) -> dict[str, tuple[float, float]]:
+    """Floor and replay side by side, one GRPO group at a time, in ABBA order.
+
+    Both clients are built before timing and live in one event loop, so each mode's time
+    is its requests and nothing else, and a burst of load on the shared machine hits both
+    within the same second instead of one whole run. Returns (wall s, CPU s) per mode.
+    """
+    totals = {"floor": [0.0, 0.0], "replay": [0.0, 0.0]}
+    for i, group in enumerate(groups(rollouts)):
+        for mode in (("floor", "replay") if i % 2 == 0 else ("replay", "floor")):
+            sdk = floor if mode == "floor" else replay
+            w0, c0 = time.perf_counter(), time.process_time()
+            await asyncio.gather(*(_rollout(sdk, ro, True) for ro in group))
+            totals[mode][0] += time.perf_counter() - w0
+            totals[mode][1] += time.process_time() - c0
+    return {mode: (w, c) for mode, (w, c) in totals.items()}

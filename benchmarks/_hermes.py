@@ -8,6 +8,8 @@ headers, JSON bodies), fingerprints from the core's ``Matcher`` and written by t
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
 from pathlib import Path
 
@@ -42,19 +44,27 @@ def write(path: Path, rollouts: list[Rollout],
     make the setup, not the benchmark, the slow part).
     """
     url, headers, matcher = _template(captured)
+    # the SDK writes the body's keys in its own order, and a recording keeps that order
+    order = list(json.loads(next(iter(captured.values())).content))
+
+    def sdk_body(body: dict) -> dict:
+        return {k: body[k] for k in order if k in body} | body
+
     by_key = {(ro.id, seq): (ro, seq) for ro in rollouts for seq in range(len(ro.requests))}
     for key, real in captured.items():
         ro, seq = by_key[key]
         stored = stored_request(WireRequest(real.method, str(real.url),
                                             list(real.headers.multi_items()), real.content))
-        mine = {"method": "POST", "url": url, "headers": headers, "body": ro.requests[seq]}
-        if stored != mine:
+        mine = {"method": "POST", "url": url, "headers": headers,
+                "body": sdk_body(ro.requests[seq])}
+        if json.dumps(stored) != json.dumps(mine):  # key order included
             raise AssertionError(f"{key}: the stored request differs from the SDK's request")
     answers = _drivers.response_bytes(rollouts)
     interactions = []
     for ro in rollouts:
         for seq, body in enumerate(ro.requests):
-            request = {"method": "POST", "url": url, "headers": headers, "body": body}
+            request = {"method": "POST", "url": url, "headers": headers,
+                       "body": sdk_body(body)}
             raw = answers[(ro.id, seq)]
             response = stored_response(WireResponse(
                 200, [*_drivers.RESPONSE_HEADERS, ("content-length", str(len(raw)))], body=raw))
@@ -89,13 +99,26 @@ def replay(path: Path, rollouts: list[Rollout]) -> tuple[float, float, float]:
     return start, wall, cpu
 
 
-def load_seconds(path: Path) -> tuple[float, float]:
-    """(``load_cassette`` alone, a replay session's start: load + index + fingerprints)."""
+def replay_paired(path: Path, rollouts: list[Rollout]) -> tuple[float, dict[str, tuple]]:
+    """Open a replay session on ``path``, then drive the floor and the replay group by group
+    (``_drivers.paired``): (session start s, {"floor"|"replay": (wall s, CPU s)})."""
+    answers = _drivers.response_bytes(rollouts)
     t0 = time.perf_counter()
-    hermes_replay.load_cassette(path)
-    t1 = time.perf_counter()
-    session = hermes_replay.cassette(path, mode="replay")
+    session = hermes_replay.cassette(path, mode="replay", strict=True)
     session.start()
-    t2 = time.perf_counter()
+    start = time.perf_counter() - t0
+
+    async def main() -> dict[str, tuple]:
+        async with _drivers.client(_drivers.DictTransport(answers)) as floor, \
+                _drivers.client() as replay:
+            return await _drivers.paired(floor, replay, rollouts)
+
+    try:
+        times = asyncio.run(main())
+    except BaseException as exc:
+        session.stop(exc)
+        raise
     session.stop()
-    return t1 - t0, t2 - t1
+    summary = session.summary()
+    assert not summary.misses and summary.interactions == sum(len(r.requests) for r in rollouts)
+    return start, times

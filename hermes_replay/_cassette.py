@@ -21,6 +21,7 @@ import fcntl
 import gc
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -200,6 +201,7 @@ def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bo
         return bodies[(rollout, seq)]
 
     decoder = BodyDecoder(lookup)
+    parse_json = json.JSONDecoder(object_hook=decoder.object_hook).decode  # built once
     header: CassetteHeader | None = None
     interactions: list[Interaction] = []
     rollouts: dict[str, RolloutRecord] = {}
@@ -208,7 +210,11 @@ def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bo
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = parse_json(line)
+        except DecodeError as exc:  # raised by the blob hook: the JSON itself is fine
+            raise CassetteError(f"bad {_kind_of(line)} record: {_short(exc)}", path=path,
+                                line=number, hint="restore the file from git, or "
+                                + _RERECORD) from exc
         except (ValueError, RecursionError) as exc:  # also: nesting too deep, huge numbers
             if is_partial and truncated_tail and number == len(lines):
                 break  # the write the crash interrupted; everything before it is whole
@@ -236,8 +242,7 @@ def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bo
             elif kind == "outcome":
                 fields = {k: v for k, v in record.items() if k not in ("type", "rollout")}
                 rid = _rollout_id(record["rollout"])
-                rollouts.setdefault(rid, RolloutRecord(rid)).outcome.update(
-                    decoder.resolve_blobs(fields))
+                rollouts.setdefault(rid, RolloutRecord(rid)).outcome.update(fields)
             elif kind == "annotate":
                 header = header.merged(dict(record.get("fields") or {}))
             else:
@@ -257,6 +262,12 @@ def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bo
         if inter.rollout is not None:
             rollouts[inter.rollout].interactions.append(inter)
     return Cassette(path, header, interactions, rollouts, complete=not is_partial)
+
+
+def _kind_of(line: str) -> str:
+    record = json.loads(line)
+    kind = record.get("type") if isinstance(record, dict) else None
+    return str(kind) if kind else "record"
 
 
 def _short(exc: Exception) -> str:
@@ -285,27 +296,33 @@ def _read_header(path: Path, number: int, record: Any) -> CassetteHeader:
                             hint=_RERECORD) from exc
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def _rollout_id(value: Any) -> str:
     """Rollout ids are printed by ls/show/miss reports: no control characters (a cassette
     must not be able to send escape sequences to the reader's terminal)."""
     rid = str(value)
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in rid):
+    if _CONTROL.search(rid):
         raise DecodeError(f"rollout id {rid!r} has control characters")
     return rid
 
 
 def _read_interaction(record: dict, decoder: BodyDecoder) -> Interaction:
+    # ``record`` is freshly parsed and ours: completed in place, not copied (this runs
+    # once per interaction of every cassette a session loads)
     rollout = record.get("rollout")
     if rollout is not None:
         _rollout_id(rollout)
-    request = dict(record["request"])
+    del record["type"]
+    request, response = record["request"], record["response"]
+    if not isinstance(request, dict) or not isinstance(response, dict):
+        raise DecodeError("request and response must be JSON objects")
     request["body"] = decoder.decode(rollout, request.get("body"))
     request["path"] = request_path(str(request.get("url", "")))
-    fields = {k: v for k, v in record.items() if k not in ("type", "request", "response")}
-    response = dict(record["response"])
     response.setdefault("body", None)    # readers may rely on both keys being present
     response.setdefault("chunks", None)
-    return Interaction.model_validate({**fields, "request": request, "response": response})
+    return Interaction.model_validate(record)
 
 
 def _renumber(interactions: list[Interaction]) -> list[Interaction]:

@@ -127,7 +127,12 @@ def _has_marker_items(value: list) -> bool:
 
 
 class BodyDecoder:
-    """Inverse of ``BodyEncoder``; ``lookup(rollout, seq)`` returns an earlier decoded body."""
+    """Inverse of ``BodyEncoder``; ``lookup(rollout, seq)`` returns an earlier decoded body.
+
+    Blob markers are resolved while a line is parsed (``object_hook``), so a body is never
+    walked a second time in Python; only the few top-level delta markers are left to
+    ``decode``. A blob is shared, not copied, by every body that refers to it.
+    """
 
     def __init__(self, lookup: Callable[[str, int], Any]) -> None:
         self.blobs: dict[str, Any] = {}
@@ -136,23 +141,22 @@ class BodyDecoder:
     def add_blob(self, ident: str, value: Any) -> None:
         self.blobs[ident] = value
 
+    def object_hook(self, obj: dict[str, Any]) -> Any:
+        """For ``json.loads(line, object_hook=...)``: a ``{"$blob": id}`` becomes its value."""
+        if len(obj) == 1 and "$blob" in obj:
+            ident = obj["$blob"]
+            try:
+                return self.blobs[ident]
+            except (KeyError, TypeError):
+                raise DecodeError(
+                    f"refers to blob {ident!r}, which no earlier line defines") from None
+        return obj
+
     def decode(self, rollout: str | None, body: Any) -> Any:
-        body = self.resolve_blobs(body)
+        """Apply the delta markers of a body whose blobs are already resolved."""
         if isinstance(body, dict):
             body = self._undelta(rollout, body, path=())
         return body
-
-    def resolve_blobs(self, value: Any) -> Any:
-        if isinstance(value, dict):
-            if len(value) == 1 and "$blob" in value:
-                ident = value["$blob"]
-                if ident not in self.blobs:
-                    raise DecodeError(f"refers to blob {ident!r}, which no earlier line defines")
-                return self.blobs[ident]
-            return {k: self.resolve_blobs(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.resolve_blobs(v) for v in value]
-        return value
 
     def _undelta(self, rollout: str | None, body: dict, path: tuple[str, ...]) -> dict:
         out: dict[str, Any] = {}

@@ -33,6 +33,7 @@ from hermes_replay._convert import (
     interaction_kind,
     is_failed_attempt,
     miss_response,
+    same_request,
     stored_request,
     stored_response,
     wire_response,
@@ -259,23 +260,18 @@ class Session:
             with self._lock:
                 self._passthrough += 1
             return _Exchange(self, "passthrough", rollout)
+        if rollout is not None and self.mode in ("replay", "auto"):
+            exact = self._exact_hit(rollout, wire)
+            if exact is not None:
+                return exact
         request = stored_request(wire, self.keep_headers)
         fp = self.matcher.fingerprint(request)
         with self._lock:
-            issue = self._issued.get(rollout, 0)
-            self._issued[rollout] = issue + 1
-            if rollout is not None:
-                self._rollouts_seen.add(rollout)
+            issue = self._issue(rollout)
             if self.mode in ("replay", "auto"):
                 rec = self._find(rollout, fp)
                 if rec is not None:
-                    rec.used = True
-                    self._cursor[rollout] = self._cursor.get(rollout, 0) + 1
-                    self._hits.append((rollout, issue, rec.inter))
-                    self._emit(ReplayEvent("hit", rollout, rec.inter.seq, wire.method,
-                                           request["url"], rec.inter.response.get("status")))
-                    return _Exchange(self, "replay", rollout, issue, request, fp,
-                                     response=wire_response(rec.inter.response))
+                    return self._hit(rec, rollout, issue, request, wire.method)
                 if self.mode == "replay":
                     miss = self._miss(rollout, request, fp)
                     self._emit(ReplayEvent("miss", rollout, miss.turn, wire.method,
@@ -285,6 +281,37 @@ class Session:
                                          "hermes-replay cassette miss (the cassette block "
                                          "raises CassetteMiss on exit): " + miss.describe()))
         return _Exchange(self, "record", rollout, issue, request, fp)
+
+    def _exact_hit(self, rollout: str, wire: WireRequest) -> _Exchange | None:
+        """The common case, cheaply: the request is byte for byte this turn's recording."""
+        turn = self._cursor.get(rollout, 0)
+        rec = self._by_key.get((rollout, turn))
+        if rec is None or rec.used or not same_request(wire, rec.inter.request):
+            return None
+        with self._lock:
+            if rec.used or self._cursor.get(rollout, 0) != turn:
+                return None  # a concurrent request of this rollout took it meanwhile
+            issue = self._issue(rollout)
+            return self._hit(rec, rollout, issue, rec.inter.request, wire.method)
+
+    def _issue(self, rollout: str | None) -> int:
+        """The next order-of-issue number of ``rollout`` (caller holds the lock)."""
+        issue = self._issued.get(rollout, 0)
+        self._issued[rollout] = issue + 1
+        if rollout is not None:
+            self._rollouts_seen.add(rollout)
+        return issue
+
+    def _hit(self, rec: _Recording, rollout: str | None, issue: int, request: dict[str, Any],
+             method: str) -> _Exchange:
+        """Use ``rec`` for this request (caller holds the lock)."""
+        rec.used = True
+        self._cursor[rollout] = self._cursor.get(rollout, 0) + 1
+        self._hits.append((rollout, issue, rec.inter))
+        self._emit(ReplayEvent("hit", rollout, rec.inter.seq, method, request["url"],
+                               rec.inter.response.get("status")))
+        return _Exchange(self, "replay", rollout, issue, request, rec.fingerprint,
+                         response=wire_response(rec.inter.response))
 
     def _find(self, rollout: str | None, fp: str) -> _Recording | None:
         if rollout is not None:

@@ -7,15 +7,20 @@
 Adapters translate their library's request into a ``WireRequest`` and ask the active
 ``Handler`` (the cassette session) what to do; the handler never sees a library type.
 Installation is reference counted: the first active cassette patches, the last one to
-leave restores the originals. Nothing is patched at import time.
+leave restores the originals. Nothing is patched at import time, and a library that is not
+imported yet is patched when it is imported inside the block, not imported to be patched.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.abc
+import sys
 import threading
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from types import ModuleType
+from typing import Any, Literal, Protocol
 
 __all__ = ["Exchange", "Handler", "WireRequest", "WireResponse", "activate", "current",
            "deactivate", "installed"]
@@ -76,10 +81,59 @@ _CONTEXT: ContextVar[Handler | None] = ContextVar("hermes_replay_handler", defau
 _TOKENS: dict[int, Token] = {}
 
 
-def _adapters() -> list[tuple[str, object]]:
-    from hermes_replay._intercept import _aiohttp, _httpx, _httpx2
+# client library -> its adapter module. A library is patched when a cassette opens if it
+# is already imported, else the moment it is imported inside the block: importing one only
+# to patch it cost 0.25 s per process (httpx, which an openai 3.x / atroposlib run never uses).
+_LIBRARIES = {"httpx": "_httpx", "httpx2": "_httpx2", "aiohttp": "_aiohttp"}
 
-    return [("httpx", _httpx), ("httpx2", _httpx2), ("aiohttp", _aiohttp)]
+
+def _adapter(library: str) -> Any:
+    return importlib.import_module(f"hermes_replay._intercept.{_LIBRARIES[library]}")
+
+
+def _install(library: str) -> None:
+    """Patch ``library`` if a cassette is active and it is not patched yet (lock held)."""
+    if _STATE.handlers and library not in _STATE.installed and _adapter(library).install():
+        _STATE.installed.append(library)
+
+
+def _imported(library: str) -> bool:
+    """Imported and done: one still being imported (by another thread) is left to the
+    hook, which patches it when its import finishes — waiting for it here could deadlock."""
+    module = sys.modules.get(library)
+    spec = getattr(module, "__spec__", None)
+    return module is not None and not getattr(spec, "_initializing", False)
+
+
+class _PatchOnImport(importlib.abc.MetaPathFinder):
+    """Patches a client library right after its first import inside a cassette block."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname not in _LIBRARIES:
+            return None
+        for finder in sys.meta_path:  # find the real spec with the finders after us
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            run(module)
+            with _STATE.lock:
+                _install(fullname)
+
+        loader.exec_module = exec_module  # this spec's own loader instance
+        return spec
+
+
+_HOOK = _PatchOnImport()
 
 
 def activate(handler: Handler) -> None:
@@ -88,9 +142,11 @@ def activate(handler: Handler) -> None:
         _STATE.handlers.append(handler)
         _TOKENS[id(handler)] = _CONTEXT.set(handler)
         if len(_STATE.handlers) == 1:
-            for name, module in _adapters():
-                if module.install():  # type: ignore[attr-defined]
-                    _STATE.installed.append(name)
+            for library in _LIBRARIES:
+                if _imported(library):
+                    _install(library)
+            if _HOOK not in sys.meta_path:
+                sys.meta_path.insert(0, _HOOK)
 
 
 def deactivate(handler: Handler) -> None:
@@ -104,9 +160,10 @@ def deactivate(handler: Handler) -> None:
             except ValueError:  # closed from another context: current() skips it anyway
                 pass
         if not _STATE.handlers:
-            for name, module in _adapters():
-                if name in _STATE.installed:
-                    module.uninstall()  # type: ignore[attr-defined]
+            if _HOOK in sys.meta_path:
+                sys.meta_path.remove(_HOOK)
+            for library in _STATE.installed:
+                _adapter(library).uninstall()
             _STATE.installed.clear()
 
 

@@ -43,7 +43,8 @@ def test_one_verdict_per_target(quick_output: str) -> None:
 
 
 def test_replay_rows_are_measured(quick_output: str) -> None:
-    rows = re.findall(r"^\s+(20|40)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+) \|", quick_output, re.M)
+    rows = re.findall(r"^\s+(20|40)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+[\d.]+-[\d.]+ \|",
+                      quick_output, re.M)
     assert [r[0] for r in rows] == ["20", "40"], quick_output
     for _, floor, replay, ratio in rows:
         assert float(floor) > 0 and float(replay) > 0

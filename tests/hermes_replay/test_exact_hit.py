@@ -1,0 +1,119 @@
+"""The replay fast path: a request that is byte for byte its turn's recording is answered
+without parsing, redaction or fingerprinting; everything else still goes the full way."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import httpx2
+import openai
+import pytest
+
+import hermes_replay
+from hermes_replay import _session
+from hermes_replay._convert import same_request
+from hermes_replay._intercept import WireRequest
+from hermes_replay.scripted_endpoint import ScriptedEndpoint
+
+MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}]
+
+
+@pytest.fixture
+def full_path_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Counts requests that took the full path (``stored_request`` in the session)."""
+    calls: list[str] = []
+    real = _session.stored_request
+
+    def counting(wire: WireRequest, *args: object) -> dict:
+        calls.append(wire.url)
+        return real(wire, *args)
+
+    monkeypatch.setattr(_session, "stored_request", counting)
+    return calls
+
+
+def _sdk_run(base: str) -> list[str]:
+    client = openai.OpenAI(base_url=base, api_key="sk-test-not-a-real-key-0000", max_retries=0)
+    out = []
+    for r in range(3):
+        with hermes_replay.rollout(f"r{r}"):
+            messages = list(MESSAGES)
+            for _ in range(2):
+                reply = client.chat.completions.create(model="m", messages=messages)
+                out.append(reply.id)
+                messages.append({"role": "assistant", "content": reply.choices[0].message.content})
+                messages.append({"role": "user", "content": "and again?"})
+    return out
+
+
+def test_sdk_traffic_replays_on_the_fast_path(tmp_path: Path, full_path_calls: list[str]) -> None:
+    path = tmp_path / "c.jsonl"
+    with ScriptedEndpoint(script="generic", seed=1) as ep:
+        base = ep.base_url
+        with hermes_replay.cassette(path, "record"):
+            recorded = _sdk_run(base)
+    assert len(full_path_calls) == 6  # recording always takes the full path
+    full_path_calls.clear()
+    with hermes_replay.cassette(path, "replay", strict=True) as session:
+        assert _sdk_run(base) == recorded
+    assert full_path_calls == []
+    assert session.summary().interactions == 6
+
+
+def _record_raw(path: Path, body: dict) -> str:
+    with ScriptedEndpoint(script="generic", seed=2) as ep:
+        with hermes_replay.cassette(path, "record"), hermes_replay.rollout("r0"):
+            httpx2.post(ep.base_url + "/chat/completions", json=body)
+        return ep.base_url
+
+
+def test_same_content_in_another_key_order_still_matches(tmp_path: Path,
+                                                         full_path_calls: list[str]) -> None:
+    path = tmp_path / "c.jsonl"
+    body = {"model": "m", "messages": MESSAGES, "temperature": 0.5}
+    base = _record_raw(path, body)
+    full_path_calls.clear()
+    reordered = {"temperature": 0.5, "messages": MESSAGES, "model": "m"}
+    with hermes_replay.cassette(path, "replay", strict=True), hermes_replay.rollout("r0"):
+        assert httpx2.post(base + "/chat/completions", json=reordered).status_code == 200
+    assert len(full_path_calls) == 1  # not byte-identical: judged by its fingerprint
+
+
+def test_a_changed_request_is_a_miss_not_a_fast_hit(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    base = _record_raw(path, {"model": "m", "messages": MESSAGES})
+    changed = {"model": "m", "messages": [*MESSAGES[:1], {"role": "user", "content": "3+3?"}]}
+    with pytest.raises(hermes_replay.CassetteMiss, match="3\\+3"):
+        with hermes_replay.cassette(path, "replay"), hermes_replay.rollout("r0"):
+            httpx2.post(base + "/chat/completions", json=changed)
+
+
+def _stored(body: object, url: str = "http://h/v1/chat/completions?x=1") -> dict:
+    return {"method": "POST", "url": url, "body": body}
+
+
+def _wire(raw: bytes, url: str = "http://other:9/v1/chat/completions?x=1", method: str = "POST",
+          headers: list[tuple[str, str]] | None = None) -> WireRequest:
+    return WireRequest(method, url, headers or [], raw)
+
+
+@pytest.mark.parametrize("style", [{"separators": (",", ":"), "ensure_ascii": False}, {}])
+def test_same_request_accepts_the_clients_json_styles(style: dict) -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "héllo"}]}
+    raw = json.dumps(body, **style).encode()
+    assert same_request(_wire(raw), _stored(body))  # the host may differ; path+query may not
+
+
+def test_same_request_rejects_any_difference_it_can_see() -> None:
+    body = {"model": "m", "n": 1}
+    raw = json.dumps(body, separators=(",", ":")).encode()
+    assert same_request(_wire(gzip.compress(raw), headers=[("Content-Encoding", "gzip")]),
+                        _stored(body))
+    assert not same_request(_wire(raw, method="PUT"), _stored(body))
+    assert not same_request(_wire(raw, url="http://h/v1/completions?x=1"), _stored(body))
+    assert not same_request(_wire(raw, url="http://h/v1/chat/completions?x=2"), _stored(body))
+    assert not same_request(_wire(raw), _stored({"model": "m", "n": 2}))
+    assert not same_request(_wire(raw), _stored({"n": 1, "model": "m"}))  # order: full path
+    assert not same_request(_wire(b"plain text"), _stored("plain text"))  # non-JSON: full path

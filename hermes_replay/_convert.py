@@ -90,13 +90,21 @@ def _dump(value: Any, style: str) -> bytes:
     return (text + "\n" if "nl" in flags else text).encode("utf-8")
 
 
+_STYLE_NAMES = tuple(base + flags for base in _STYLES
+                     for flags in ("", "+nl", "+ascii", "+ascii+nl"))
+# One server writes every body the same way: the style that matched last is tried first, so
+# recording serialises a response once instead of up to twelve times.
+_last_style = ["compact"]
+
+
 def _json_style(value: Any, raw: bytes) -> str | None:
     """The serialisation that reproduces the server's bytes exactly, if there is one — so a
     replayed body is byte-identical to the recorded one while the cassette stays readable."""
-    for base in _STYLES:
-        for flags in ("", "+nl", "+ascii", "+ascii+nl"):
-            if _dump(value, base + flags) == raw:
-                return base + flags
+    hint = _last_style[0]
+    for style in (hint, *(s for s in _STYLE_NAMES if s != hint)):
+        if _dump(value, style) == raw:
+            _last_style[0] = style
+            return style
     return None
 
 

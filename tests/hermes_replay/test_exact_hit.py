@@ -117,3 +117,19 @@ def test_same_request_rejects_any_difference_it_can_see() -> None:
     assert not same_request(_wire(raw), _stored({"model": "m", "n": 2}))
     assert not same_request(_wire(raw), _stored({"n": 1, "model": "m"}))  # order: full path
     assert not same_request(_wire(b"plain text"), _stored("plain text"))  # non-JSON: full path
+
+
+def test_response_style_is_found_whatever_the_previous_server_wrote() -> None:
+    """Recording tries the last matching JSON style first; a server that writes another
+    style right after must still get its own (byte-identical replay depends on it)."""
+    from hermes_replay._convert import _json_style
+
+    value = {"id": "x", "choices": [{"text": "é"}]}
+    styles = [({"separators": (", ", ": "), "ensure_ascii": True}, "spaced+ascii"),
+              ({"separators": (",", ":"), "ensure_ascii": False}, "compact"),
+              ({"indent": 2, "ensure_ascii": False}, "indent2"),
+              ({"separators": (",", ":"), "ensure_ascii": False}, "compact")]
+    for kwargs, name in styles:
+        raw = json.dumps(value, **kwargs).encode()
+        assert _json_style(value, raw) == name
+    assert _json_style(value, b'{"id":"x","choices":[{"text":"\\u00e9"}] }') is None

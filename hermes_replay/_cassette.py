@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fcntl
 import gc
+import glob
 import json
 import os
 import re
@@ -382,6 +383,7 @@ class CassetteWriter:
         self.partial.parent.mkdir(parents=True, exist_ok=True)
         self._encoder = BodyEncoder()
         self._file: IO[str] | None = _open_journal(self.partial)
+        _remove_stale_rewrites(self.path)  # safe now: we hold the journal lock
         self._write([header.model_dump(mode="json")])
 
     def _write(self, records: Iterable[dict[str, Any]]) -> None:
@@ -438,6 +440,26 @@ def _open_journal(partial: Path) -> IO[str]:
     return os.fdopen(fd, "w", encoding="utf-8")
 
 
+def _rewrite_tmp(path: Path, pid: int) -> Path:
+    return path.with_name(f".{path.name}.{pid}.tmp")
+
+
+def _remove_stale_rewrites(path: Path) -> None:
+    """Delete temp files of final rewrites whose writer died (killed between writing the temp
+    file and renaming it): they are never read as cassettes, but they pile up next to one."""
+    prefix, suffix = f".{path.name}.", ".tmp"
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        pid_text = tmp.name[len(prefix):-len(suffix)]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            tmp.unlink(missing_ok=True)
+        except OSError:  # alive, but not ours to signal: leave it
+            pass
+
+
 def _ordered(interactions: list[Interaction],
              outcomes: dict[str, dict[str, Any]]) -> Iterator[tuple[str, Any]]:
     scopeless = sorted((i for i in interactions if i.rollout is None), key=lambda i: i.seq)
@@ -460,7 +482,7 @@ def write_cassette(path: str | Path, header: CassetteHeader, interactions: list[
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     encoder = BodyEncoder()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = _rewrite_tmp(path, os.getpid())
     try:
         with tmp.open("w", encoding="utf-8") as fh:
             fh.write(_dumps(header.model_dump(mode="json")) + "\n")

@@ -63,6 +63,11 @@ def client(transport: httpx2.AsyncBaseTransport | None = None,
                               http_client=http)
 
 
+async def rollout_requests(sdk: openai.AsyncOpenAI, ro: Rollout) -> None:
+    """One rollout's requests, unchecked (a live endpoint's ids are its own)."""
+    await _rollout(sdk, ro, False)
+
+
 async def _rollout(sdk: openai.AsyncOpenAI, ro: Rollout, check: bool) -> None:
     with hermes_replay.rollout(ro.id):
         for seq, body in enumerate(ro.requests):

@@ -1,7 +1,8 @@
-"""Recording overhead: the same request sequence to the scripted endpoint on loopback, once
-with no cassette (pass-through: the SDK talking to the endpoint) and once inside
-``hermes_replay.cassette(mode="record")``, in interleaved runs so machine noise hits both.
-The endpoint runs in a child process (``python -m benchmarks._record N TURNS``).
+"""Recording overhead: the same requests to the scripted endpoint on loopback, through an SDK
+client whose transport is not intercepted (pass-through: the SDK talking to the endpoint) and
+through one that a ``hermes_replay.cassette(mode="record")`` records, alternating group by
+group in one event loop so machine noise hits both alike. The endpoint runs in a child
+process (``python -m benchmarks._record N TURNS``); its CPU is read from /proc per group.
 
 The endpoint answers every request with the synthetic reply of that conversation (a script of
 one rule), so the recorded responses have the size and shape of the synthetic traffic.
@@ -9,17 +10,21 @@ one rule), so the recorded responses have the size and shape of the synthetic tr
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx2
+
 import hermes_replay
 from benchmarks import _drivers
-from benchmarks._synthetic import Rollout
+from benchmarks._synthetic import Rollout, groups
 from hermes_replay.scripted_endpoint import Conversation, Reply, Rule, Script, ScriptedEndpoint
 
 
@@ -53,23 +58,49 @@ def _child_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _run(base_url: str, rollouts: list[Rollout], cassette: Path | None,
-         pid: int) -> tuple[float, float, float]:
-    """(wall s, this process's CPU s, endpoint process CPU s) for one run."""
-    before = _child_cpu(pid)
-    if cassette is None:
-        wall, cpu = _drivers.run(rollouts, base_url=base_url, check=False)
-    else:
-        with hermes_replay.cassette(cassette, mode="record") as session:
-            wall, cpu = _drivers.run(rollouts, base_url=base_url, check=False)
-        assert session.summary().recorded == sum(len(r.requests) for r in rollouts)
-    return wall, cpu, _child_cpu(pid) - before
+# The SDK's own HTTP path, captured before any cassette patches it: pass-through requests
+# go through exactly this, recorded ones through the patched method.
+_ORIGINAL = httpx2.AsyncHTTPTransport.handle_async_request
+
+
+class _Unrecorded(httpx2.AsyncHTTPTransport):
+    """The default transport with no interception: the pass-through baseline."""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        return await _ORIGINAL(self, request)
+
+
+async def _paired(base_url: str, rollouts: list[Rollout], pid: int) -> dict[str, list[float]]:
+    """Pass-through and recording side by side, one GRPO group at a time in ABBA order, with
+    the recording cassette open throughout: [wall, client CPU, endpoint CPU] per mode."""
+    totals = {"passthrough": [0.0, 0.0, 0.0], "record": [0.0, 0.0, 0.0]}
+    async with _drivers.client(_Unrecorded(), base_url) as plain, \
+            _drivers.client(None, base_url) as recorded:
+        for i, group in enumerate(groups(rollouts)):
+            for mode in (("passthrough", "record") if i % 2 == 0
+                         else ("record", "passthrough")):
+                sdk = plain if mode == "passthrough" else recorded
+                w0, c0, e0 = time.perf_counter(), time.process_time(), _child_cpu(pid)
+                await asyncio.gather(*(_drivers.rollout_requests(sdk, ro) for ro in group))
+                t = totals[mode]
+                t[0] += time.perf_counter() - w0
+                t[1] += time.process_time() - c0
+                t[2] += _child_cpu(pid) - e0
+    return totals
+
+
+def _run(base_url: str, rollouts: list[Rollout], cassette: Path,
+         pid: int) -> dict[str, tuple[float, float, float]]:
+    with hermes_replay.cassette(cassette, mode="record") as session:
+        totals = asyncio.run(_paired(base_url, rollouts, pid))
+    assert session.summary().recorded == sum(len(r.requests) for r in rollouts)
+    return {mode: (t[0], t[1], t[2]) for mode, t in totals.items()}
 
 
 def measure(rollouts: list[Rollout], reps: int) -> dict[str, list[tuple[float, float, float]]]:
-    """``{"passthrough": [(wall, client CPU, endpoint CPU)…], "record": [...]}`` over
-    ``reps`` interleaved runs. The endpoint runs in its own process (as a model server
-    does), so the client's CPU is the SDK's plus, when recording, the recorder's."""
+    """``{"passthrough": [(wall, client CPU, endpoint CPU)…], "record": [...]}``, one entry
+    per paired run. The endpoint runs in its own process (as a model server does), so the
+    client's CPU is the SDK's plus, when recording, the recorder's."""
     out: dict[str, list[tuple[float, float, float]]] = {"passthrough": [], "record": []}
     n = sum(len(r.requests) for r in rollouts)
     turns = len(rollouts[0].requests)
@@ -82,13 +113,11 @@ def measure(rollouts: list[Rollout], reps: int) -> dict[str, list[tuple[float, f
             base_url = proc.stdout.readline().strip()
             if not base_url.startswith("http"):
                 raise RuntimeError(f"the endpoint process did not start (said {base_url!r})")
-            _run(base_url, rollouts[:2], None, proc.pid)  # warm up both sides
-            _run(base_url, rollouts[:2], Path(tmp) / "warm.jsonl", proc.pid)
+            _run(base_url, rollouts[:16], Path(tmp) / "warm.jsonl", proc.pid)  # warm up
             for rep in range(reps):
-                order = ("passthrough", "record") if rep % 2 == 0 else ("record", "passthrough")
-                for mode in order:
-                    path = Path(tmp) / f"rec{rep}.jsonl" if mode == "record" else None
-                    out[mode].append(_run(base_url, rollouts, path, proc.pid))
+                for mode, timing in _run(base_url, rollouts, Path(tmp) / f"rec{rep}.jsonl",
+                                         proc.pid).items():
+                    out[mode].append(timing)
         finally:
             if proc.stdin is not None:
                 proc.stdin.close()  # the endpoint process stops at EOF

@@ -247,8 +247,9 @@ class Bench:
     def recording(self) -> None:
         rollouts = self._take(self.args.record_requests)
         n = _synthetic.count(rollouts)
-        print(f"\n== recording: {n} requests to the scripted endpoint on loopback, "
-              f"{self.args.record_reps} interleaved runs per mode")
+        print(f"\n== recording: {n} requests to the scripted endpoint on loopback; pass-through "
+              f"and recording group by group (ABBA) in one loop; median of "
+              f"{self.args.record_reps} runs")
         runs = _record.measure(rollouts, self.args.record_reps)
         med = {mode: [statistics.median(r[i] for r in rs) for i in range(3)]
                for mode, rs in runs.items()}
@@ -294,7 +295,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--vcr-sizes", type=ints, default=None,
                    help="interaction counts for vcrpy, which is quadratic (default 20,40,80)")
     p.add_argument("--reps", type=int, default=None, help="interleaved runs per mode (3)")
-    p.add_argument("--record-requests", type=int, default=None, help="requests recorded (100)")
+    p.add_argument("--record-requests", type=int, default=None, help="requests recorded (400)")
     p.add_argument("--record-reps", type=int, default=None, help="runs per mode (3)")
     p.add_argument("--turns", type=int, default=10, help="turns per rollout (10)")
     p.add_argument("--instructions", action=argparse.BooleanOptionalAction, default=None,
@@ -311,7 +312,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     quick = {"sizes": [40, 160], "vcr_sizes": [10, 20], "reps": 1, "record_requests": 10,
              "record_reps": 1, "profile_process": False, "instructions": False}
     full = {"sizes": [1000, 10000], "vcr_sizes": [20, 40, 80], "reps": 3,
-            "record_requests": 100, "record_reps": 3, "profile_process": True,
+            "record_requests": 400, "record_reps": 3, "profile_process": True,
             "instructions": True}
     for key, value in (quick if args.quick else full).items():
         if getattr(args, key) is None:

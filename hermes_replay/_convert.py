@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from hermes_replay._intercept import WireRequest, WireResponse
 from hermes_replay._redact import (
     KEPT_HEADERS,
-    might_hold_secret,
+    needs_redaction,
     redact_headers,
     redact_json,
     redact_text,
@@ -131,7 +131,7 @@ def _body_fields(data: bytes) -> dict[str, Any]:
         body = json.loads(text)
     except ValueError:
         return {"text": redact_text(text)}
-    return {"body": redact_json(body) if might_hold_secret(text) else body}
+    return {"body": redact_json(body) if needs_redaction(body) else body}
 
 
 def stored_request(wire: WireRequest, keep_headers: frozenset[str] = KEPT_HEADERS) -> dict:

@@ -57,6 +57,9 @@ class BodyEncoder:
     def __init__(self) -> None:
         self._blobs: set[str] = set()
         self._last: dict[str, tuple[int, Any]] = {}
+        # a request repeats long strings of earlier turns (system prompt, tool output): their
+        # ids are remembered, not rehashed. (Not lists: ``==`` says True == 1, JSON does not.)
+        self._string_ids: dict[str, str] = {}
 
     def encode(self, rollout: str | None, seq: int, body: Any) -> tuple[list[dict], Any]:
         """Returns ``(new blob records, encoded body)``; blob records must precede the body."""
@@ -100,7 +103,12 @@ class BodyEncoder:
         return out
 
     def _blob(self, value: Any, new_blobs: list[dict]) -> dict:
-        ident = blob_id(value)
+        if isinstance(value, str):
+            ident = self._string_ids.get(value)
+            if ident is None:
+                ident = self._string_ids[value] = blob_id(value)
+        else:
+            ident = blob_id(value)
         if ident not in self._blobs:
             self._blobs.add(ident)
             new_blobs.append({"type": "blob", "id": ident, "value": value})

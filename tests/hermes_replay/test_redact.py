@@ -13,6 +13,7 @@ from _core_helpers import SECRET, TinyServer
 import hermes_replay
 from hermes_replay._redact import (
     might_hold_secret,
+    needs_redaction,
     redact_headers,
     redact_json,
     redact_text,
@@ -100,3 +101,38 @@ def test_prefilter_lets_an_ordinary_request_skip_redaction() -> None:
                        "tools": [{"type": "function", "function": {"name": "terminal"}}]})
     assert not might_hold_secret(body)
     assert redact_json(json.loads(body)) == json.loads(body)
+
+
+@pytest.mark.parametrize("raw", [
+    '{"h": "Bearer abcdefgh12345"}', '{"k": ["sk-abcdefghijklmnopqrstu"]}', '{"api_key": "x"}',
+    '{"a": {"openai_api_key": "x"}}', '{"refresh_token": "x"}', '{"password": "x"}',
+    '{"t": "hf_abcdefghijklmnopqrstuvw"}', '{"\\u0061pi_key": "x"}',
+    '{"x": "see AKIAABCDEFGHIJKLMNOP"}', '{"c": "{\\"secret\\": \\"s\\"}"}',
+])
+def test_needs_redaction_agrees_with_redact_json(raw: str) -> None:
+    value = json.loads(raw)
+    assert redact_json(value) != value  # each case is something redaction changes
+    assert needs_redaction(value)
+    assert needs_redaction(value)  # and still after a first look (nothing secret is cached)
+
+
+def test_needs_redaction_scans_a_repeated_string_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Turn N of a rollout repeats turns 0..N-1: only the new strings are scanned."""
+    from hermes_replay import _redact
+
+    monkeypatch.setattr(_redact, "_CLEAN", {})  # what other tests left there
+    scanned: list[str] = []
+    real = _redact.might_hold_secret
+    monkeypatch.setattr(_redact, "might_hold_secret",
+                        lambda text: scanned.append(text) or real(text))
+    system = "You are a careful agent. " * 40 + "(unique 7d3f)"
+    turn0 = {"messages": [{"role": "system", "content": system}]}
+    assert not needs_redaction(turn0)
+    assert system in scanned[0]
+    scanned.clear()
+    turn1 = {"messages": [{"role": "system", "content": system},
+                          {"role": "user", "content": "hello 7d3f"}]}
+    assert not needs_redaction(turn1)
+    assert len(scanned) == 1 and set(scanned[0].split("\n")) == {"hello 7d3f", "user"}
+    turn2 = {"messages": [*turn1["messages"], {"role": "tool", "content": "sk-" + "a" * 24}]}
+    assert needs_redaction(turn2)

@@ -109,13 +109,19 @@ def _json_style(value: Any, raw: bytes) -> str | None:
 
 
 def _response_body_fields(data: bytes) -> dict[str, Any]:
-    fields = _body_fields(data)
-    if fields.get("body") is not None:
-        style = _json_style(json.loads(data), data)
-        if style is None:  # e.g. floats written differently: keep the exact text instead
-            return {"text": redact_text(data.decode("utf-8"))}
-        if style != "compact":
-            fields["json_style"] = style
+    try:
+        text = data.decode("utf-8")
+        value = json.loads(text)
+    except ValueError:  # empty, not UTF-8 or not JSON (UnicodeDecodeError is a ValueError)
+        return _body_fields(data)
+    if value is None:
+        return {"body": None}
+    style = _json_style(value, data)  # of the server's own value, before any redaction
+    if style is None:  # e.g. floats written differently: keep the exact text instead
+        return {"text": redact_text(text)}
+    fields: dict[str, Any] = {"body": redact_json(value) if needs_redaction(value) else value}
+    if style != "compact":
+        fields["json_style"] = style
     return fields
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 
 import httpx2
 import openai
@@ -63,11 +64,6 @@ def client(transport: httpx2.AsyncBaseTransport | None = None,
                               http_client=http)
 
 
-async def rollout_requests(sdk: openai.AsyncOpenAI, ro: Rollout) -> None:
-    """One rollout's requests, unchecked (a live endpoint's ids are its own)."""
-    await _rollout(sdk, ro, False)
-
-
 async def _rollout(sdk: openai.AsyncOpenAI, ro: Rollout, check: bool) -> None:
     with hermes_replay.rollout(ro.id):
         for seq, body in enumerate(ro.requests):
@@ -104,20 +100,25 @@ def capture_requests(rollouts: list[Rollout]) -> dict[tuple[str, int], httpx2.Re
     return transport.captured
 
 
-async def paired(floor: openai.AsyncOpenAI, replay: openai.AsyncOpenAI,
-                 rollouts: list[Rollout]) -> dict[str, tuple[float, float]]:
-    """Floor and replay side by side, one GRPO group at a time, in ABBA order.
+async def paired(clients: dict[str, openai.AsyncOpenAI], rollouts: list[Rollout],
+                 check: bool = True, meter: Callable[[], float] | None = None,
+                 ) -> dict[str, tuple[float, float, float]]:
+    """Two modes side by side, one GRPO group at a time, in ABBA order.
 
     Both clients are built before timing and live in one event loop, so each mode's time
     is its requests and nothing else, and a burst of load on the shared machine hits both
-    within the same second instead of one whole run. Returns (wall s, CPU s) per mode.
+    within the same second instead of one whole run. Returns (wall s, CPU s, ``meter``
+    delta) per mode; ``meter`` reads some other clock (an endpoint process's CPU).
     """
-    totals = {"floor": [0.0, 0.0], "replay": [0.0, 0.0]}
+    first, second = clients
+    totals = {mode: [0.0, 0.0, 0.0] for mode in clients}
+    read = meter or (lambda: 0.0)
     for i, group in enumerate(groups(rollouts)):
-        for mode in (("floor", "replay") if i % 2 == 0 else ("replay", "floor")):
-            sdk = floor if mode == "floor" else replay
-            w0, c0 = time.perf_counter(), time.process_time()
-            await asyncio.gather(*(_rollout(sdk, ro, True) for ro in group))
-            totals[mode][0] += time.perf_counter() - w0
-            totals[mode][1] += time.process_time() - c0
-    return {mode: (w, c) for mode, (w, c) in totals.items()}
+        for mode in ((first, second) if i % 2 == 0 else (second, first)):
+            w0, c0, m0 = time.perf_counter(), time.process_time(), read()
+            await asyncio.gather(*(_rollout(clients[mode], ro, check) for ro in group))
+            t = totals[mode]
+            t[0] += time.perf_counter() - w0
+            t[1] += time.process_time() - c0
+            t[2] += read() - m0
+    return {mode: (t[0], t[1], t[2]) for mode, t in totals.items()}

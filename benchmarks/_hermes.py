@@ -101,7 +101,7 @@ def replay(path: Path, rollouts: list[Rollout]) -> tuple[float, float, float]:
 
 def replay_paired(path: Path, rollouts: list[Rollout]) -> tuple[float, dict[str, tuple]]:
     """Open a replay session on ``path``, then drive the floor and the replay group by group
-    (``_drivers.paired``): (session start s, {"floor"|"replay": (wall s, CPU s)})."""
+    (``_drivers.paired``): (session start s, {"floor"|"replay": (wall s, CPU s, 0)})."""
     answers = _drivers.response_bytes(rollouts)
     t0 = time.perf_counter()
     session = hermes_replay.cassette(path, mode="replay", strict=True)
@@ -111,7 +111,7 @@ def replay_paired(path: Path, rollouts: list[Rollout]) -> tuple[float, dict[str,
     async def main() -> dict[str, tuple]:
         async with _drivers.client(_drivers.DictTransport(answers)) as floor, \
                 _drivers.client() as replay:
-            return await _drivers.paired(floor, replay, rollouts)
+            return await _drivers.paired({"floor": floor, "replay": replay}, rollouts)
 
     try:
         times = asyncio.run(main())

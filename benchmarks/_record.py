@@ -16,7 +16,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ import httpx2
 
 import hermes_replay
 from benchmarks import _drivers
-from benchmarks._synthetic import Rollout, groups
+from benchmarks._synthetic import Rollout
 from hermes_replay.scripted_endpoint import Conversation, Reply, Rule, Script, ScriptedEndpoint
 
 
@@ -70,31 +69,22 @@ class _Unrecorded(httpx2.AsyncHTTPTransport):
         return await _ORIGINAL(self, request)
 
 
-async def _paired(base_url: str, rollouts: list[Rollout], pid: int) -> dict[str, list[float]]:
-    """Pass-through and recording side by side, one GRPO group at a time in ABBA order, with
-    the recording cassette open throughout: [wall, client CPU, endpoint CPU] per mode."""
-    totals = {"passthrough": [0.0, 0.0, 0.0], "record": [0.0, 0.0, 0.0]}
+async def _paired(base_url: str, rollouts: list[Rollout],
+                  pid: int) -> dict[str, tuple[float, float, float]]:
+    """Pass-through and recording side by side (the recording cassette is open throughout):
+    (wall, client CPU, endpoint CPU) per mode."""
     async with _drivers.client(_Unrecorded(), base_url) as plain, \
             _drivers.client(None, base_url) as recorded:
-        for i, group in enumerate(groups(rollouts)):
-            for mode in (("passthrough", "record") if i % 2 == 0
-                         else ("record", "passthrough")):
-                sdk = plain if mode == "passthrough" else recorded
-                w0, c0, e0 = time.perf_counter(), time.process_time(), _child_cpu(pid)
-                await asyncio.gather(*(_drivers.rollout_requests(sdk, ro) for ro in group))
-                t = totals[mode]
-                t[0] += time.perf_counter() - w0
-                t[1] += time.process_time() - c0
-                t[2] += _child_cpu(pid) - e0
-    return totals
+        return await _drivers.paired({"passthrough": plain, "record": recorded}, rollouts,
+                                     check=False, meter=lambda: _child_cpu(pid))
 
 
 def _run(base_url: str, rollouts: list[Rollout], cassette: Path,
          pid: int) -> dict[str, tuple[float, float, float]]:
     with hermes_replay.cassette(cassette, mode="record") as session:
-        totals = asyncio.run(_paired(base_url, rollouts, pid))
+        times = asyncio.run(_paired(base_url, rollouts, pid))
     assert session.summary().recorded == sum(len(r.requests) for r in rollouts)
-    return {mode: (t[0], t[1], t[2]) for mode, t in totals.items()}
+    return times
 
 
 def measure(rollouts: list[Rollout], reps: int) -> dict[str, list[tuple[float, float, float]]]:

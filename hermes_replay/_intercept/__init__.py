@@ -119,18 +119,28 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
                 break
         else:
             return None
-        loader = spec.loader
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        run = loader.exec_module
-
-        def exec_module(module: ModuleType) -> None:
-            run(module)
-            with _STATE.lock:
-                _install(fullname)
-
-        loader.exec_module = exec_module  # this spec's own loader instance
+        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _PatchingLoader(spec.loader, fullname)
         return spec
+
+
+class _PatchingLoader:
+    """The real loader, plus the patch once the module has run. A wrapper, not a changed
+    loader: a loader can be shared by many modules (a zip importer)."""
+
+    def __init__(self, inner: Any, library: str) -> None:
+        self._inner, self._library = inner, library
+
+    def create_module(self, spec: Any) -> ModuleType | None:
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._inner.exec_module(module)
+        with _STATE.lock:
+            _install(self._library)
+
+    def __getattr__(self, name: str) -> Any:  # resource readers, get_data, is_package …
+        return getattr(self._inner, name)
 
 
 _HOOK = _PatchOnImport()

@@ -39,8 +39,9 @@ from hermes_replay._convert import (
     wire_response,
 )
 from hermes_replay._errors import CassetteMiss, Miss, UnusedRecordings
+from hermes_replay._index import Recording, RecordingIndex
 from hermes_replay._intercept import WireRequest, WireResponse
-from hermes_replay._matching import Matcher, similarity, unified_request_diff
+from hermes_replay._matching import Matcher
 from hermes_replay._redact import KEPT_HEADERS, redact_fields, redact_json
 from hermes_replay._scope import RolloutScope, current_rollout
 from hermes_replay._summary import OutcomeComparison, ReplayEvent, ReplaySummary
@@ -52,19 +53,6 @@ Mode = Literal["replay", "record", "passthrough", "auto"]
 MODES: tuple[str, ...] = ("replay", "record", "passthrough", "auto")
 DEFAULT_LLM_PATHS: tuple[str, ...] = ("/chat/completions", "/completions", "/generate",
                                       "/responses")
-
-
-@dataclass
-class _Recording:
-    inter: Interaction
-    fingerprint: str
-    used: bool = False
-    _lines: list[str] | None = None
-
-    def lines(self, matcher: Matcher) -> list[str]:
-        if self._lines is None:
-            self._lines = matcher.render(self.inter.request)
-        return self._lines
 
 
 @dataclass
@@ -130,12 +118,7 @@ class Session:
         self._active = False
         self._writer: CassetteWriter | None = None
         self._header = CassetteHeader()
-        self._by_key: dict[tuple[str | None, int], _Recording] = {}
-        self._by_rollout: dict[str | None, list[_Recording]] = {}
-        # unused recordings by (rollout, fingerprint), in seq order: O(1) lookups, so replay
-        # time stays linear in the number of interactions
-        self._by_fp: dict[tuple[str | None, str], list[_Recording]] = {}
-        self._hosts: set[str] = set()
+        self._index = RecordingIndex()
         self._recorded_outcomes: dict[str, dict[str, Any]] = {}
         self._issued: dict[str | None, int] = {}
         self._cursor: dict[str | None, int] = {}
@@ -166,7 +149,7 @@ class Session:
     def start(self) -> None:
         from hermes_replay import _intercept
 
-        if self._active or self._writer is not None or self._by_key or self._issued:
+        if self._active or self._writer is not None or self._index.by_key or self._issued:
             raise RuntimeError(f"this session of {self.path} was already used; a session is "
                                "entered once — call hermes_replay.cassette(...) again")
         existing = None
@@ -185,23 +168,10 @@ class Session:
         _intercept.activate(self)
 
     def _load_index(self) -> Cassette:
-        """Load the cassette and index its recordings by key, rollout and fingerprint."""
+        """Load the cassette and index its recordings (see ``_index``)."""
         existing = load_cassette(self.path)
         self._header = existing.header
-        # Fingerprints written by a matcher like ours are reused: recomputing them is most
-        # of a large cassette's start-up time. Otherwise (other ignores/normalizers, older
-        # format) they are computed afresh, so new matching rules apply to old cassettes.
-        trusted = existing.header.extra.get("matcher") == self.matcher.signature()
-        for inter in existing.interactions:
-            fp = inter.fingerprint if trusted and inter.fingerprint else None
-            rec = _Recording(inter, fp or self.matcher.fingerprint(inter.request))
-            self._by_key[inter.key] = rec
-            self._by_rollout.setdefault(inter.rollout, []).append(rec)
-        for recs in self._by_rollout.values():
-            recs.sort(key=lambda r: r.inter.seq)
-            for rec in recs:
-                self._by_fp.setdefault((rec.inter.rollout, rec.fingerprint), []).append(rec)
-                self._hosts.add(urlsplit(rec.inter.request.get("url", "")).netloc.lower())
+        self._index = RecordingIndex.build(existing, self.matcher)
         return existing
 
     def stop(self, exc: BaseException | None = None) -> None:
@@ -247,7 +217,7 @@ class Session:
     def _is_health(self, netloc: str, path: str) -> bool:
         """vLLM/SGLang servers poll ``GET /health`` and hold every request until it answers;
         in replay the endpoint may be gone, so hosts the cassette knows are answered here."""
-        return path.rstrip("/").endswith("/health") and netloc.lower() in self._hosts
+        return path.rstrip("/").endswith("/health") and self._index.knows_host(netloc)
 
     def begin(self, wire: WireRequest) -> _Exchange:
         if wire.method.upper() == "GET":  # only health checks get here (see ``wants``)
@@ -285,7 +255,7 @@ class Session:
     def _exact_hit(self, rollout: str, wire: WireRequest) -> _Exchange | None:
         """The common case, cheaply: the request is byte for byte this turn's recording."""
         turn = self._cursor.get(rollout, 0)
-        rec = self._by_key.get((rollout, turn))
+        rec = self._index.by_key.get((rollout, turn))
         if rec is None or rec.used or not same_request(wire, rec.inter.request):
             return None
         with self._lock:
@@ -302,7 +272,7 @@ class Session:
             self._rollouts_seen.add(rollout)
         return issue
 
-    def _hit(self, rec: _Recording, rollout: str | None, issue: int, request: dict[str, Any],
+    def _hit(self, rec: Recording, rollout: str | None, issue: int, request: dict[str, Any],
              method: str) -> _Exchange:
         """Use ``rec`` for this request (caller holds the lock)."""
         rec.used = True
@@ -313,55 +283,16 @@ class Session:
         return _Exchange(self, "replay", rollout, issue, request, rec.fingerprint,
                          response=wire_response(rec.inter.response))
 
-    def _find(self, rollout: str | None, fp: str) -> _Recording | None:
-        if rollout is not None:
-            rec = self._by_key.get((rollout, self._cursor.get(rollout, 0)))
-            if rec is not None and not rec.used and rec.fingerprint == fp:
-                return rec
-        # concurrent requests within a rollout, and scope-less requests: the first unused
-        # recording with this fingerprint (order of issue)
-        candidates = self._by_fp.get((rollout, fp))
-        while candidates:
-            if not candidates[0].used:
-                return candidates[0]
-            candidates.pop(0)
-        return None
+    def _find(self, rollout: str | None, fp: str) -> Recording | None:
+        return self._index.find(rollout, self._cursor.get(rollout, 0), fp)
 
     def _miss(self, rollout: str | None, request: dict[str, Any], fp: str) -> Miss:
         turn = self._cursor.get(rollout, 0)
         key = (rollout, turn, fp)
-        if key in self._miss_index:
-            return self._miss_index[key]  # a retry of a request that already missed
-        recs = self._by_rollout.get(rollout, [])
-        same_turn = self._by_key.get((rollout, turn)) if rollout is not None else None
-        if rollout is None:
-            reason = (f"no unused scope-less recording has this fingerprint ({len(recs)} "
-                      "scope-less request(s) recorded)")
-        elif same_turn is not None:
-            reason = "the request differs from the recording of this turn"
-        elif recs:
-            reason = f"rollout {rollout!r} has only {len(recs)} recorded turn(s)"
-        else:
-            names = [r for r in self._by_rollout if r is not None]
-            shown = ", ".join(repr(n) for n in names[:5]) + (" …" if len(names) > 5 else "")
-            reason = (f"the cassette has no rollout {rollout!r} "
-                      f"({len(names)} rollout(s) recorded: {shown or 'none'})")
-        lines = self.matcher.render(request)
-        nearest = same_turn
-        if nearest is None:
-            pool = recs or [r for rs in self._by_rollout.values() for r in rs][:5000]
-            if pool:
-                nearest = max(pool, key=lambda r: similarity(r.lines(self.matcher), lines))
-        diff = ""
-        if nearest is not None:
-            n = nearest.inter
-            label = f"recorded (rollout {n.rollout or '-'}, turn {n.seq})"
-            diff = unified_request_diff(nearest.lines(self.matcher), lines, label, "request")
-        miss = Miss(str(self.path), rollout, turn, request["method"],
-                    urlsplit(request["url"]).path, reason,
-                    nearest.inter.key if nearest is not None else None, diff)
-        self._miss_index[key] = miss
-        return miss
+        if key not in self._miss_index:  # else: a retry of a request that already missed
+            self._miss_index[key] = self._index.diagnose(self.path, rollout, turn, request,
+                                                         self.matcher)
+        return self._miss_index[key]
 
     def _recorded(self, ex: _Exchange, wire: WireResponse) -> None:
         response = stored_response(wire, self.keep_headers)
@@ -447,7 +378,7 @@ class Session:
         if self.mode == "auto":
             # untouched rollouts keep every old recording and outcome; scope-less recordings
             # are matched by fingerprint, so all old ones stay and new ones are appended
-            for rollout, recs in self._by_rollout.items():
+            for rollout, recs in self._index.by_rollout.items():
                 if rollout is None or rollout not in touched:
                     # stored with this session's fingerprints, as the header now promises
                     out.extend(r.inter.model_copy(update={"fingerprint": r.fingerprint})
@@ -481,7 +412,7 @@ class Session:
     @property
     def unused(self) -> list[tuple[str | None, int]]:
         with self._lock:
-            return [key for key, rec in self._by_key.items() if not rec.used]
+            return self._index.unused()
 
     @property
     def outcomes(self) -> dict[str, OutcomeComparison]:
@@ -500,7 +431,7 @@ class Session:
                 mode=self.mode, cassette=str(self.path), rollouts=len(rollouts_hit),
                 interactions=len(self._hits) + len(self._new), turns=inside,
                 misses=list(self._miss_index.values()),
-                unused=[k for k, rec in self._by_key.items() if not rec.used]
+                unused=self._index.unused()
                 if self.mode in ("replay", "auto") else [],
                 recorded=len(self._new), failed_attempts=self._failed_attempts,
                 passthrough=self._passthrough,

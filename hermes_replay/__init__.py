@@ -5,12 +5,14 @@ Public API (everything else is private and may change)::
     cassette(path, mode="replay", **options)   # context manager, sync and async -> Session
     rollout(rollout_id)                         # rollout-identity scope (contextvars)
     annotate(**fields)                          # tell the active cassette env name, tokenizer …
+    active_mode() -> "replay" | "record" | … | None   # the cassette active in this context
+    recorded_endpoint(url_prefix)               # record/replay a tool's HTTP API like LLM calls
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
     run_cassette(path, out_dir=…) -> RunResult  # re-run a recorded env command (replay_run)
     HermesReplayError > CassetteError, CassetteMiss > UnusedRecordings   (see _errors)
 """
 
-from hermes_replay._api import cassette
+from hermes_replay._api import active_mode, cassette
 from hermes_replay._cassette import Cassette, load_cassette
 from hermes_replay._errors import CassetteError, CassetteMiss, HermesReplayError, UnusedRecordings
 from hermes_replay._hooks import annotate
@@ -19,6 +21,7 @@ from hermes_replay._run import run_cassette
 from hermes_replay._scope import current_rollout, rollout
 from hermes_replay._session import Session
 from hermes_replay._summary import ReplayEvent, ReplaySummary
+from hermes_replay._traffic import recorded_endpoint
 
 __version__ = "0.1.0"
 
@@ -34,10 +37,12 @@ __all__ = [
     "Session",
     "UnusedRecordings",
     "__version__",
+    "active_mode",
     "annotate",
     "cassette",
     "current_rollout",
     "load_cassette",
+    "recorded_endpoint",
     "rollout",
     "run_cassette",
 ]

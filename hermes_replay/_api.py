@@ -9,7 +9,7 @@ from typing import Any
 from hermes_replay._session import DEFAULT_LLM_PATHS, Mode, Session
 from hermes_replay._summary import ReplayEvent
 
-__all__ = ["cassette"]
+__all__ = ["active_mode", "cassette"]
 
 
 def cassette(
@@ -48,3 +48,14 @@ def cassette(
     return Session(path, mode, header=header, strict=strict, ignore_paths=ignore_paths,
                    normalizers=normalizers, default_ignores=default_ignores,
                    llm_paths=llm_paths, passthrough_hosts=passthrough_hosts, on_event=on_event)
+
+
+def active_mode() -> Mode | None:
+    """The mode of the cassette active in this context (``"replay"``, ``"record"`` …), or None.
+
+    For environment code that must know whether its HTTP calls are answered from a recording,
+    e.g. a tool backend that needs an API key only when it really goes out."""
+    from hermes_replay import _intercept
+
+    session = _intercept.current()
+    return getattr(session, "mode", None) if session is not None else None

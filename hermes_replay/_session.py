@@ -46,6 +46,7 @@ from hermes_replay._redact import KEPT_HEADERS, redact_fields, redact_json
 from hermes_replay._scope import RolloutScope, current_rollout
 from hermes_replay._summary import OutcomeComparison, ReplayEvent, ReplaySummary
 from hermes_replay._tokenizer_store import TokenizerMismatch, mismatch, stored_dir, with_store
+from hermes_replay._traffic import is_recorded_endpoint
 
 __all__ = ["DEFAULT_LLM_PATHS", "MODES", "Session"]
 
@@ -212,7 +213,9 @@ class Session:
         if (parts.hostname or "").lower() in self.passthrough_hosts:
             return False
         path = parts.path.rstrip("/")
-        return any(path.endswith(suffix) for suffix in self.llm_paths)
+        if any(path.endswith(suffix) for suffix in self.llm_paths):
+            return True
+        return is_recorded_endpoint(url)  # a tool's HTTP API declared as rollout traffic
 
     def _is_health(self, netloc: str, path: str) -> bool:
         """vLLM/SGLang servers poll ``GET /health`` and hold every request until it answers;

@@ -7,10 +7,13 @@ fight over one name (the last import would otherwise win, depending on import or
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import MappingProxyType
 
 from ._base import ToolCallParser
 
 _PARSERS: dict[str, type[ToolCallParser]] = {}
+#: name (aliases included) → parser class, read-only; the former layer's ``PARSER_REGISTRY``
+PARSER_REGISTRY = MappingProxyType(_PARSERS)
 
 ParserClass = type[ToolCallParser]
 

@@ -75,7 +75,8 @@ class TavilyBackend:
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         self.timeout = timeout
         # these calls are part of the rollout: record them with it, replay them from it
-        hermes_replay.recorded_endpoint(self.base_url + "/")
+        for path in ("/search", "/extract"):
+            hermes_replay.recorded_endpoint(self.base_url + path)
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         import httpx
@@ -133,6 +134,7 @@ def _tavily(corpus_dir: str | None, replaying: bool) -> TavilyBackend:
 
 _WORD = re.compile(r"[a-z0-9]+")
 _TAGS = re.compile(r"<[^>]+>")
+_HTML_TITLE = re.compile(r"<(title|h1)\b[^>]*>(.*?)</\1>", re.IGNORECASE | re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -176,10 +178,13 @@ class LocalCorpusBackend:
             url, text = first[4:].strip(), rest
         else:
             url = f"corpus://{path.relative_to(self.root).as_posix()}"
+        heading = None
         if path.suffix.lower() in (".html", ".htm"):
+            found = _HTML_TITLE.search(text)
+            heading = _TAGS.sub(" ", found.group(2)).strip() if found else None
             text = _TAGS.sub(" ", text)
-        title = next((line.lstrip("# ").strip() for line in text.splitlines() if line.strip()),
-                     path.stem)
+        title = heading or next(
+            (line.lstrip("# ").strip() for line in text.splitlines() if line.strip()), path.stem)
         return _Page(url, title, text.strip(), tuple(_WORD.findall(text.lower())))
 
     def search(self, query: str, max_results: int) -> dict[str, Any]:

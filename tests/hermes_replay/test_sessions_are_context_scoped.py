@@ -41,7 +41,7 @@ def test_two_threads_each_record_only_their_own(tmp_path: Path) -> None:
                                         json={"messages": [{"role": "user", "content": name}]})
                             scope.report(reward=float(ord(name)))
                 barrier.wait()  # neither closes before the other is done
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
             barrier.abort()
 

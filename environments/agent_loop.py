@@ -38,7 +38,7 @@ from typing import Any
 from environments._lifetime import touch
 from environments.tool_budget import BudgetConfig, apply_budget
 from environments.tools import cleanup_task, dispatch_tool, get_sandbox, tool_result_error
-from hermes_replay._scope import current_rollout
+from hermes_replay import current_rollout
 
 __all__ = ["AgentResult", "HermesAgentLoop", "ToolError", "resize_tool_pool", "tool_pool_size"]
 

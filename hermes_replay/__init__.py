@@ -5,9 +5,11 @@ Public API (everything else is private and may change)::
     cassette(path, mode="replay", **options)   # context manager, sync and async -> Session
     rollout(rollout_id)                         # rollout-identity scope (contextvars)
     annotate(**fields)                          # tell the active cassette env name, tokenizer …
+    tool_call(name, args, run, source="agent")  # the seam tools go through: record / replay / run
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
     run_cassette(path, out_dir=…) -> RunResult  # re-run a recorded env command (replay_run)
-    HermesReplayError > CassetteError, CassetteMiss > UnusedRecordings   (see _errors)
+    HermesReplayError > CassetteError, CassetteMiss > UnusedRecordings   (see _errors),
+        ToolCallMiss, ToolCallsDrifted                                  (see _tools)
 """
 
 from hermes_replay._api import cassette
@@ -19,6 +21,7 @@ from hermes_replay._run import run_cassette
 from hermes_replay._scope import current_rollout, rollout
 from hermes_replay._session import Session
 from hermes_replay._summary import ReplayEvent, ReplaySummary
+from hermes_replay._tools import ToolCallMiss, ToolCallsDrifted, tool_call
 
 __version__ = "0.1.0"
 
@@ -32,6 +35,8 @@ __all__ = [
     "RolloutOutcome",
     "RunResult",
     "Session",
+    "ToolCallMiss",
+    "ToolCallsDrifted",
     "UnusedRecordings",
     "__version__",
     "annotate",
@@ -40,4 +45,5 @@ __all__ = [
     "load_cassette",
     "rollout",
     "run_cassette",
+    "tool_call",
 ]

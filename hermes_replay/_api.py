@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,8 @@ def cassette(
     llm_paths: Iterable[str] = DEFAULT_LLM_PATHS,
     passthrough_hosts: Iterable[str] = (),
     on_event: Callable[[ReplayEvent], None] | None = None,
+    tools: str = "replay",
+    tool_overrides: Mapping[str, str] | None = None,
 ) -> Session:
     """Record or replay all LLM traffic (httpx, httpx2/openai, aiohttp) inside the block.
 
@@ -44,7 +46,13 @@ def cassette(
     ``user``/``metadata``/``stream_options`` too; ``llm_paths`` (POST path suffixes that
     are LLM traffic; everything else passes through untouched and is never written);
     ``passthrough_hosts`` (hosts never intercepted); ``on_event`` (progress callback).
+
+    Tool calls (made through ``tool_call``) are recorded with the rollout; on replay
+    ``tools="replay"`` (default) answers them from the cassette and executes nothing, while
+    ``tools="execute"`` runs them again and reports results that drifted (a failure only when
+    ``strict``). ``tool_overrides={"name": "execute"}`` sets the policy of single tools.
     """
     return Session(path, mode, header=header, strict=strict, ignore_paths=ignore_paths,
                    normalizers=normalizers, default_ignores=default_ignores,
-                   llm_paths=llm_paths, passthrough_hosts=passthrough_hosts, on_event=on_event)
+                   llm_paths=llm_paths, passthrough_hosts=passthrough_hosts, on_event=on_event,
+                   tools=tools, tool_overrides=tool_overrides)

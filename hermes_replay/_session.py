@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -46,6 +46,8 @@ from hermes_replay._redact import KEPT_HEADERS, redact_fields, redact_json
 from hermes_replay._scope import RolloutScope, current_rollout
 from hermes_replay._summary import OutcomeComparison, ReplayEvent, ReplaySummary
 from hermes_replay._tokenizer_store import TokenizerMismatch, mismatch, stored_dir, with_store
+from hermes_replay._toolcalls import ToolCall
+from hermes_replay._tools import ToolCallsDrifted, ToolLedger
 
 __all__ = ["DEFAULT_LLM_PATHS", "MODES", "Session"]
 
@@ -102,6 +104,8 @@ class Session:
         passthrough_hosts: Iterable[str] = (),
         keep_headers: Iterable[str] = KEPT_HEADERS,
         on_event: Callable[[ReplayEvent], None] | None = None,
+        tools: str = "replay",
+        tool_overrides: Mapping[str, str] | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown cassette mode {mode!r}; choose one of {', '.join(MODES)}")
@@ -130,6 +134,8 @@ class Session:
         self._passthrough = 0
         self._rollouts_seen: set[str] = set()
         self._tokenizer_error: TokenizerMismatch | None = None
+        self.tools = ToolLedger(self.path, mode, tools, dict(tool_overrides or {}),
+                                normalize=self.matcher._normalize, lock=self._lock)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -163,6 +169,7 @@ class Session:
             self._header = self._header.merged(
                 {**self._header_fields, "matcher": self.matcher.signature()})
             self._writer = CassetteWriter(self.path, self._header)
+            self.tools.writer = self._writer
         self._active = True
         _hooks.add_listener(self)
         _intercept.activate(self)
@@ -172,6 +179,7 @@ class Session:
         existing = load_cassette(self.path)
         self._header = existing.header
         self._index = RecordingIndex.build(existing, self.matcher)
+        self.tools.load(existing)
         return existing
 
     def stop(self, exc: BaseException | None = None) -> None:
@@ -200,6 +208,8 @@ class Session:
             raise CassetteMiss(self.misses, cassette=self.path)
         if self.strict and self.unused:
             raise UnusedRecordings(self.unused, cassette=self.path)
+        if self.strict and (self.tools.drift or self.tools.unused):
+            raise ToolCallsDrifted(self.tools.drift, self.tools.unused, self.path)
 
     # ------------------------------------------------------------------ interception
 
@@ -326,6 +336,19 @@ class Session:
         self._header = self._header.merged(
             {k: v for k, v in derived.items() if v and not current.get(k)})
 
+    # ------------------------------------------------------------------ tool calls
+
+    def tool_call(self, name: str, arguments: Any, run: Callable[[], Any], *,
+                  source: str = "agent") -> Any:
+        """Record, replay or execute one tool call (``hermes_replay.tool_call`` lands here)."""
+        scope = current_rollout()
+        rollout = scope.id if scope is not None else None
+        with self._lock:
+            turn = self._issued.get(rollout, 0) - 1  # the LLM turn this call answers
+            if rollout is not None:
+                self._rollouts_seen.add(rollout)
+        return self.tools.call(name, arguments, run, source=source, rollout=rollout, turn=turn)
+
     # ------------------------------------------------------------------ hooks listener
 
     def rollout_finished(self, scope: RolloutScope) -> None:
@@ -370,7 +393,8 @@ class Session:
 
     # ------------------------------------------------------------------ results
 
-    def _final_contents(self) -> tuple[list[Interaction], dict[str, dict[str, Any]]]:
+    def _final_contents(self) -> tuple[list[Interaction], dict[str, dict[str, Any]],
+                                       list[ToolCall]]:
         """What a clean close writes: this run's interactions (record), or the union (auto)."""
         touched = {r for r, _, _ in self._new if r is not None}
         out: list[Interaction] = []
@@ -398,7 +422,8 @@ class Session:
             for rank, (_, inter) in enumerate(items):
                 out.append(inter.model_copy(update={"seq": base + rank}))
         outcomes.update(self._new_outcomes)
-        return out, outcomes
+        touched |= {c.rollout for c in self.tools.new if c.rollout is not None}
+        return out, outcomes, self.tools.final(touched)
 
     @property
     def header(self) -> CassetteHeader:
@@ -407,7 +432,7 @@ class Session:
     @property
     def misses(self) -> list[Miss]:
         with self._lock:
-            return list(self._miss_index.values())
+            return list(self._miss_index.values()) + list(self.tools.misses)
 
     @property
     def unused(self) -> list[tuple[str | None, int]]:
@@ -430,12 +455,17 @@ class Session:
             return ReplaySummary(
                 mode=self.mode, cassette=str(self.path), rollouts=len(rollouts_hit),
                 interactions=len(self._hits) + len(self._new), turns=inside,
-                misses=list(self._miss_index.values()),
+                misses=list(self._miss_index.values()) + list(self.tools.misses),
                 unused=self._index.unused()
                 if self.mode in ("replay", "auto") else [],
                 recorded=len(self._new), failed_attempts=self._failed_attempts,
                 passthrough=self._passthrough,
                 outcomes=list(self.outcomes.values()),
+                tools_replayed=self.tools.replayed,
+                tools_executed=self.tools.executed,
+                tool_drift=list(self.tools.drift),
+                unused_tools=self.tools.unused
+                if self.mode in ("replay", "auto") else [],
             )
 
     def _emit(self, event: ReplayEvent) -> None:

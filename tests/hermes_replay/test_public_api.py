@@ -9,9 +9,9 @@ def test_all_is_sorted_and_exactly_the_public_names() -> None:
     assert hermes_replay.__all__ == sorted(hermes_replay.__all__)
     assert set(hermes_replay.__all__) == {
         "Cassette", "CassetteError", "CassetteMiss", "HermesReplayError", "ReplayEvent",
-        "ReplaySummary", "RolloutOutcome", "RunResult", "Session", "UnusedRecordings",
-        "__version__", "annotate", "cassette", "current_rollout", "load_cassette", "rollout",
-        "run_cassette",
+        "ReplaySummary", "RolloutOutcome", "RunResult", "Session", "ToolCallMiss",
+        "ToolCallsDrifted", "UnusedRecordings", "__version__", "annotate", "cassette",
+        "current_rollout", "load_cassette", "rollout", "run_cassette", "tool_call",
     }
     for name in hermes_replay.__all__:
         assert getattr(hermes_replay, name) is not None
@@ -22,6 +22,8 @@ def test_exception_tree() -> None:
     assert issubclass(hermes_replay.CassetteMiss, hermes_replay.HermesReplayError)
     assert issubclass(hermes_replay.UnusedRecordings, hermes_replay.CassetteMiss)
     assert not issubclass(hermes_replay.CassetteMiss, hermes_replay.CassetteError)
+    assert issubclass(hermes_replay.ToolCallMiss, hermes_replay.HermesReplayError)
+    assert issubclass(hermes_replay.ToolCallsDrifted, hermes_replay.HermesReplayError)
 
 
 def test_importing_patches_nothing() -> None:

@@ -68,7 +68,9 @@ class ToolCall(BaseModel):
 
 
 class RecordedToolError(RuntimeError):
-    """Raised on replay in place of a recorded exception whose type is not a builtin one."""
+    """Raised on replay in place of a recorded exception whose type is not a builtin one
+    (a subclass named like the recorded type, defined here: a cassette names, never loads,
+    a class)."""
 
 
 def exit_code_of(result: Any) -> int | None:
@@ -109,7 +111,11 @@ def reraise(raised: dict[str, Any]) -> BaseException:
             return cls(*args)
         except Exception:  # an exotic signature: fall through to the generic form
             pass
-    return RecordedToolError(f"{name}: {' '.join(map(str, args))}")
+    if not name.isidentifier():
+        name = "RecordedToolError"
+    # a subclass of RecordedToolError carrying only the recorded *name*, so a message built
+    # from ``type(exc).__name__`` and ``str(exc)`` reads exactly as when it was recorded
+    return type(name, (RecordedToolError,), {})(*args)
 
 
 def _lines(prefix: str, value: Any) -> list[str]:

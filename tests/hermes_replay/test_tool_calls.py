@@ -216,3 +216,35 @@ def test_calls_gathered_out_of_order_still_match(tmp_path: Path) -> None:
             assert tool("two") == {"output": "ran two", "exit_code": 0}
             assert tool("one") == {"output": "ran one", "exit_code": 0}
     assert tool.runs == []
+
+
+def test_diff_names_the_first_differing_tool_call(tmp_path: Path) -> None:
+    from hermes_replay._diff import compare_paths
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    _record(a, {"r": ["ls", "date"]}, Tool({"date": {"output": "Mon", "exit_code": 0}}))
+    _record(b, {"r": ["ls", "date"]}, Tool({"date": {"output": "Tue", "exit_code": 3}}))
+    report = compare_paths(a, b)
+    [div] = report.tool_divergences
+    assert (div.rollout, div.field) == ("r", "tool call 1 (terminal).result")
+    assert '-tool.result.output: "Mon"' in div.diff and "+tool.exit_code: 3" in div.diff
+    assert not report.equal
+    _record(b, {"r": ["ls", "date -u"]})
+    [div] = compare_paths(a, b).tool_divergences
+    assert div.field == "tool call 1 (terminal).arguments.command"
+    assert compare_paths(a, a).equal
+
+
+def test_show_prints_the_recorded_tool_calls(tmp_path: Path, capsys) -> None:
+    from hermes_replay.cli import main
+
+    path = tmp_path / "c.jsonl"
+    with hermes_replay.cassette(path, "record"):
+        with hermes_replay.rollout("r"):
+            Tool()("ls")
+            Tool({"pytest": {"output": "1 failed", "exit_code": 1}})("pytest", source="reward")
+    assert main(["show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "recorded tool calls (2)" in out
+    assert "#0 terminal · after turn -1 · exit 0" in out
+    assert "#1 terminal · reward · exit 1" in out and "1 failed" in out

@@ -50,7 +50,8 @@ def _default_test_command() -> str:
     # which has pytest. Not its absolute path: that differs between machines and between
     # `python`/`python3`, so the recorded reward command would not match on replay.
     # Plugin autoload off: the hidden tests need none, and it cuts pytest start-up ~10x.
-    return "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -m pytest -q -p no:cacheprovider"
+    # -qq: no "1 failed in 0.06s" line, so the output is the same every time it runs.
+    return "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -m pytest -qq -p no:cacheprovider"
 
 
 class TerminalTestEnvConfig(HermesAgentEnvConfig):

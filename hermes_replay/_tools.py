@@ -11,8 +11,9 @@ replay     policy ``replay`` (default): the recorded result is returned and ``ru
            called — no sandbox, no subprocess, nothing a cassette says runs. A call with no
            recording is a miss (``ToolCallMiss`` raised in the caller, ``CassetteMiss`` when
            the block ends) with a field diff against the nearest recorded call.
-           policy ``execute``: ``run()`` executes and its result is compared with the recording;
-           a difference is *drift*, reported per call as a diff, a failure only when strict.
+           policy ``execute``: ``run()`` executes and its result is compared with the recording
+           (after the session's ``normalizers``); a difference is *drift*, reported per call as
+           a diff, a failure only when strict.
 auto       a recorded call is answered from the cassette, a new one executes and is recorded
 ========== ====================================================================================
 
@@ -268,7 +269,7 @@ class ToolLedger:
             self.drift.append(ToolDrift(rollout, seq, name, "not in the cassette (executed)",
                                         diff))
             return
-        if rec.call.answer() != call.answer():
+        if self.normalize(rec.call.answer()) != self.normalize(call.answer()):
             self.drift.append(ToolDrift(rollout, seq, name, "result differs from the recording",
                                         tool_call_diff(rec.call.answer(), call.answer(),
                                                        "recorded", "executed now")))

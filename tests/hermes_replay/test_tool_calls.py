@@ -248,3 +248,15 @@ def test_show_prints_the_recorded_tool_calls(tmp_path: Path, capsys) -> None:
     assert "recorded tool calls (2)" in out
     assert "#0 terminal · after turn -1 · exit 0" in out
     assert "#1 terminal · reward · exit 1" in out and "1 failed" in out
+
+
+def test_normalizers_apply_to_executed_tool_results(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    _record(path, {"a": ["pytest"]}, Tool({"pytest": {"output": "1 failed in 0.06s",
+                                                      "exit_code": 1}}))
+    tool = Tool({"pytest": {"output": "1 failed in 0.31s", "exit_code": 1}})
+    with hermes_replay.cassette(path, tools="execute", strict=True,
+                                normalizers=[(r"in \d+\.\d+s", "in <time>")]) as session:
+        with hermes_replay.rollout("a"):
+            tool("pytest")
+    assert session.summary().tool_drift == [] and tool.runs == ["pytest"]

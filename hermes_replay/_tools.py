@@ -315,9 +315,9 @@ def tool_call(name: str, arguments: Any, run: Callable[[], T], *, source: str = 
     cassette active it is simply called. ``source`` is ``"agent"`` for calls the model made
     and ``"reward"`` for ``ToolContext`` calls of reward and evaluation code.
     """
-    from hermes_replay import _intercept
+    from hermes_replay import _active
 
-    session = _intercept.current()
+    session = _active.current()
     handle = getattr(session, "tool_call", None)
     if handle is None:
         return run()

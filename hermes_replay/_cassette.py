@@ -13,6 +13,10 @@ A finished cassette is rewritten in a stable order (scope-less requests, then ro
 id, each followed by its outcome) so re-recording the same run gives a small git diff.
 Writing goes to ``<path>.partial`` (one flushed line per record) and is renamed over
 ``<path>`` only on a clean close, so a crash never touches an existing cassette.
+
+Over 400 lines because reader, journal writer and final rewrite share one set of record shapes
+and one set of crash-safety rules (locking, temp files, fsync); the body encoding lives apart
+in ``_format``.
 """
 
 from __future__ import annotations

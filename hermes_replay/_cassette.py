@@ -16,6 +16,10 @@ id, each turn followed by the tool calls that answer it, then the rollout's rewa
 calls and its outcome) so re-recording the same run gives a small git diff.
 Writing goes to ``<path>.partial`` (one flushed line per record) and is renamed over
 ``<path>`` only on a clean close, so a crash never touches an existing cassette.
+
+Over 400 lines because reader, journal writer and final rewrite share one set of record shapes
+and one set of crash-safety rules (locking, temp files, fsync); the body encoding lives apart
+in ``_format``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 """Compare two runs: cassettes, replay results, or one of each. Pure functions, no printing.
+(Over 400 lines: the three inputs' views and the comparison share one data model.)
 
 Each input becomes a ``RunView`` — rollouts (reward, turns, …), metrics and, for cassettes,
 the recorded transcripts — and ``compare(a, b)`` returns a ``DiffReport``:

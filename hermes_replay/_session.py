@@ -7,6 +7,9 @@ written and take no number, so SDK and tenacity retries never shift a replay. Re
 outside any rollout fall back to fingerprint + order of issue.
 
 Store (``_cassette``), matcher (``_matching``) and this policy are separate on purpose.
+This module is over 400 lines because its state (per-rollout cursors and issue counters,
+hits, new recordings, misses) is shared by every step of a request under one lock; the index
+and miss diagnosis (``_index``) and the record shapes (``_convert``) already live apart.
 """
 
 from __future__ import annotations

@@ -8,9 +8,11 @@ Public API (everything else is private and may change)::
     annotate(**fields)                          # tell the active cassette env name, tokenizer …
     active_mode() -> "replay" | "record" | … | None   # the cassette active in this context
     recorded_endpoint(url_prefix)               # record/replay a tool's HTTP API like LLM calls
+    tool_call(name, args, run, source="agent")  # the seam tools go through: record / replay / run
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
     run_cassette(path, out_dir=…) -> RunResult  # re-run a recorded env command (replay_run)
-    HermesReplayError > CassetteError, RecordingFailed, CassetteMiss > UnusedRecordings
+    HermesReplayError > CassetteError, RecordingFailed, CassetteMiss > UnusedRecordings,
+        ToolCallMiss, ToolCallsDrifted   (see _errors, _tools)
 
 Tokenizer hooks for environment base classes (a cassette carries its tokenizer)::
 
@@ -37,6 +39,7 @@ from hermes_replay._summary import ReplayEvent, ReplaySummary
 from hermes_replay._tokenizer import tokenizer_path as bundled_tokenizer_path
 from hermes_replay._tokenizer_store import TokenizerMismatch, check_tokenizer, tokenizer_for_run
 from hermes_replay._tokenizer_store import describe as describe_tokenizer
+from hermes_replay._tools import ToolCallMiss, ToolCallsDrifted, tool_call
 from hermes_replay._traffic import recorded_endpoint
 
 __version__ = "0.1.0"
@@ -54,6 +57,8 @@ __all__ = [
     "RunResult",
     "Session",
     "TokenizerMismatch",
+    "ToolCallMiss",
+    "ToolCallsDrifted",
     "UnusedRecordings",
     "__version__",
     "active_mode",
@@ -68,4 +73,5 @@ __all__ = [
     "rollout",
     "run_cassette",
     "tokenizer_for_run",
+    "tool_call",
 ]

@@ -6,13 +6,21 @@ output. ``recorded_endpoint(url_prefix)`` declares such an API; inside a cassett
 requests are then recorded with the rollout — scrubbed like LLM traffic (Authorization and key
 headers, key-like parameters and body fields) — and answered from the cassette on replay, with
 no network and no key. Declarations are process-wide and idempotent.
+
+This works whether or not the tool call itself is answered from the cassette: with tools
+replayed (the default) the HTTP calls are simply not made; with ``--tools execute`` the tool
+runs again and its HTTP calls are answered from the recording.
 """
 
 from __future__ import annotations
 
 import threading
 
-__all__ = ["is_recorded_endpoint", "recorded_endpoint"]
+__all__ = ["TOOL_HTTP", "is_recorded_endpoint", "recorded_endpoint"]
+
+#: ``Interaction.kind`` of a recorded tool HTTP call. When the tool call itself is answered from
+#: the cassette (the default replay), these are not made again and are not "unused".
+TOOL_HTTP = "tool_http"
 
 _PREFIXES: set[str] = set()
 _LOCK = threading.Lock()

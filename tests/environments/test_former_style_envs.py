@@ -55,7 +55,7 @@ def _record(env: str, mode: str, capsys) -> Path:
 
 
 def _replay(cassette: Path, capsys) -> str:
-    code = main(["replay", str(cassette), "--out", "replayed", "--fail-on-change"])
+    code = main(["replay", str(cassette), "--out", "replayed", "--fail-on-change", "--strict"])
     captured = capsys.readouterr()
     assert code == 0, captured.out[-3000:] + captured.err[-4000:]
     assert "0 misses" in captured.out and "reward changed" not in captured.out
@@ -80,7 +80,7 @@ def test_process_records_and_replays_unmodified(env, project, monkeypatch, capsy
     assert KEY not in text and "FORMERstyle" not in text
     if env == "web_research_env":
         assert api.bodies, "the web env never searched"
-        assert '"kind":"other"' in text.replace(" ", "")  # the search API calls are recorded
+        assert '"kind":"tool_http"' in text.replace(" ", "")  # the search API calls are recorded
 
     monkeypatch.delenv("TAVILY_API_KEY")  # replay: no key, no API, no endpoint
     out = _replay(cassette, capsys)

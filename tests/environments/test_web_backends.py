@@ -65,7 +65,7 @@ def test_tavily_traffic_is_recorded_with_the_rollout_and_replayed_without_key_or
     lines = [json.loads(line) for line in text.splitlines()]
     inters = [rec for rec in lines if rec.get("type") == "interaction"]
     assert [(i["rollout"], i["seq"], i["kind"]) for i in inters] == [
-        ("train-web-0-0", 0, "other"), ("train-web-0-0", 1, "other")]
+        ("train-web-0-0", 0, "tool_http"), ("train-web-0-0", 1, "tool_http")]
 
     # the API is gone (the server stopped above) and so is the key
     monkeypatch.delenv("TAVILY_API_KEY")

@@ -8,11 +8,18 @@ Public API (everything else is private and may change)::
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
     run_cassette(path, out_dir=…) -> RunResult  # re-run a recorded env command (replay_run)
     HermesReplayError > CassetteError, CassetteMiss > UnusedRecordings   (see _errors)
+    RequestNotRecorded (a BaseException: a replay miss, raised at the request; see _errors)
 """
 
 from hermes_replay._api import cassette
 from hermes_replay._cassette import Cassette, load_cassette
-from hermes_replay._errors import CassetteError, CassetteMiss, HermesReplayError, UnusedRecordings
+from hermes_replay._errors import (
+    CassetteError,
+    CassetteMiss,
+    HermesReplayError,
+    RequestNotRecorded,
+    UnusedRecordings,
+)
 from hermes_replay._hooks import annotate
 from hermes_replay._result import RolloutOutcome, RunResult
 from hermes_replay._run import run_cassette
@@ -29,6 +36,7 @@ __all__ = [
     "HermesReplayError",
     "ReplayEvent",
     "ReplaySummary",
+    "RequestNotRecorded",
     "RolloutOutcome",
     "RunResult",
     "Session",

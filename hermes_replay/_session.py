@@ -32,13 +32,12 @@ from hermes_replay._convert import (
     header_fields_from,
     interaction_kind,
     is_failed_attempt,
-    miss_response,
     same_request,
     stored_request,
     stored_response,
     wire_response,
 )
-from hermes_replay._errors import CassetteMiss, Miss, UnusedRecordings
+from hermes_replay._errors import CassetteMiss, Miss, RequestNotRecorded, UnusedRecordings
 from hermes_replay._index import Recording, RecordingIndex
 from hermes_replay._intercept import WireRequest, WireResponse
 from hermes_replay._matching import Matcher
@@ -192,6 +191,10 @@ class Session:
             return
         if exc is None and self._tokenizer_error is not None:
             raise self._tokenizer_error  # raised at annotate too, unless the env swallowed it
+        if isinstance(exc, RequestNotRecorded):
+            # the code under test let the miss through (no agent loop ended the rollout):
+            # the block's verdict, with every miss and its diff, replaces it
+            raise CassetteMiss(self.misses, cassette=self.path) from exc
         if exc is not None:
             if self.misses and hasattr(exc, "add_note"):
                 exc.add_note(str(CassetteMiss(self.misses, cassette=self.path)))
@@ -244,12 +247,10 @@ class Session:
                     return self._hit(rec, rollout, issue, request, wire.method)
                 if self.mode == "replay":
                     miss = self._miss(rollout, request, fp)
-                    self._emit(ReplayEvent("miss", rollout, miss.turn, wire.method,
-                                           request["url"], 404))
-                    return _Exchange(self, "replay", rollout, issue, request, fp,
-                                     response=miss_response(
-                                         "hermes-replay cassette miss (the cassette block "
-                                         "raises CassetteMiss on exit): " + miss.describe()))
+                    self._emit(ReplayEvent("miss", rollout, miss.seq, wire.method,
+                                           request["url"], None, detail=miss.reason))
+                    # ends this request now: no retry layer (all catch Exception) sees it
+                    raise RequestNotRecorded(miss)
         return _Exchange(self, "record", rollout, issue, request, fp)
 
     def _exact_hit(self, rollout: str, wire: WireRequest) -> _Exchange | None:

@@ -9,7 +9,8 @@ def test_all_is_sorted_and_exactly_the_public_names() -> None:
     assert hermes_replay.__all__ == sorted(hermes_replay.__all__)
     assert set(hermes_replay.__all__) == {
         "Cassette", "CassetteError", "CassetteMiss", "HermesReplayError", "ReplayEvent",
-        "ReplaySummary", "RolloutOutcome", "RunResult", "Session", "UnusedRecordings",
+        "ReplaySummary", "RequestNotRecorded", "RolloutOutcome", "RunResult", "Session",
+        "UnusedRecordings",
         "__version__", "annotate", "cassette", "current_rollout", "load_cassette", "rollout",
         "run_cassette",
     }

@@ -8,7 +8,8 @@ Public API (everything else is private and may change)::
     annotate(**fields)                          # tell the active cassette env name, tokenizer …
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
     run_cassette(path, out_dir=…) -> RunResult  # re-run a recorded env command (replay_run)
-    HermesReplayError > CassetteError, RecordingFailed, CassetteMiss > UnusedRecordings
+    HermesReplayError > CassetteError, RecordingFailed, ReplayFailed,
+                        CassetteMiss > UnusedRecordings
     RequestNotRecorded (a BaseException: a replay miss, raised at the request; see _errors)
 
 Tokenizer hooks for environment base classes (a cassette carries its tokenizer)::
@@ -26,6 +27,7 @@ from hermes_replay._errors import (
     CassetteMiss,
     HermesReplayError,
     RecordingFailed,
+    ReplayFailed,
     RequestNotRecorded,
     UnusedRecordings,
 )
@@ -47,6 +49,7 @@ __all__ = [
     "HermesReplayError",
     "RecordingFailed",
     "ReplayEvent",
+    "ReplayFailed",
     "ReplaySummary",
     "RequestNotRecorded",
     "RolloutOutcome",

@@ -5,6 +5,8 @@
     HermesReplayError            base of everything below; catch this to catch all of it
      ├── CassetteError           the cassette file is missing, unreadable, corrupt or too new
      ├── RecordingFailed         record: the env failed or recorded nothing; old cassette kept
+     ├── ReplayFailed            replay: the env exited non-zero or raised, or recorded rollouts
+     │                           never ran — a replay that did not really run never passes
      └── CassetteMiss            replay: requests had no matching recording (raised when the
           │                      ``cassette()`` block exits, listing every miss with a diff)
           └── UnusedRecordings   replay with ``strict=True``: recordings were never requested
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["CassetteError", "CassetteMiss", "HermesReplayError", "Miss", "RecordingFailed",
-           "RequestNotRecorded", "UnusedRecordings"]
+           "ReplayFailed", "RequestNotRecorded", "UnusedRecordings"]
 
 
 class HermesReplayError(Exception):
@@ -140,6 +142,35 @@ class CassetteMiss(HermesReplayError):
             head += f" in {self.cassette}"
         body = "\n".join(m.describe() for m in self.misses)
         super().__init__(f"{head}:\n{body}\n{hint}")
+
+
+class ReplayFailed(HermesReplayError):
+    """A replay that did not really run: the environment exited non-zero or raised, or some
+    recorded rollouts never ran. Its rewards prove nothing, so it is never a pass.
+
+    ``what`` says what happened, ``exit_code`` is the env's, ``never_ran`` the recorded rollout
+    ids that made no request, ``log_tail`` the last lines of ``log`` (the env's output).
+    """
+
+    def __init__(self, cassette: str | Path, what: str, *, exit_code: int,
+                 never_ran: list[str], recorded: int, log: Path | None,
+                 log_tail: list[str], hint: str) -> None:
+        self.cassette = str(cassette)
+        self.what, self.exit_code, self.never_ran = what, exit_code, list(never_ran)
+        self.log, self.log_tail, self.hint = log, list(log_tail), hint
+        lines = [f"{cassette}: the replay did not really run: {what}"]
+        if never_ran:
+            shown = ", ".join(never_ran[:6]) + (f" and {len(never_ran) - 6} more"
+                                                if len(never_ran) > 6 else "")
+            lines.append(f"  {len(never_ran)} of {recorded} recorded rollout(s) never ran: "
+                         f"{shown}")
+        if log_tail:
+            lines.append(f"  last lines of {log}:")
+            lines.extend(f"    | {line}" for line in log_tail)
+        elif log is None:
+            lines.append("  (the environment's output went to the terminal, above)")
+        lines.append(f"  next step: {hint}")
+        super().__init__("\n".join(lines))
 
 
 class RequestNotRecorded(BaseException):

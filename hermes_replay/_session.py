@@ -469,10 +469,20 @@ class Session:
             return {r: OutcomeComparison(r, self._recorded_outcomes.get(r),
                                          self._new_outcomes.get(r)) for r in ids}
 
+    @property
+    def recorded_rollouts(self) -> list[str]:
+        """The rollout ids the cassette held when the session started (replay and auto)."""
+        ids = [r for r in self._index.by_rollout if r is not None]
+        return ids + [r for r in self._recorded_outcomes if r not in self._index.by_rollout]
+
     def summary(self) -> ReplaySummary:
         with self._lock:
             rollouts_hit = {r for r, _, _ in [*self._hits, *self._new] if r is not None}
             inside = sum(1 for r, _, _ in [*self._hits, *self._new] if r is not None)
+            # a rollout ran if it asked for anything (hit or miss) or reported an outcome
+            ran = rollouts_hit | {m.rollout for m in self._miss_index.values()} | set(
+                self._new_outcomes)
+            recorded = self.recorded_rollouts if self.mode in ("replay", "auto") else []
             return ReplaySummary(
                 mode=self.mode, cassette=str(self.path), rollouts=len(rollouts_hit),
                 interactions=len(self._hits) + len(self._new), turns=inside,
@@ -482,6 +492,8 @@ class Session:
                 recorded=len(self._new), failed_attempts=self._failed_attempts,
                 passthrough=self._passthrough,
                 outcomes=list(self.outcomes.values()),
+                recorded_rollouts=len(recorded),
+                never_ran=[r for r in recorded if r not in ran],
             )
 
     def _emit(self, event: ReplayEvent) -> None:

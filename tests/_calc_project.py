@@ -6,8 +6,10 @@ Recorded once per test session through ``hermes-replay record`` against the scri
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -52,3 +54,30 @@ def copy_project(recorded: Path, dest: Path) -> Path:
     shutil.copytree(recorded, dest, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("data", "__pycache__"))
     return dest
+
+
+def _records(cassette: Path) -> list[dict]:
+    return [json.loads(line) for line in cassette.read_text(encoding="utf-8").splitlines()]
+
+
+def _write(cassette: Path, records: list[dict]) -> None:
+    cassette.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
+                        encoding="utf-8")
+
+
+def edit_command(cassette: Path, edit: Callable[[list[str]], list[str]]) -> None:
+    """Rewrite the recorded command in the cassette header (what a replay re-runs)."""
+    records = _records(cassette)
+    records[0]["command"] = edit(list(records[0]["command"]))
+    _write(cassette, records)
+
+
+def add_rollout_the_run_skips(cassette: Path) -> str:
+    """Copy one recorded rollout under a group slot the recorded command never fills (slot 2
+    of a group of 2): the cassette then holds a rollout the run leaves out. Returns its id."""
+    records = _records(cassette)
+    source = next(r["rollout"] for r in records if r.get("type") == "interaction")
+    new = source.rsplit("-", 1)[0] + "-2"
+    copies = [{**r, "rollout": new} for r in records if r.get("rollout") == source]
+    _write(cassette, records + copies)
+    return new

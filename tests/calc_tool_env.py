@@ -3,10 +3,9 @@ docstring says — the shape that broke a second run in one process. Used by the
 re-running an env file (CLI folder replay, two pytest tests, ``check``) and of runs that must
 fail loudly (crash, no rollout, a rollout left out).
 
-Switches, read at run time so one recorded cassette serves every test:
-``CALC_ENV_CRASH=setup|reward`` raises there; ``CALC_ENV_SKIP_FIRST=1`` never runs the first
-item's rollouts; ``CALC_ENV_LEAK=1`` keeps a cache in an imported module (``calc_state``) that
-changes rewards on a second run in the same process.
+Switches, so one recorded cassette serves every test: ``--env.crash_in setup|reward`` (a flag,
+so a cassette header can carry it) raises there; ``CALC_ENV_LEAK=1`` keeps a cache in an
+imported module (``calc_state``) that changes rewards on a second run in the same process.
 """
 
 from __future__ import annotations
@@ -16,6 +15,8 @@ import operator
 import os
 import time
 from typing import Any
+
+from pydantic import Field
 
 from environments._config import default_server_configs
 from environments.agent_loop import AgentResult
@@ -49,20 +50,25 @@ def calculator(args: dict[str, Any], task_id: str) -> Any:
 ITEMS = [{"id": i, "question": f"What is {i} + {i + 1}? Use the calculator."} for i in range(4)]
 
 
+class CalcEnvConfig(HermesAgentEnvConfig):
+    crash_in: str = Field(default="", description="'setup' or 'reward': raise there (tests).")
+
+
 class CalcEnv(HermesAgentBaseEnv):
     name = "calc-env"
-    env_config_cls = HermesAgentEnvConfig
+    env_config_cls = CalcEnvConfig
+    config: CalcEnvConfig
 
     @classmethod
-    def config_init(cls) -> tuple[HermesAgentEnvConfig, list[Any]]:
-        config = HermesAgentEnvConfig(enabled_toolsets=["calc"], max_agent_turns=3,
-                                      group_size=2, eval_size=2)
+    def config_init(cls) -> tuple[CalcEnvConfig, list[Any]]:
+        config = CalcEnvConfig(enabled_toolsets=["calc"], max_agent_turns=3, group_size=2,
+                               eval_size=2)
         return config, default_server_configs()
 
     async def setup(self) -> None:
-        if os.environ.get("CALC_ENV_CRASH") == "setup":
+        if self.config.crash_in == "setup":
             raise RuntimeError("calc env: setup failed on purpose")
-        self._index = 1 if os.environ.get("CALC_ENV_SKIP_FIRST") else 0
+        self._index = 0
 
     async def get_next_item(self) -> dict[str, Any]:
         item = ITEMS[self._index % len(ITEMS)]
@@ -74,7 +80,7 @@ class CalcEnv(HermesAgentBaseEnv):
 
     async def compute_reward(self, item: dict[str, Any], result: AgentResult,
                              ctx: ToolContext) -> float:
-        if os.environ.get("CALC_ENV_CRASH") == "reward":
+        if self.config.crash_in == "reward":
             raise SystemExit("calc env: gave up in compute_reward")
         called = any(m.get("role") == "tool" for m in result.messages)
         reward = 0.5 + 0.5 * called - 0.1 * len(result.tool_errors)

@@ -39,8 +39,7 @@ def calc_project(_calc_recording, tmp_path, monkeypatch):
     # the env registers its tool in the process-wide registry: gone again after the test
     monkeypatch.setattr(registry, "_TOOLS", dict(registry._TOOLS))
     monkeypatch.setattr(registry, "_TASK_CLEANUPS", list(registry._TASK_CLEANUPS))
-    for var in ("CALC_ENV_CRASH", "CALC_ENV_SKIP_FIRST", "CALC_ENV_LEAK"):
-        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("CALC_ENV_LEAK", raising=False)
     root = copy_project(_calc_recording, tmp_path / "project")
     monkeypatch.chdir(root)
     return root

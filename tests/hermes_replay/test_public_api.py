@@ -9,7 +9,8 @@ def test_all_is_sorted_and_exactly_the_public_names() -> None:
     assert hermes_replay.__all__ == sorted(hermes_replay.__all__)
     assert set(hermes_replay.__all__) == {
         "Cassette", "CassetteError", "CassetteMiss", "HermesReplayError", "RecordingFailed",
-        "ReplayEvent", "ReplaySummary", "RequestNotRecorded", "RolloutOutcome", "RolloutScope",
+        "ReplayEvent", "ReplayFailed", "ReplaySummary", "RequestNotRecorded", "RolloutOutcome",
+        "RolloutScope",
         "RunResult", "Session", "TokenizerMismatch", "UnusedRecordings", "__version__", "annotate",
         "bundled_tokenizer_path", "cassette", "check_tokenizer", "current_rollout",
         "describe_tokenizer", "load_cassette", "rollout", "run_cassette", "tokenizer_for_run",

@@ -1,0 +1,78 @@
+"""Whether the ``local`` backend runs commands inside bubblewrap: the policy and its limits.
+
+Commands a model chose are untrusted code. Where bubblewrap (``bwrap``, Debian package
+``bubblewrap``) works, every ``local`` command runs inside it (see ``_bwrap`` for the exact
+boundary). The policy comes from the ``HERMES_SANDBOX`` environment variable, read when a
+sandbox is created:
+
+``auto`` (default)
+    bwrap where it works; elsewhere the old folder-and-process-group sandbox, with one warning.
+    This is what an environment author's own live run (``python my_env.py process …``) gets.
+``bwrap``
+    isolation is required: creating a sandbox fails with ``IsolationUnavailableError`` (saying
+    how to install bubblewrap) where bwrap does not work. hermes-replay sets this while it
+    records or replays, so a cassette's or a live endpoint's commands never run on the host
+    unless the user says so (``--trust-cassette``).
+``none``
+    no kernel isolation: commands run on the host in the sandbox folder. The explicit opt-out,
+    e.g. for tools that need the network or a background server kept across commands.
+
+``terminal_backend="bwrap"`` asks for a ``local`` sandbox that requires isolation, whatever
+the variable says (the simple way for a caller to get an isolated sandbox).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+__all__ = [
+    "ISOLATION_MODES",
+    "ISOLATION_VAR",
+    "IsolationUnavailableError",
+    "SandboxLimits",
+    "isolation_mode",
+]
+
+ISOLATION_VAR = "HERMES_SANDBOX"
+ISOLATION_MODES = ("auto", "bwrap", "none")
+
+
+class IsolationUnavailableError(RuntimeError):
+    """Isolation is required (``HERMES_SANDBOX=bwrap``) but bubblewrap does not work here."""
+
+
+def isolation_mode() -> str:
+    """The current policy: ``auto``, ``bwrap`` or ``none`` (from ``HERMES_SANDBOX``)."""
+    value = os.environ.get(ISOLATION_VAR, "").strip().lower() or "auto"
+    if value not in ISOLATION_MODES:
+        raise ValueError(
+            f"{ISOLATION_VAR}={value!r} is not a sandbox policy; use one of "
+            f"{', '.join(ISOLATION_MODES)} (auto: bubblewrap where it works)"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Resource limits of one isolated command (``setrlimit`` inside the sandbox).
+
+    Limits are per process, as rlimits are, except ``processes`` (all processes of the
+    sandbox's user) and ``workspace_bytes`` (the whole working directory, checked while the
+    command runs). None of them replaces the wall-clock timeout, which kills everything.
+    """
+
+    #: CPU seconds per process (SIGXCPU, then SIGKILL one second later)
+    cpu_seconds: int = 300
+    #: address space per process, bytes
+    memory_bytes: int = 4 * 1024**3
+    #: processes and threads the sandbox may have at once (a fork bomb stops here)
+    processes: int = 256
+    #: largest file a process may write, bytes
+    file_bytes: int = 512 * 1024**2
+    #: open files per process
+    open_files: int = 1024
+    #: total size of the working directory; past it the command is killed
+    workspace_bytes: int = 2 * 1024**3
+    #: size of the private ``/tmp`` and ``/dev/shm`` (memory-backed), bytes each
+    tmpfs_bytes: int = 64 * 1024**2

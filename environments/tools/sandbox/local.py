@@ -430,9 +430,9 @@ def _decide_isolation(task_id: str, requested: str | None) -> bool:
             f"task {task_id!r}: commands must run inside bubblewrap ({ISOLATION_VAR}=bwrap; "
             f"hermes-replay sets it while recording and replaying), but bwrap does not work "
             f"here: {problem}. Next step: install it (Debian/Ubuntu: `apt-get install "
-            f"bubblewrap`), or run the commands on the host without isolation only if you "
-            f"trust them: `--trust-cassette` for hermes-replay, {ISOLATION_VAR}=none for a "
-            f"live run."
+            f"bubblewrap`). Only if you trust the commands, run them on the host instead: "
+            f"replaying, `--trust-cassette` (CLI and pytest) or run_cassette(..., "
+            f"trust_cassette=True); recording or a live run, {ISOLATION_VAR}=none."
         )
     if not _WARNED:
         _WARNED = True

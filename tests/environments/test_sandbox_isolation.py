@@ -25,7 +25,7 @@ from environments.tools.sandbox import (
     _bwrap,
     cleanup_sandbox,
     get_sandbox,
-    local,
+    isolation,
 )
 from environments.tools.sandbox._procs import scan
 
@@ -174,9 +174,23 @@ def test_memory_and_cpu_limits_kill_the_command(task_id):
 
 
 def test_own_pid_namespace_cannot_see_or_signal_host_processes(task_id):
-    result, error = terminal(task_id, f"ls /proc | grep -cx '[0-9]*'; kill -0 {os.getpid()}")
+    result, error = terminal(task_id, "grep CapEff /proc/self/status; ls /proc | grep -cx "
+                             f"'[0-9]*'; kill -0 {os.getpid()}")
     assert error is not None
-    assert int(result["output"].splitlines()[0]) < 10  # only the sandbox's own processes
+    lines = result["output"].splitlines()
+    assert lines[0].split() == ["CapEff:", "0000000000000000"]  # no capabilities at all
+    assert int(lines[1]) < 10  # only the sandbox's own processes
+
+
+def test_background_processes_end_with_their_command(task_id):
+    box = get_sandbox(task_id)
+    result, error = terminal(task_id, "setsid sleep 1000 >/dev/null 2>&1 & "
+                             "nohup sleep 1000 >/dev/null 2>&1 & echo started")
+    assert error is None and result["output"] == "started\n"
+    deadline = time.monotonic() + 3
+    while (pids := scan(set(), box._marker)[1]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not pids, f"background processes outlived their command: {pids}"
 
 
 def test_required_isolation_without_bwrap_is_a_clear_error(task_id, monkeypatch, tmp_path):
@@ -189,7 +203,7 @@ def test_required_isolation_without_bwrap_is_a_clear_error(task_id, monkeypatch,
 
 def test_auto_falls_back_to_the_host_with_one_warning(task_id, monkeypatch, tmp_path, caplog):
     monkeypatch.setattr(_bwrap, "_PROBE", None)
-    monkeypatch.setattr(local, "_WARNED", False)
+    monkeypatch.setattr(isolation, "_WARNED", False)
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("HERMES_SANDBOX", "auto")
     box = get_sandbox(task_id)

@@ -23,6 +23,7 @@ the variable says (the simple way for a caller to get an isolated sandbox).
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 
@@ -31,8 +32,11 @@ __all__ = [
     "ISOLATION_VAR",
     "IsolationUnavailableError",
     "SandboxLimits",
+    "decide_isolation",
     "isolation_mode",
 ]
+
+log = logging.getLogger(__name__)
 
 ISOLATION_VAR = "HERMES_SANDBOX"
 ISOLATION_MODES = ("auto", "bwrap", "none")
@@ -76,3 +80,36 @@ class SandboxLimits:
     workspace_bytes: int = 2 * 1024**3
     #: size of the private ``/tmp`` and ``/dev/shm`` (memory-backed), bytes each
     tmpfs_bytes: int = 64 * 1024**2
+
+
+_WARNED = False
+
+
+def decide_isolation(task_id: str, requested: str | None) -> bool:
+    """Whether a new sandbox runs its commands in bwrap (policy in ``isolation``)."""
+    global _WARNED
+    from ._bwrap import bwrap_problem  # here: _bwrap imports SandboxLimits from this module
+
+    mode = requested or isolation_mode()
+    if mode == "none":
+        return False
+    problem = bwrap_problem()
+    if problem is None:
+        return True
+    if mode == "bwrap":
+        raise IsolationUnavailableError(
+            f"task {task_id!r}: commands must run inside bubblewrap ({ISOLATION_VAR}=bwrap; "
+            f"hermes-replay sets it while recording and replaying), but bwrap does not work "
+            f"here: {problem}. Next step: install it (Debian/Ubuntu: `apt-get install "
+            f"bubblewrap`). Only if you trust the commands, run them on the host instead: "
+            f"replaying, `--trust-cassette` (CLI and pytest) or run_cassette(..., "
+            f"trust_cassette=True); recording or a live run, {ISOLATION_VAR}=none."
+        )
+    if not _WARNED:
+        _WARNED = True
+        log.warning(
+            "tool commands run WITHOUT kernel isolation (bubblewrap does not work here: %s); "
+            "install bubblewrap to contain them, or set %s=none to silence this warning",
+            problem, ISOLATION_VAR,
+        )
+    return False

@@ -53,15 +53,11 @@ import tempfile
 import threading
 import time
 
-from ._bwrap import WORKSPACE, bwrap_argv, bwrap_problem, pick_sandbox_uid, tree_bytes
+from ._bwrap import WORKSPACE, bwrap_argv, pick_sandbox_uid, tree_bytes
+from ._output import read_capped
 from ._procs import MARKER_VAR, children_of, group_members, scan, signal_group, signal_pid
 from .base import RunResult, SandboxBackend, cleanup_all_sandboxes, register_backend
-from .isolation import (
-    ISOLATION_VAR,
-    IsolationUnavailableError,
-    SandboxLimits,
-    isolation_mode,
-)
+from .isolation import SandboxLimits, decide_isolation
 
 __all__ = ["VIRTUAL_WORKDIR", "IsolatedSandbox", "LocalSandbox", "group_members", "sandbox_root"]
 
@@ -112,7 +108,7 @@ class LocalSandbox(SandboxBackend):
     def __init__(self, task_id: str, isolation: str | None = None) -> None:
         super().__init__(task_id)
         #: True when commands run inside bubblewrap (see ``isolation``); decided once, here
-        self.isolated = _decide_isolation(task_id, isolation)
+        self.isolated = decide_isolation(task_id, isolation)
         #: rlimits and workspace quota of isolated commands (tests shrink them)
         self.limits = SandboxLimits()
         self.base_dir = os.path.join(sandbox_root(), _slug(task_id))
@@ -223,22 +219,27 @@ class LocalSandbox(SandboxBackend):
         """Wait for ``proc``; kill its group on timeout or (isolated) a full workspace.
 
         The workspace is the one writable host path of an isolated command, so its size is
-        checked while the command runs; rlimits alone cap single files, not their number.
+        checked while the command runs (every 50 ms, or less often for a workspace so big that
+        counting it takes more than a tenth of that); rlimits alone cap single files.
         """
         deadline = time.monotonic() + timeout
         stopped = None
+        interval = 0.05 if self.isolated else timeout
         while True:
             left = deadline - time.monotonic()
             try:
-                proc.wait(timeout=max(0.0, min(left, 0.05 if self.isolated else left)))
+                proc.wait(timeout=max(0.0, min(left, interval)))
                 return None
             except subprocess.TimeoutExpired:
                 if time.monotonic() >= deadline:
                     stopped = "timeout"
-                elif self._over_quota():
-                    stopped = "quota"
                 else:
-                    continue
+                    started = time.monotonic()
+                    full = self._over_quota()
+                    interval = max(0.05, 10 * (time.monotonic() - started))
+                    if not full:
+                        continue
+                    stopped = "quota"
             if self.isolated:
                 # Kill the namespace's init first and let bwrap reap it: the kernel then kills
                 # every process of the pid namespace, whatever session it moved to.
@@ -273,25 +274,7 @@ class LocalSandbox(SandboxBackend):
                         os.chown(os.path.join(parent, name), uid, uid, follow_symlinks=False)
 
     def _read_capped(self, fh) -> tuple[str, bool]:
-        """Output text, cut in the middle to ``max_output_chars`` (plus a marker) if longer."""
-        cap = self.max_output_chars
-        head_n, tail_n = cap // 2, cap - cap // 2
-        size = fh.seek(0, os.SEEK_END)
-        fh.seek(0)
-        if size <= 8 * cap:  # small enough to decode whole (UTF-8 is at most 4 bytes a char)
-            text = fh.read().decode("utf-8", errors="replace")
-            if len(text) <= cap:
-                return text, False
-            head, tail, omitted = text[:head_n], text[-tail_n:], len(text) - cap
-            unit = "characters"
-        else:  # huge: never load it all, read 4 bytes per kept character from each end
-            head = fh.read(4 * head_n).decode("utf-8", errors="replace")[:head_n]
-            fh.seek(size - 4 * tail_n)
-            tail = fh.read().decode("utf-8", errors="replace")[-tail_n:]
-            omitted = size - len(head.encode()) - len(tail.encode())
-            unit = "bytes"
-        marker = f"\n[... output truncated: {omitted} {unit} omitted ...]\n"
-        return head + marker + tail, True
+        return read_capped(fh, self.max_output_chars)
 
     def processes(self) -> list[int]:
         """Live processes of this sandbox (its process groups plus marked escapees)."""
@@ -412,33 +395,4 @@ class IsolatedSandbox(LocalSandbox):
         super().__init__(task_id, isolation="bwrap")
 
 
-_WARNED = False
 _BWRAP_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
-
-
-def _decide_isolation(task_id: str, requested: str | None) -> bool:
-    """Whether a new sandbox runs its commands in bwrap (policy in ``isolation``)."""
-    global _WARNED
-    mode = requested or isolation_mode()
-    if mode == "none":
-        return False
-    problem = bwrap_problem()
-    if problem is None:
-        return True
-    if mode == "bwrap":
-        raise IsolationUnavailableError(
-            f"task {task_id!r}: commands must run inside bubblewrap ({ISOLATION_VAR}=bwrap; "
-            f"hermes-replay sets it while recording and replaying), but bwrap does not work "
-            f"here: {problem}. Next step: install it (Debian/Ubuntu: `apt-get install "
-            f"bubblewrap`). Only if you trust the commands, run them on the host instead: "
-            f"replaying, `--trust-cassette` (CLI and pytest) or run_cassette(..., "
-            f"trust_cassette=True); recording or a live run, {ISOLATION_VAR}=none."
-        )
-    if not _WARNED:
-        _WARNED = True
-        log.warning(
-            "tool commands run WITHOUT kernel isolation (bubblewrap does not work here: %s); "
-            "install bubblewrap to contain them, or set %s=none to silence this warning",
-            problem, ISOLATION_VAR,
-        )
-    return False

@@ -37,7 +37,7 @@ import sys
 import tempfile
 import threading
 
-from .isolation import SandboxLimits
+from ._limits import SandboxLimits
 
 __all__ = ["WORKSPACE", "bwrap_argv", "bwrap_problem", "pick_sandbox_uid", "tree_bytes"]
 

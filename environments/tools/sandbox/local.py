@@ -54,10 +54,11 @@ import threading
 import time
 
 from ._bwrap import WORKSPACE, bwrap_argv, pick_sandbox_uid, tree_bytes
+from ._limits import SandboxLimits
 from ._output import read_capped
 from ._procs import MARKER_VAR, children_of, group_members, scan, signal_group, signal_pid
 from .base import RunResult, SandboxBackend, cleanup_all_sandboxes, register_backend
-from .isolation import SandboxLimits, decide_isolation
+from .isolation import decide_isolation
 
 __all__ = ["VIRTUAL_WORKDIR", "IsolatedSandbox", "LocalSandbox", "group_members", "sandbox_root"]
 

@@ -1,10 +1,11 @@
 """A hostile endpoint: every tool call it sends tries to write a marker outside the workspace.
 
 Recorded through ``hermes-replay record`` with the real multi-signal example environment (its
-terminal tool runs the commands), then replayed. The recording executes the commands and so
-does a replay that runs tools; both run them inside bubblewrap, so the marker never appears.
-A replay with ``trust_cassette=True`` runs the same cassette on the host and the marker does
-appear: the commands really run, and only the isolation keeps them in.
+terminal tool runs the commands), then replayed. The recording executes the commands, and so
+does a replay with ``tools="execute"``; both run them inside bubblewrap, so the marker never
+appears. (A default replay executes nothing at all.) The same execute replay with
+``trust_cassette=True`` runs the commands on the host and the marker does appear: the commands
+really run, and only the isolation keeps them in.
 """
 
 from __future__ import annotations
@@ -60,12 +61,17 @@ def test_hostile_commands_are_contained_when_recording_and_replaying(project: Pa
 
     replayed = hermes_replay.run_cassette(cassette, out_dir=project / "replayed")
     assert replayed.exit_code == 0 and replayed.misses == []
-    assert not marker.exists(), "replay ran a cassette's command outside the sandbox"
+    assert not marker.exists(), "replay ran a cassette's command"
 
-    trusted = hermes_replay.run_cassette(cassette, out_dir=project / "trusted",
+    executed = hermes_replay.run_cassette(cassette, out_dir=project / "executed", tools="execute")
+    assert executed.exit_code == 0 and executed.misses == []
+    assert executed.summary.tools_executed >= 2  # the commands really ran again …
+    assert not marker.exists(), "replay ran a cassette's command outside the sandbox"  # … inside
+
+    trusted = hermes_replay.run_cassette(cassette, out_dir=project / "trusted", tools="execute",
                                          trust_cassette=True, raise_errors=False)
     try:
         assert marker.exists(), "with trust_cassette the command runs on the host"
-        assert trusted.misses  # the tool result differs from the contained one recorded
+        assert trusted.summary.tools_executed >= 1
     finally:
         marker.unlink(missing_ok=True)

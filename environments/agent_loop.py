@@ -171,10 +171,10 @@ class HermesAgentLoop:
         temperature: float = 1.0,
         max_tokens: int | None = None,
         extra_body: dict[str, Any] | None = None,
+        budget_config: BudgetConfig | None = None,
         tool_call_parser: str | Any | None = "hermes",
         terminal_backend: str = "local",
         terminal_timeout: float = 120,
-        budget_config: BudgetConfig | None = None,
     ) -> None:
         if max_turns < 1:
             raise ValueError(f"max_turns must be at least 1, not {max_turns}")

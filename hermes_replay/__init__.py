@@ -8,6 +8,7 @@ Public API (everything else is private and may change)::
     annotate(**fields)                          # tell the active cassette env name, tokenizer …
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
     run_cassette(path, out_dir=…) -> RunResult  # re-run a recorded env command (replay_run)
+    write_report(path, out, against=None) -> Path  # one HTML page (the 'report' extra)
     HermesReplayError > CassetteError, RecordingFailed, CassetteMiss > UnusedRecordings
 
 Tokenizer hooks for environment base classes (a cassette carries its tokenizer)::
@@ -27,6 +28,7 @@ from hermes_replay._errors import (
     RecordingFailed,
     UnusedRecordings,
 )
+from hermes_replay._report import write_report
 from hermes_replay._result import RolloutOutcome, RunResult
 from hermes_replay._run import run_cassette
 from hermes_replay._scope import RolloutScope, current_rollout, rollout
@@ -63,4 +65,5 @@ __all__ = [
     "rollout",
     "run_cassette",
     "tokenizer_for_run",
+    "write_report",
 ]

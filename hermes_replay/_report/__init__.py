@@ -2,8 +2,10 @@
 
 ::
 
-    write_report(path, out, against=None) -> Path   # what the CLI, replay and probe call
+    write_report(path, out, against=None) -> Path   # what the CLI calls
     build_report(path, against=None) -> str         # the page as text
+    report_line(folder, against=None) -> str        # replay/probe: write folder/report.html,
+                                                    # return the line to print (never raises)
 
 ``path`` / ``against``: a cassette, a folder of cassettes, a replay output folder, a
 ``result.json``, or a ``RunResult`` in memory. With ``against``, each run is compared with
@@ -22,7 +24,7 @@ import os
 from pathlib import Path
 
 from hermes_replay._errors import HermesReplayError
-from hermes_replay._report._extra import ReportExtraMissing, extra_missing
+from hermes_replay._report._extra import EXTRA_HINT, ReportExtraMissing, extra_missing
 from hermes_replay._report._scrub import ReportRefused
 from hermes_replay._report._sources import Run, load_runs, pair_runs, run_from_result
 from hermes_replay._result import RunResult
@@ -32,6 +34,7 @@ __all__ = [
     "ReportExtraMissing",
     "ReportRefused",
     "build_report",
+    "report_line",
     "report_unavailable",
     "write_report",
 ]
@@ -98,3 +101,15 @@ def write_report(source: Source, out: str | os.PathLike[str], *,
     finally:
         tmp.unlink(missing_ok=True)
     return target
+
+
+def report_line(folder: str | os.PathLike[str], *, against: Source | None = None) -> str:
+    """For commands that just wrote a run's outputs into ``folder`` (``replay``, ``probe``):
+    write ``folder/report.html`` and return the line to print — its path, or why there is none
+    (the extra is missing, a secret was refused). Never raises: the run's own result stands."""
+    if extra_missing() is not None:
+        return f"report: not written (the HTML report is an extra: {EXTRA_HINT})"
+    try:
+        return f"report: {write_report(folder, folder, against=against)}"
+    except HermesReplayError as exc:
+        return f"report: not written — {exc}"

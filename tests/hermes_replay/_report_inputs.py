@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 from hermes_replay._cassette import load_cassette, write_cassette
@@ -44,11 +45,22 @@ def changed_copy(out: Path, *, reward_of: str, new_reward: float, reply_of: str,
 def planted_copy(out: Path, rollout: str, text: str) -> Path:
     """A copy of MULTI whose rollout's first user message ends with ``text``."""
     cassette = load_cassette(MULTI)
+    done: set[int] = set()  # turns share the message objects they repeat
     for inter in cassette.interactions:
         if inter.rollout == rollout:
             for message in inter.request["body"]["messages"]:
-                if message.get("role") == "user":
+                if message.get("role") == "user" and id(message) not in done:
+                    done.add(id(message))
                     message["content"] = f"{message['content']} {text}"
     write_cassette(out, cassette.header, cassette.interactions,
                    {rid: rec.outcome for rid, rec in cassette.rollouts.items()})
     return out
+
+
+def project(folder: Path) -> Path:
+    """A small project of its own: replaying a folder runs only env files inside the project
+    (the folder with a pyproject.toml), so a test's cassettes live beside a copy of the env."""
+    (folder / "environments").mkdir(parents=True)
+    shutil.copy(ROOT / "environments" / "multi_signal_env.py", folder / "environments")
+    (folder / "pyproject.toml").write_text("", encoding="utf-8")
+    return folder

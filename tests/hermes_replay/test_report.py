@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _report_inputs import MULTI, SHIPPED, changed_copy, planted_copy, state_of
+from _report_inputs import MULTI, SHIPPED, changed_copy, planted_copy, project, state_of
 
 from hermes_replay._cassette import load_cassette
 from hermes_replay._report import ReportRefused, write_report
@@ -98,6 +98,27 @@ def test_a_replay_output_folder_is_compared_with_its_recordings(tmp_path, monkey
     tokens = with_tokens[0]["tokens"]
     assert set(tokens["trained"]) == {"0", "1"}  # the prompt is masked, replies are trained
     assert all(str(i) in state["vocab"] for i in tokens["ids"])
+
+
+def test_replay_prints_its_report_and_the_report_shows_the_misses(tmp_path, monkeypatch,
+                                                                  capsys):
+    root = project(tmp_path / "project")
+    rid = sorted(load_cassette(MULTI).rollouts)[2]
+    # the recording says the user asked something else: the replayed request has no match
+    planted_copy(root / "cassettes" / "multi" / "process.jsonl", rid, "(asked differently)")
+    monkeypatch.chdir(root)
+    assert main(["replay", "cassettes", "--out", "out"]) == 1
+    printed = capsys.readouterr().out
+    assert f"report: {Path('out') / 'report.html'}" in printed.splitlines()
+    state = state_of((root / "out" / "report.html").read_text(encoding="utf-8"))
+    rows = _rows(state)
+    assert rows[rid]["misses"] >= 1 and rows[rid]["status"] == "miss"
+    misses = state["transcripts"][rows[rid]["key"]]["misses"]
+    assert misses[0]["turn"] == 0
+    assert "differs from the recording" in misses[0]["text"] and "(asked differently)" in \
+        misses[0]["text"]
+    assert all(r["misses"] == 0 for r in rows.values() if r["id"] != rid)
+    assert state["sections"][0]["summary"]["misses"] == rows[rid]["misses"]
 
 
 def test_a_planted_api_key_is_shown_redacted_and_verify_flags_it(tmp_path):

@@ -8,14 +8,15 @@ was the file itself and that nothing logged an error, and saves a screenshot in 
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from _browser import launch, open_page
-from _report_inputs import MULTI, ROOT, SHIPPED, changed_copy
+from _report_inputs import MULTI, SHIPPED, changed_copy, planted_copy
+from _report_inputs import project as make_project
 
 from hermes_replay._cassette import load_cassette
 from hermes_replay._report import write_report
@@ -93,27 +94,45 @@ def test_a_diff_report_marks_the_change_and_the_first_diverging_turn(browser, tm
     visit.assert_quiet()
 
 
+def _cli(project: Path, *args: str) -> subprocess.CompletedProcess:
+    """The CLI in a child process, as a user runs it (Playwright's sync API keeps an event
+    loop running in this one, and an environment run needs its own)."""
+    env = {**os.environ, "HERMES_API_KEY": "sk-test-report", "WANDB_MODE": "disabled"}
+    return subprocess.run([sys.executable, "-m", "hermes_replay.cli", *args], cwd=project,
+                          env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_a_replay_with_a_miss_marks_the_missed_turn(browser, tmp_path):
+    project = make_project(tmp_path / "project")
+    rid = sorted(load_cassette(MULTI).rollouts)[5]
+    planted_copy(project / "cassettes" / "multi" / "process.jsonl", rid, "(asked differently)")
+    proc = _cli(project, "replay", "cassettes", "--out", "out")
+    assert proc.returncode == 1  # a miss fails the replay …
+    assert "report: out/report.html" in proc.stdout  # … and its report is written
+    page, visit = open_page(browser, project / "out" / "report.html")
+    assert page.inner_text("#count-misses") != "0 misses"
+    row = page.locator(f"#rollouts tbody tr:has(td.c-id:text-is('{rid}'))")
+    assert row.locator(".c-status").inner_text() == "miss"
+    row.click()
+    assert "replay miss at turn 0" in page.inner_text("#transcript .miss-box")
+    missed = page.locator("#transcript .msg.miss")
+    assert missed.count() == 1 and "turn 0" in missed.inner_text()
+    page.screenshot(path=str(tmp_path / "miss.png"), full_page=True)
+    visit.assert_quiet()
+
+
 @pytest.fixture(scope="module")
 def phase2_replay(tmp_path_factory):
     """A Phase 2 (vLLM ``/generate``) recording, replayed by ``hermes-replay replay``: its output
-    folder holds the scored groups with tokens, masks and inference logprobs. The CLI runs in
-    a child process, as a user runs it (Playwright's sync API keeps an event loop running in
-    this one)."""
-    # a small project of its own (the replay of a folder runs env files inside the project
-    # only): the example env file, a pyproject.toml marking the root, its cassettes folder
-    project = tmp_path_factory.mktemp("phase2")
-    (project / "environments").mkdir()
-    shutil.copy(ROOT / "environments" / "multi_signal_env.py", project / "environments")
-    (project / "pyproject.toml").write_text("", encoding="utf-8")
+    folder holds the scored groups with tokens, masks and inference logprobs."""
+    project = make_project(tmp_path_factory.mktemp("phase2"))
     cassette, out = project / "cassettes" / "phase2.jsonl", project / "replayed"
     flags = ["process", "--env.total_steps", "1", "--env.group_size", "2",
              "--env.max_agent_turns", "4", "--env.data_path_to_save_groups",
              "recorded/groups.jsonl"]
-    env = {**os.environ, "HERMES_API_KEY": "sk-test-report", "WANDB_MODE": "disabled"}
 
     def cli(*args: str) -> None:
-        proc = subprocess.run([sys.executable, "-m", "hermes_replay.cli", *args], cwd=project,
-                              env=env, capture_output=True, text=True, timeout=600)
+        proc = _cli(project, *args)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
     with ScriptedEndpoint(script="examples", seed=0, raw_tool_format="hermes") as endpoint:

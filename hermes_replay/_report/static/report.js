@@ -58,7 +58,8 @@
       body.append(el("tr", {}, ...cells.map((c) => el("td", { text: c }))));
     }
     table.append(body);
-    return el("div", { class: "metrics" }, el("h3", { text: title }), table);
+    // long metric lists start folded, so the charts and the rollouts stay in view
+    return el("details", { class: "metrics", open: pairs.length <= 8 }, el("summary", { text: title + " (" + pairs.length + ")" }), table);
   }
 
   /* Charts are drawn when they scroll into view: plotly takes tens of milliseconds per chart,
@@ -124,13 +125,13 @@
   }
 
   /* ----------------------------------------------------------------- the rollouts table */
-  const columns = [
-    { key: "section", label: "env · mode", value: (r) => S.sections[r.section].title },
+  const columns = [];
+  if (S.sections.length > 1) columns.push({ key: "section", label: "env · mode", value: (r) => S.sections[r.section].title });
+  columns.push(
     { key: "id", label: "rollout" },
     { key: "phase", label: "phase" },
     { key: "group", label: "group" },
-    { key: "reward", label: "reward", num: true, show: fmt },
-  ];
+    { key: "reward", label: "reward", num: true, show: fmt });
   if (S.compared) {
     columns.push({ key: "before", label: "before", num: true, show: fmt });
     columns.push({ key: "delta", label: "Δ reward", num: true, show: fmtDelta });
@@ -215,10 +216,12 @@
       box.append(el("p", { class: "legend" }, el("span", { class: "tok t1", text: "trained" }), " ", el("span", { class: "tok t0", text: "masked (-100)" })));
       const flow = el("div", { class: "toks" });
       tok.ids.forEach((id, i) => {
-        const lp = tok.logprobs ? tok.logprobs[i] : undefined;
+        // positions the model did not generate carry a placeholder (atroposlib uses 1.0)
+        const raw = tok.logprobs ? tok.logprobs[i] : undefined;
+        const lp = typeof raw === "number" && raw <= 0 ? raw : undefined;
         const t = tok.trained[i] === "1";
-        const title = "token " + id + " · " + (t ? "trained" : "masked") + (lp !== undefined && lp !== null ? " · logprob " + lp : "");
-        flow.append(el("span", { class: "tok " + (t ? "t1" : "t0"), title: title, "data-logprob": lp === undefined ? null : lp, text: S.vocab[String(id)] ?? "<" + id + ">" }));
+        const title = "token " + id + " · " + (t ? "trained" : "masked") + (lp !== undefined ? " · logprob " + lp : "");
+        flow.append(el("span", { class: "tok " + (t ? "t1" : "t0"), title: title, "data-logprob": lp, text: S.vocab[String(id)] ?? "<" + id + ">" }));
       });
       box.append(flow);
     });

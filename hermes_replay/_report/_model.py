@@ -10,6 +10,7 @@ plain field, and the page only ever sets it as text, never as markup)::
      "rows": [{"key", "section", "id", "phase", "group", "reward", "before", "delta",
                "turns", "calls", "errors", "finished", "misses", "drift", "status"}],
      "transcripts": {key: {"messages": [...], "misses": [...], "diverge": {...} | None,
+                           "tools": [recorded tool calls],
                            "tokens": {"ids", "trained", "logprobs"?} | None}},
      "strings": [...], "vocab": {id: text}}
 
@@ -26,7 +27,13 @@ from typing import Any
 from hermes_replay._diff import first_divergence
 from hermes_replay._report._sources import Run, Section
 from hermes_replay._report._tokens import TokenView, match_groups
-from hermes_replay._report._transcript import Strings, misses_by_rollout, transcript
+from hermes_replay._report._transcript import (
+    Strings,
+    misses_by_rollout,
+    recorded_tool_calls,
+    transcript,
+)
+from hermes_replay._tool_diff import first_tool_divergence
 
 __all__ = ["build_state"]
 
@@ -71,6 +78,12 @@ def _divergences(run: Run, base: Run | None) -> dict[str, dict[str, Any]]:
         found = first_divergence(rid, before, after)
         if found is not None:
             out[rid] = {"turn": found.turn, "field": found.field, "diff": found.diff[:6000]}
+            continue
+        tools = first_tool_divergence(rid, base.records[rid].tool_calls,
+                                      run.records[rid].tool_calls)
+        if tools is not None:  # the same conversation, but a tool answered differently
+            turn, where, diff = tools
+            out[rid] = {"turn": turn, "field": where, "diff": diff[:6000]}
     return out
 
 
@@ -139,6 +152,7 @@ def _section_rows(si: int, section: Section, state: dict[str, Any], strings: Str
         rows.append(row)
         state["transcripts"][key] = {
             "messages": messages, "misses": misses.get(rid, []), "diverge": drift,
+            "tools": recorded_tool_calls(record.tool_calls, strings) if record else [],
             "tokens": view.entry(tokens[rid]) if view is not None and rid in tokens else None,
         }
         if view is not None:

@@ -18,8 +18,10 @@ from typing import Any
 
 from hermes_replay._cassette import RolloutRecord
 from hermes_replay._cli._messages import conversations, text_of, tool_calls_of
+from hermes_replay._toolcalls import ToolCall
 
-__all__ = ["Strings", "misses_by_rollout", "tool_result_error", "transcript"]
+__all__ = ["Strings", "misses_by_rollout", "recorded_tool_calls", "tool_result_error",
+           "transcript"]
 
 
 class Strings:
@@ -154,3 +156,31 @@ def misses_by_rollout(misses: list[str]) -> dict[str, list[dict[str, Any]]]:
         turn = int(match.group("turn")) if match else None
         found.setdefault(rid, []).append({"turn": turn, "text": text})
     return found
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                           default=repr)
+
+
+def recorded_tool_calls(calls: list[ToolCall], strings: Strings) -> list[dict[str, Any]]:
+    """The tool calls the cassette recorded for a rollout (``hermes_replay.tool_call``): the
+    agent's, and those ``compute_reward``/``evaluate`` made through ``ToolContext``, which no
+    message shows. ``error``: it raised, exited non-zero, or reported an error."""
+    out = []
+    for call in sorted(calls, key=lambda c: c.seq):
+        result = _as_text(call.result) if call.raised is None else _as_text(call.raised)
+        error = None
+        if call.raised is not None:
+            error = f"raised {call.raised.get('type', 'an exception')}"
+        elif call.exit_code not in (None, 0):
+            error = f"exit code {call.exit_code}"
+        else:
+            error = tool_result_error(result)
+        entry: dict[str, Any] = {"seq": call.seq, "turn": call.turn, "source": call.source,
+                                 "name": call.name, "args": strings.add(_as_text(call.arguments)),
+                                 "result": strings.add(result)}
+        if error:
+            entry["error"] = error
+        out.append(entry)
+    return out

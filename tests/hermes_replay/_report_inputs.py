@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 from hermes_replay._cassette import load_cassette, write_cassette
+from hermes_replay._matching import Matcher
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "cassettes"
@@ -38,13 +39,15 @@ def changed_copy(out: Path, *, reward_of: str, new_reward: float, reply_of: str,
             message = inter.response["body"]["choices"][0]["message"]
             message["content"] = new_reply
             message["tool_calls"] = None
-    write_cassette(out, cassette.header, cassette.interactions, outcomes)
+    write_cassette(out, cassette.header, cassette.interactions, outcomes, cassette.tool_calls)
     return out
 
 
 def planted_copy(out: Path, rollout: str, text: str) -> Path:
-    """A copy of MULTI whose rollout's first user message ends with ``text``."""
+    """A copy of MULTI whose rollout's first user message ends with ``text`` (fingerprints
+    made again, as a recording of that conversation would hold them)."""
     cassette = load_cassette(MULTI)
+    matcher = Matcher.build()
     done: set[int] = set()  # turns share the message objects they repeat
     for inter in cassette.interactions:
         if inter.rollout == rollout:
@@ -52,8 +55,10 @@ def planted_copy(out: Path, rollout: str, text: str) -> Path:
                 if message.get("role") == "user" and id(message) not in done:
                     done.add(id(message))
                     message["content"] = f"{message['content']} {text}"
+            inter.fingerprint = matcher.fingerprint(inter.request)
     write_cassette(out, cassette.header, cassette.interactions,
-                   {rid: rec.outcome for rid, rec in cassette.rollouts.items()})
+                   {rid: rec.outcome for rid, rec in cassette.rollouts.items()},
+                   cassette.tool_calls)
     return out
 
 
@@ -64,3 +69,16 @@ def project(folder: Path) -> Path:
     shutil.copy(ROOT / "environments" / "multi_signal_env.py", folder / "environments")
     (folder / "pyproject.toml").write_text("", encoding="utf-8")
     return folder
+
+
+def tool_result_changed(source: Path, out: Path) -> tuple[str, int]:
+    """A copy of ``source`` whose first recorded reward-time tool call answered differently;
+    returns that call's (rollout, seq)."""
+    cassette = load_cassette(source)
+    call = next(c for c in cassette.tool_calls if c.source != "agent")
+    call.result = {"exit_code": 1, "output": "FAILED (changed)"}
+    call.exit_code = 1
+    write_cassette(out, cassette.header, cassette.interactions,
+                   {rid: rec.outcome for rid, rec in cassette.rollouts.items()},
+                   cassette.tool_calls)
+    return str(call.rollout), call.seq

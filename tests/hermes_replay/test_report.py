@@ -11,7 +11,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from _report_inputs import MULTI, SHIPPED, changed_copy, planted_copy, project, state_of
+from _report_inputs import (
+    MULTI,
+    SHIPPED,
+    changed_copy,
+    planted_copy,
+    project,
+    state_of,
+    tool_result_changed,
+)
 
 from hermes_replay._cassette import load_cassette
 from hermes_replay._report import ReportRefused, write_report
@@ -56,6 +64,27 @@ def test_transcripts_fold_tool_calls_and_flag_tool_errors(tmp_path):
     # assistant messages carry the request they answered, so a turn can be marked
     assert [m["turn"] for m in messages if m["role"] == "assistant"] == list(
         range(len(record[rid].interactions)))
+
+
+def test_recorded_tool_calls_show_those_the_reward_made_and_a_changed_answer_is_drift(
+        tmp_path):
+    source = SHIPPED / "terminal_test_env" / "process.jsonl"
+    rid, seq = tool_result_changed(source, tmp_path / "after.jsonl")
+    recorded = [c for c in load_cassette(source).tool_calls if c.rollout == rid]
+    state = state_of(write_report(tmp_path / "after.jsonl", tmp_path / "r.html",
+                                  against=source).read_text(encoding="utf-8"))
+    rows = _rows(state)
+    tools = state["transcripts"][rows[rid]["key"]]["tools"]
+    assert [(t["seq"], t["source"], t["name"]) for t in tools] == [
+        (c.seq, c.source, c.name) for c in recorded]
+    assert any(t["source"] == "reward" for t in tools)  # calls no message shows
+    changed = next(t for t in tools if t["seq"] == seq)
+    assert changed["error"] == "exit code 1"
+    assert "FAILED (changed)" in state["strings"][changed["result"]]
+    # the conversation is the same; the tool's answer is where the two recordings part
+    assert rows[rid]["drift"].startswith(f"turn {recorded[seq].turn}: tool call {seq} (")
+    assert rows[rid]["status"] == "drift"
+    assert sum(1 for r in rows.values() if r["drift"]) == 1
 
 
 def test_against_shows_reward_deltas_and_the_first_diverging_turn(tmp_path):

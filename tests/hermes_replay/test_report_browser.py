@@ -59,6 +59,13 @@ def test_the_shipped_cassettes_report_shows_every_rollout_and_reward(browser, tm
     assert page.locator("#transcript details.call").count() >= 1
     assert not page.locator("#transcript details.call").first.evaluate("d => d.open")
     assert page.locator("#transcript details.tool-error").count() >= 1
+    # the tool calls the cassette recorded, including those the reward made
+    judged = next(r for r, rec in load_cassette(SHIPPED / "terminal_test_env" /
+                                                 "process.jsonl").rollouts.items()
+                  if any(c.source == "reward" for c in rec.tool_calls))
+    page.click(f"#rollouts tbody tr:has(td.c-id:text-is('{judged}'))")
+    assert "by the reward" in page.inner_text("#transcript details.recorded-tools > summary")
+    assert page.locator("#transcript details.recorded-tools .by-reward").count() >= 1
     page.screenshot(path=str(tmp_path / "shipped.png"), full_page=True)
     visit.assert_quiet()
     assert (tmp_path / "shipped.png").stat().st_size > 10_000

@@ -228,6 +228,23 @@
     return box;
   }
 
+  /* The tool calls the cassette recorded: the agent's, and the ones compute_reward made
+   * (no message shows those). */
+  function recordedTools(tools) {
+    const byReward = tools.filter((t) => t.source !== "agent").length;
+    const failed = tools.filter((t) => t.error).length;
+    const box = el("details", { class: "recorded-tools", open: byReward > 0 || failed > 0 },
+      el("summary", { text: "recorded tool calls: " + tools.length + (byReward ? " (" + byReward + " by the reward)" : "") + (failed ? " · " + failed + " failed" : "") }));
+    for (const t of tools) {
+      box.append(el("details", { class: "msg role-tool" + (t.error ? " tool-error" : "") + (t.source !== "agent" ? " by-reward" : "") },
+        el("summary", {}, "#" + t.seq + " " + t.name + " · " + (t.source === "agent" ? "agent, turn " + t.turn : t.source) + " ",
+          t.error ? el("span", { class: "badge bad", text: t.error }) : null,
+          el("span", { class: "preview", text: preview(str(t.args), 80) })),
+        el("pre", { text: "arguments: " + pretty(str(t.args)) + "\n\nresult: " + pretty(str(t.result)) })));
+    }
+    return box;
+  }
+
   function openRollout(key) {
     const row = S.rows.find((r) => r.key === key);
     const data = S.transcripts[key];
@@ -272,6 +289,7 @@
       out.push(box);
     }
     if (!data.messages.length) out.push(el("p", { class: "meta", text: "no transcript: this input holds rewards only" }));
+    if (data.tools && data.tools.length) out.push(recordedTools(data.tools));
     if (data.tokens) out.push(tokensView(data.tokens));
     panel.replaceChildren(...out);
     panel.hidden = false;

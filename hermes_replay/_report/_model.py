@@ -134,7 +134,7 @@ def _section_rows(si: int, section: Section, state: dict[str, Any], strings: Str
         reward = _num(after.reward) if after else None
         previous = _num(before.reward) if before else None
         drift = divergences.get(rid)
-        drift_text = (f"turn {drift['turn']}: {drift['field']}" if drift else
+        drift_text = (f"turn {drift['turn'] + 1}: {drift['field']}" if drift else
                       f"{unused[rid]} recording(s) unused" if rid in unused else None)
         key = f"{si}:{rid}"
         tool_errors = shown.tool_errors if shown.tool_errors is not None else errors

@@ -111,7 +111,8 @@ def transcript(record: RolloutRecord, strings: Strings,
 
     ``scored``: the messages the env scored (``groups.jsonl``), used when the recorded requests
     hold no messages (Phase 2 token requests). An assistant message carries ``turn``: the
-    index of the request it answered, so a miss or a divergence at turn N can be shown on it.
+    ``seq`` of the request it answered (0-based; the page shows turn ``seq + 1``, as every
+    message of hermes-replay counts), so a miss or a divergence there can be shown on it.
     A message opening another conversation of the rollout (a judge call) carries ``thread``.
     """
     out: list[dict[str, Any]] = []
@@ -147,14 +148,15 @@ _MISS_WHERE = re.compile(r"rollout (?P<q>['\"])(?P<rid>.+?)(?P=q), turn (?P<turn
 
 
 def misses_by_rollout(misses: list[str]) -> dict[str, list[dict[str, Any]]]:
-    """A replay's misses (``Miss.describe`` texts) per rollout id: ``[{"turn", "text"}]``.
+    """A replay's misses (``Miss.describe`` texts) per rollout id: ``[{"seq", "text"}]``, where
+    ``seq`` is the missed request's 0-based number (messages count turns from 1: turn = seq + 1).
     Misses outside any rollout are kept under ``""``."""
     found: dict[str, list[dict[str, Any]]] = {}
     for text in misses:
         match = _MISS_WHERE.search(text.splitlines()[0] if text else "")
         rid = match.group("rid") if match else ""
-        turn = int(match.group("turn")) if match else None
-        found.setdefault(rid, []).append({"turn": turn, "text": text})
+        seq = int(match.group("turn")) - 1 if match else None
+        found.setdefault(rid, []).append({"seq": seq, "text": text})
     return found
 
 

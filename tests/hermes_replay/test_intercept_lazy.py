@@ -47,16 +47,10 @@ def test_a_library_imported_inside_the_block_is_intercepted(tmp_path: Path) -> N
             with hermes_replay.cassette("c.jsonl", "record") as rec:
                 import httpx
                 print("patched" if "httpx" in _intercept.installed() else "not patched")
-<<<<<<< HEAD
-                # the endpoint's first answer imports transformers: more than httpx's default
-                # 5 s when the machine is busy
-                live = httpx.post(url, json=body, timeout=120).json()
-=======
                 live = httpx.post(url, json=body, timeout=120).json()  # a loaded machine is slow
->>>>>>> main
         print(rec.summary().recorded)
         print(hasattr(httpx.HTTPTransport.handle_request, "__hermes_replay_patch__"))
         with hermes_replay.cassette("c.jsonl", "replay", strict=True):
-            print(httpx.post(url, json=body, timeout=120).json() == live)  # endpoint stopped
+            print(httpx.post(url, json=body).json() == live)  # endpoint is stopped
     """, tmp_path)
     assert out.splitlines() == ["patched", "1", "False", "True"]

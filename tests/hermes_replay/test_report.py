@@ -82,7 +82,7 @@ def test_recorded_tool_calls_show_those_the_reward_made_and_a_changed_answer_is_
     assert changed["error"] == "exit code 1"
     assert "FAILED (changed)" in state["strings"][changed["result"]]
     # the conversation is the same; the tool's answer is where the two recordings part
-    assert rows[rid]["drift"].startswith(f"turn {recorded[seq].turn}: tool call {seq} (")
+    assert rows[rid]["drift"].startswith(f"turn {recorded[seq].turn + 1}: tool call {seq} (")
     assert rows[rid]["status"] == "drift"
     assert sum(1 for r in rows.values() if r["drift"]) == 1
 
@@ -102,7 +102,7 @@ def test_against_shows_reward_deltas_and_the_first_diverging_turn(tmp_path):
     assert rows[moved]["before"] == old_reward
     assert rows[moved]["delta"] == pytest.approx(-0.5)
     assert rows[moved]["status"] == "changed"
-    assert rows[drifted]["drift"].startswith("turn 0: response.message")
+    assert rows[drifted]["drift"].startswith("turn 1: response.message")  # turns count from 1
     diverge = state["transcripts"][rows[drifted]["key"]]["diverge"]
     assert diverge["turn"] == 0 and "I give up." in diverge["diff"]
     unchanged = [r for r in rows.values() if r["id"] not in (moved, drifted)]
@@ -143,7 +143,7 @@ def test_replay_prints_its_report_and_the_report_shows_the_misses(tmp_path, monk
     rows = _rows(state)
     assert rows[rid]["misses"] >= 1 and rows[rid]["status"] == "miss"
     misses = state["transcripts"][rows[rid]["key"]]["misses"]
-    assert misses[0]["turn"] == 0
+    assert misses[0]["seq"] == 0  # the first request (messages call it turn 1)
     assert "differs from the recording" in misses[0]["text"] and "(asked differently)" in \
         misses[0]["text"]
     assert all(r["misses"] == 0 for r in rows.values() if r["id"] != rid)

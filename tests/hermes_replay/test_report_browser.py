@@ -121,9 +121,9 @@ def test_a_replay_with_a_miss_marks_the_missed_turn(browser, tmp_path):
     row = page.locator(f"#rollouts tbody tr:has(td.c-id:text-is('{rid}'))")
     assert row.locator(".c-status").inner_text() == "miss"
     row.click()
-    assert "replay miss at turn 0" in page.inner_text("#transcript .miss-box")
+    assert "replay miss at turn 1" in page.inner_text("#transcript .miss-box")
     missed = page.locator("#transcript .msg.miss")
-    assert missed.count() == 1 and "turn 0" in missed.inner_text()
+    assert missed.count() == 1 and "miss at turn 1" in missed.inner_text()
     page.screenshot(path=str(tmp_path / "miss.png"), full_page=True)
     visit.assert_quiet()
 

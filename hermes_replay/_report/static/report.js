@@ -237,7 +237,7 @@
       el("summary", { text: "recorded tool calls: " + tools.length + (byReward ? " (" + byReward + " by the reward)" : "") + (failed ? " · " + failed + " failed" : "") }));
     for (const t of tools) {
       box.append(el("details", { class: "msg role-tool" + (t.error ? " tool-error" : "") + (t.source !== "agent" ? " by-reward" : "") },
-        el("summary", {}, "#" + t.seq + " " + t.name + " · " + (t.source === "agent" ? "agent, turn " + t.turn : t.source) + " ",
+        el("summary", {}, "#" + t.seq + " " + t.name + " · " + (t.source === "agent" ? "agent, turn " + (t.turn + 1) : t.source) + " ",
           t.error ? el("span", { class: "badge bad", text: t.error }) : null,
           el("span", { class: "preview", text: preview(str(t.args), 80) })),
         el("pre", { text: "arguments: " + pretty(str(t.args)) + "\n\nresult: " + pretty(str(t.result)) })));
@@ -261,20 +261,21 @@
       el("p", { class: "meta", text: S.sections[row.section].title + (row.group ? " · group " + row.group : "") + " · " + row.phase }),
       el("p", { class: "facts", text: facts.join(" · ") })];
     for (const miss of data.misses) {
-      out.push(el("div", { class: "miss-box" }, el("strong", { text: "replay miss" + (miss.turn !== null ? " at turn " + miss.turn : "") }), el("pre", { text: miss.text })));
+      out.push(el("div", { class: "miss-box" }, el("strong", { text: "replay miss" + (miss.seq !== null ? " at turn " + (miss.seq + 1) : "") }), el("pre", { text: miss.text })));
     }
     if (data.diverge) {
-      out.push(el("div", { class: "diverge-box" }, el("strong", { text: "first diverging turn: " + data.diverge.turn + " (" + data.diverge.field + ")" }), data.diverge.diff ? el("pre", { text: data.diverge.diff }) : null));
+      out.push(el("div", { class: "diverge-box" }, el("strong", { text: "first diverging turn: " + (data.diverge.turn + 1) + " (" + data.diverge.field + ")" }), data.diverge.diff ? el("pre", { text: data.diverge.diff }) : null));
     }
-    const missTurns = new Set(data.misses.map((m) => m.turn));
+    // turns are shown counted from 1 (turn = seq + 1), as every hermes-replay message counts
+    const missTurns = new Set(data.misses.map((m) => m.seq));
     let marked = false;
     for (const m of data.messages) {
       if (m.thread) out.push(el("p", { class: "thread", text: "another conversation in this rollout (e.g. a judge call)" }));
       const cls = ["msg", "role-" + m.role];
       const badges = [];
-      if (m.turn !== undefined && missTurns.has(m.turn)) { cls.push("miss"); badges.push(el("span", { class: "badge bad", text: "miss at turn " + m.turn })); }
+      if (m.turn !== undefined && missTurns.has(m.turn)) { cls.push("miss"); badges.push(el("span", { class: "badge bad", text: "miss at turn " + (m.turn + 1) })); }
       if (data.diverge && m.turn === data.diverge.turn && !marked) { cls.push("diverge"); marked = true; badges.push(el("span", { class: "badge warn", id: "diverge-mark", text: "first divergence: " + data.diverge.field })); }
-      const title = m.role === "tool" ? "tool result · " + m.tool : m.role + (m.turn !== undefined ? " · turn " + m.turn : "");
+      const title = m.role === "tool" ? "tool result · " + m.tool : m.role + (m.turn !== undefined ? " · turn " + (m.turn + 1) : "");
       if (m.role === "tool") {
         if (m.error) cls.push("tool-error");
         out.push(el("details", { class: cls.join(" ") }, el("summary", {}, title, " ", m.error ? el("span", { class: "badge bad", text: "error: " + m.error }) : null, ...badges, el("span", { class: "preview", text: preview(str(m.text), 90) })), el("pre", { text: pretty(str(m.text)) })));

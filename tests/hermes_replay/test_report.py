@@ -208,6 +208,8 @@ def test_without_the_report_extra_the_cli_names_it(tmp_path):
         "        if name == 'plotly' or name.startswith('plotly.'):\n"
         "            raise ModuleNotFoundError(name)\n"
         "sys.meta_path.insert(0, Block())\n"
+        "from hermes_replay._report import report_line\n"
+        f"print(report_line({str(tmp_path)!r}))\n"  # what replay (and probe) print instead
         "from hermes_replay.cli import main\n"
         f"sys.exit(main(['report', {str(MULTI)!r}, '-o', {str(tmp_path / 'r.html')!r}]))\n"
     )
@@ -215,4 +217,6 @@ def test_without_the_report_extra_the_cli_names_it(tmp_path):
                           timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "hermes-replay[report]" in proc.stderr and "plotly" in proc.stderr
-    assert not (tmp_path / "r.html").exists()
+    assert proc.stdout.startswith("report: not written") and "hermes-replay[report]" in \
+        proc.stdout
+    assert not (tmp_path / "r.html").exists() and not (tmp_path / "report.html").exists()

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["ISOLATION_VAR", "tool_isolation"]
+__all__ = ["ISOLATION_VAR", "isolation_unless_decided", "tool_isolation"]
 
 ISOLATION_VAR = "HERMES_SANDBOX"
 
@@ -67,3 +67,20 @@ def _apply() -> None:
         os.environ.pop(ISOLATION_VAR, None)
     else:
         os.environ[ISOLATION_VAR] = _SAVED[0]
+
+
+@contextmanager
+def isolation_unless_decided(mode: str) -> Iterator[None]:
+    """Around one executed tool call: the policy of ``mode``, unless a run has set one.
+
+    ``run_cassette`` and the CLI set the policy for the whole run (they know
+    ``trust_cassette``); a bare ``cassette()`` block executing a cassette's tools does not, so
+    each executed call is isolated as a replay is.
+    """
+    with _LOCK:
+        decided = bool(_HELD)
+    if decided:
+        yield
+        return
+    with tool_isolation(mode):
+        yield

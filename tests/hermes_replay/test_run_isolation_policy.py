@@ -50,3 +50,23 @@ def test_overlapping_runs_keep_isolation_while_any_requires_it(monkeypatch) -> N
     assert os.environ[ISOLATION_VAR] == "bwrap"
     strict.__exit__(None, None, None)
     assert ISOLATION_VAR not in os.environ
+
+
+def test_a_bare_cassette_block_isolates_the_tools_it_executes(tmp_path, monkeypatch) -> None:
+    """No run_cassette around it: each executed tool call still gets the replay policy."""
+    import hermes_replay
+
+    monkeypatch.setenv(ISOLATION_VAR, "none")  # the author's opt-out for live runs
+
+    def policy_seen() -> str | None:  # what a sandbox created by this tool would read
+        return os.environ.get(ISOLATION_VAR)
+
+    path = tmp_path / "c.jsonl"
+    with hermes_replay.cassette(path, "record"), hermes_replay.rollout("r"):
+        assert hermes_replay.tool_call("probe", {}, policy_seen) == "none"  # opt-out honoured
+    with hermes_replay.cassette(path, "replay", tools="execute"), hermes_replay.rollout("r"):
+        assert hermes_replay.tool_call("probe", {}, policy_seen) == "bwrap"  # a cassette's call
+    assert os.environ[ISOLATION_VAR] == "none"
+    with tool_isolation("replay", trust_cassette=True), \
+            hermes_replay.cassette(path, "replay", tools="execute"), hermes_replay.rollout("r"):
+        assert hermes_replay.tool_call("probe", {}, policy_seen) == "none"  # the run trusts it

@@ -101,8 +101,8 @@ class HermesCodingEnv(HermesAgentBaseEnv):
             uploaded = ctx.upload_file(local, "test_hidden.py")
             if uploaded["exit_code"] != 0:
                 return 0.0
-        run = ctx.terminal("python -m pytest -q -p no:cacheprovider test_hidden.py",
-                           timeout=self.config.test_timeout)
+        run = ctx.terminal("PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -m pytest -q "
+                           "-p no:cacheprovider test_hidden.py", timeout=self.config.test_timeout)
         reward = 1.0 if run["exit_code"] == 0 else 0.0
         self.percent_correct_buffer.append(reward)
         return reward

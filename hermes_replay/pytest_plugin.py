@@ -66,6 +66,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME=POLICY",
         help="the replay policy of one tool, e.g. --replay-tool web_search=execute (repeatable).",
     )
+    group.addoption(
+        "--trust-cassette",
+        action="store_true",
+        default=False,
+        help="run tool commands from cassettes on this host WITHOUT kernel isolation "
+        "(default: inside bubblewrap). Only for cassettes you trust.",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -184,6 +191,8 @@ def replay_run(
         nonlocal runs
         runs += 1
         merged = _tool_options(request, {**_options(request), **options})
+        if request.config.getoption("--trust-cassette"):
+            merged["trust_cassette"] = True
         return run_cassette(_resolve(request, path), out_dir=tmp_path / f"run-{runs}",
                             mode=mode, command=command, **merged)
 

@@ -143,7 +143,8 @@ def add_tool_policy_args(p: argparse.ArgumentParser) -> None:
 
 
 def tool_options(args: argparse.Namespace) -> dict[str, Any]:
-    """``tools``/``tool_overrides`` for the session; ValueError names a bad ``--tool``."""
+    """``tools``/``tool_overrides`` (and ``trust_cassette``) for the run; ValueError names a
+    bad ``--tool``."""
     from hermes_replay._tools import check_policy
 
     overrides: dict[str, str] = {}
@@ -155,6 +156,8 @@ def tool_options(args: argparse.Namespace) -> dict[str, Any]:
     options: dict[str, Any] = {"tools": getattr(args, "tools", "replay")}
     if overrides:
         options["tool_overrides"] = overrides
+    if getattr(args, "trust_cassette", False):
+        options["trust_cassette"] = True
     return options
 
 

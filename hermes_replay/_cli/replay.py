@@ -84,6 +84,12 @@ def register(sub: Any) -> None:
         help="exit 1 when a reward differs from the recorded one (default: shown, exit 0)",
     )
     p.add_argument(
+        "--trust-cassette",
+        action="store_true",
+        help="run tool commands the cassette makes execute on this host WITHOUT kernel "
+        "isolation (default: inside bubblewrap; only for cassettes you trust)",
+    )
+    p.add_argument(
         "-v", "--verbose",
         action="store_true",
         help="show each environment's own output (default for CASSETTE_OR_DIR: into "

@@ -387,13 +387,27 @@ class HermesAgentLoop:
             if not calls:
                 result.finished_naturally = True
                 return
-            outputs = [await self._run_tool(call, turn) for call in calls]
-            shown = await self._within_budget(calls, [content for content, _ in outputs])
-            for call, (_, error), content in zip(calls, outputs, shown, strict=True):
+            outputs: list[tuple[str, ToolError | None]] = []
+            missed = None
+            for call in calls:
+                try:
+                    outputs.append(await self._run_tool(call, turn))
+                except RequestNotRecorded as miss:  # a replayed tool call with no recording
+                    missed = miss
+                    break
+            done = calls[: len(outputs)]
+            try:
+                shown = await self._within_budget(done, [content for content, _ in outputs])
+            except RequestNotRecorded as miss:  # the saved-result record is missing
+                missed, shown = missed or miss, [content for content, _ in outputs]
+            for call, (_, error), content in zip(done, outputs, shown, strict=True):
                 history.append({"role": "tool", "tool_call_id": call["id"], "content": content})
                 if error is not None:
                     # the model saw the preview; the error itself is the tool's own
                     result.tool_errors.append(
                         error if content == error.tool_result else ToolError(
                             error.turn, error.tool_name, error.arguments, error.error, content))
+            if missed is not None:
+                log.error("%s: replay miss, ending the rollout: %s", self._where(turn), missed)
+                return
         log.info("%s: stopped at max_turns=%d", self._where(self.max_turns), self.max_turns)

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from hermes_replay import HermesReplayError
+
 __all__ = ["NEVER_PERSISTED", "BudgetConfig", "apply_budget", "preview_text"]
 
 #: tools whose results are never persisted (see the module docstring)
@@ -86,6 +88,8 @@ def apply_budget(results: list[tuple[str, str, str]], budget: BudgetConfig,
         try:
             saved: str | None = persist(f"{RESULTS_DIR}/{_file_name(call_id, i)}", content)
             error = ""
+        except HermesReplayError:
+            raise  # a replay miss is the harness's to report, not a sandbox failure
         except Exception as exc:  # a sandbox that cannot write still gets a bounded turn
             saved, error = None, f"{type(exc).__name__}: {exc}"
         out[i] = preview_text(content, saved, budget.preview_size, error)

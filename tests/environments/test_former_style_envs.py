@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from _search_api import SearchApi
 
+from hermes_replay import run_cassette
 from hermes_replay.cli import main
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
@@ -146,3 +147,22 @@ def test_a_hub_tokenizer_offline_stops_and_a_stored_copy_replays(project, capsys
     shutil.rmtree(local)
     _replay(cassette, capsys)
     assert os.path.isdir(Path("cassettes") / ".tokenizers")
+
+
+def test_web_tools_executed_on_replay_get_their_http_answers_from_the_cassette(
+        project, monkeypatch, capsys):
+    """``tools="execute"``: web_search really runs again, and its Tavily calls are answered from
+    the recorded HTTP traffic — still no key and no API."""
+    with SearchApi(KEY) as api:
+        monkeypatch.setenv("TAVILY_API_KEY", KEY)
+        monkeypatch.setenv("TAVILY_BASE_URL", api.url)
+        cassette = _record("web_research_env", "process", capsys)
+        searched = len(api.bodies)
+    assert searched
+    monkeypatch.delenv("TAVILY_API_KEY")
+    result = run_cassette(cassette, out_dir=project / "executed", tools="execute", strict=True)
+    assert result.rollouts and not result.changed_rewards()
+    recorded = [json.loads(line) for line in cassette.read_text().splitlines()]
+    http = [r for r in recorded if r.get("type") == "interaction" and r["kind"] == "tool_http"]
+    assert len(http) == searched  # recorded; had one not been answered, the stopped API would
+    # have turned web_search into an error: drift, which strict replay raises

@@ -24,6 +24,7 @@ COMMANDS: tuple[str, ...] = (
     "check",
     "verify",
     "merge",
+    "compact",
 )
 
 

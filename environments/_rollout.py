@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import hermes_replay
 from environments import _managed, _tokens
+from environments._ids import item_fingerprint, rollout_id_for, task_id_for
 from environments.agent_loop import AgentResult, HermesAgentLoop
 from environments.tool_context import ToolContext
-from hermes_replay._scope import item_fingerprint, rollout_id_for, task_id_for
 
 if TYPE_CHECKING:
     from environments.hermes_base_env import HermesAgentBaseEnv

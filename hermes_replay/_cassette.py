@@ -413,6 +413,11 @@ class CassetteWriter:
     def annotate(self, fields: dict[str, Any]) -> None:
         self._write([{"type": "annotate", "fields": json.loads(_dumps(fields))}])
 
+    def retarget(self, path: str | Path) -> None:
+        """Write the finished cassette to ``path`` instead (a shard named after its worker,
+        known only once the worker registered); the journal keeps its name until then."""
+        self.path = Path(path)
+
     def close(self) -> None:
         """Stop writing and leave the ``.partial`` as it is (interrupted recording)."""
         if self._file is not None:

@@ -45,6 +45,7 @@ from hermes_replay._redact import KEPT_HEADERS, redact_fields, redact_json
 from hermes_replay._scope import RolloutScope, current_rollout
 from hermes_replay._summary import OutcomeComparison, ReplayEvent, ReplaySummary
 from hermes_replay._tokenizer_store import TokenizerMismatch, mismatch, stored_dir, with_store
+from hermes_replay._workers import check_name, owner
 
 __all__ = ["DEFAULT_LLM_PATHS", "MODES", "Observer", "Session", "cassette"]
 
@@ -125,7 +126,10 @@ class Session:
     ``user``/``metadata``/``stream_options`` too; ``llm_paths`` (POST path suffixes that
     are LLM traffic; everything else passes through untouched and is never written);
     ``passthrough_hosts`` (hosts never intercepted); ``keep_headers`` (header names stored
-    as they are; every other header is dropped or redacted); ``on_event`` (progress callback).
+    as they are; every other header is dropped or redacted); ``on_event`` (progress callback);
+    ``worker`` (this worker's identity, also set by ``annotate(worker=…)``: recordings of other
+    workers are then not reported unused) and ``shard_by_worker`` (record: the file is renamed
+    to ``<worker>.jsonl`` in its folder once the identity is known; see ``_workers``).
     """
 
     def __init__(
@@ -142,6 +146,8 @@ class Session:
         passthrough_hosts: Iterable[str] = (),
         keep_headers: Iterable[str] = KEPT_HEADERS,
         on_event: Callable[[ReplayEvent], None] | None = None,
+        worker: str | None = None,
+        shard_by_worker: bool = False,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown cassette mode {mode!r}; choose one of {', '.join(MODES)}")
@@ -170,6 +176,8 @@ class Session:
         self._passthrough = 0
         self._tokenizer_error: TokenizerMismatch | None = None
         self._observers: list[Observer] = []
+        self.worker = check_name(worker) if worker else None
+        self._shard_by_worker = shard_by_worker
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -385,6 +393,8 @@ class Session:
             observer.annotate(dict(fields))
         fields = redact_fields(fields)
         fields = dict(fields)
+        if "worker" in fields:
+            self._set_worker(fields["worker"])
         tokenizer = fields.get("tokenizer")
         if isinstance(tokenizer, dict):
             if self.mode == "replay":
@@ -396,6 +406,27 @@ class Session:
             self._header = self._header.merged(fields)
             if self._writer is not None:
                 self._writer.annotate(fields)
+
+    def _set_worker(self, name: Any) -> None:
+        try:
+            name = check_name(str(name))
+        except ValueError:
+            return  # not an identity; the field stays in the header for a human to see
+        with self._lock:
+            self.worker = name
+            if self._shard_by_worker and self._writer is not None and self.mode == "record":
+                suffix = ".jsonl.zst" if self.path.name.endswith(".zst") else ".jsonl"
+                self.path = self.path.with_name(name + suffix)
+                self._writer.retarget(self.path)
+
+    def _unused(self) -> tuple[list[tuple[str | None, int]], int]:
+        """Recordings never requested that were this worker's to request, and how many
+        belong to other workers (caller holds the lock)."""
+        keys = self._index.unused()
+        if self.worker is None:
+            return keys, 0
+        mine = [k for k in keys if k[0] is None or owner(k[0]) == self.worker]
+        return mine, len(keys) - len(mine)
 
     # ------------------------------------------------------------------ tokenizer
 
@@ -457,7 +488,7 @@ class Session:
     @property
     def unused(self) -> list[tuple[str | None, int]]:
         with self._lock:
-            return self._index.unused()
+            return self._unused()[0]
 
     @property
     def outcomes(self) -> dict[str, OutcomeComparison]:
@@ -472,12 +503,12 @@ class Session:
         with self._lock:
             rollouts_hit = {r for r, _, _ in [*self._hits, *self._new] if r is not None}
             inside = sum(1 for r, _, _ in [*self._hits, *self._new] if r is not None)
+            unused, others = self._unused() if self.mode in ("replay", "auto") else ([], 0)
             return ReplaySummary(
                 mode=self.mode, cassette=str(self.path), rollouts=len(rollouts_hit),
                 interactions=len(self._hits) + len(self._new), turns=inside,
                 misses=list(self._miss_index.values()),
-                unused=self._index.unused()
-                if self.mode in ("replay", "auto") else [],
+                unused=unused, other_workers=others, worker=self.worker,
                 recorded=len(self._new), failed_attempts=self._failed_attempts,
                 passthrough=self._passthrough,
                 outcomes=list(self.outcomes.values()),

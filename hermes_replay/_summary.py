@@ -63,6 +63,8 @@ class ReplaySummary:
     failed_attempts: int = 0
     passthrough: int = 0
     outcomes: list[OutcomeComparison] = field(default_factory=list)
+    other_workers: int = 0  # recordings of other workers of a deployment (not this one's)
+    worker: str | None = None  # this worker's identity, if it has one
 
     @property
     def mean_reward(self) -> float | None:
@@ -95,6 +97,9 @@ class ReplaySummary:
                 f"{m.rollout or '<no rollout>'} turn {m.turn}" for m in self.misses[:10])
         if self.unused:
             yield f"{len(self.unused)} recording(s) never used"
+        if self.other_workers:
+            yield (f"worker {self.worker}: {self.other_workers} recording(s) of other workers "
+                   "left to them")
         if self.misses:
             yield "next: re-record (`hermes-replay record …`) or use mode='auto'"
         elif self.changed_rewards:

@@ -138,6 +138,7 @@ class RunSummary:
     error: str | None = None
     log: str | None = None  # where the env's own output went, if not to the terminal
     skipped: str | None = None  # why this cassette was not replayed (not a failure)
+    other_workers: int = 0  # replay of one worker: recordings of the others, left to them
 
     def lines(self, style: Style) -> list[str]:
         what = {"record": "recorded", "replay": "replayed", "passthrough": "ran live"}.get(
@@ -156,6 +157,8 @@ class RunSummary:
                 if self.unused
                 else "0 unused recordings"
             )
+            if self.other_workers:
+                parts.append(f"{self.other_workers} left to other workers")
         parts.append(f"mean reward {fmt_reward(self.mean_reward)}")
         if self.skipped:
             return [style(head, "bold"), "  " + style("skipped: ", "yellow") + self.skipped]

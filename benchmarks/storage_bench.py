@@ -126,11 +126,11 @@ def main(argv: list[str] | None = None) -> int:
             yaml_cell = f"{cpu:>11.3f} {wall:>12.3f}"
         print(f"{'vcrpy YAML':<18} {yaml_bytes:>14,} {1:>10.2%} {'':>8} {yaml_cell}")
         ratio = sizes["zstd .jsonl.zst"] / yaml_bytes
-        best = min(sizes["zstd .jsonl.zst"], sizes["compact + zstd"]) / yaml_bytes
+        both = sizes["compact + zstd"] / yaml_bytes
         ok = ratio <= TARGET
         plain = sizes["plain .jsonl"] / yaml_bytes
         print(f"\n{'PASS' if ok else 'FAIL'}  zstd cassette <= {TARGET:.0%} of vcrpy YAML: "
-              f"{ratio:.2%} (compact + zstd {best:.2%}); plain {plain:.1%}")
+              f"{ratio:.2%} (compact + zstd {both:.2%}); plain {plain:.1%}")
     return 0 if ok or args.quick else 1
 
 

@@ -19,7 +19,7 @@ Tokenizer hooks for environment base classes (a cassette carries its tokenizer):
 """
 
 from hermes_replay._active import annotate
-from hermes_replay._cassette import Cassette, load_cassette
+from hermes_replay._cassette import Cassette
 from hermes_replay._errors import (
     CassetteError,
     CassetteMiss,
@@ -27,6 +27,7 @@ from hermes_replay._errors import (
     RecordingFailed,
     UnusedRecordings,
 )
+from hermes_replay._load import load_cassette
 from hermes_replay._result import RolloutOutcome, RunResult
 from hermes_replay._run import run_cassette
 from hermes_replay._scope import RolloutScope, current_rollout, rollout

@@ -147,17 +147,13 @@ def partial_path(path: str | Path) -> Path:
 
 
 def load_cassette(path: str | Path) -> Cassette:
-    """Read a cassette (or a ``.partial`` one); raises ``CassetteError`` naming file:line.
+    """Read a cassette file (or a ``.partial`` one); raises ``CassetteError`` naming file:line.
 
-    ``.jsonl`` and zstd-compressed ``.jsonl.zst`` read alike (see ``_files``); a folder of
-    shards (``<cassette>.shards/``) reads as the one cassette they merge into.
+    ``.jsonl`` and zstd-compressed ``.jsonl.zst`` read alike (see ``_files``). A folder of
+    shards is read by ``_load.load_cassette`` (the public one).
     """
     path = Path(path)
     is_partial = path.name.endswith(".partial")
-    if path.is_dir():
-        from hermes_replay._merge import load_shards
-
-        return load_shards(path)
     if not path.exists():
         hint = f"check the path, or {_RERECORD} (mode='auto' records it)"
         if partial_path(path).exists():

@@ -25,9 +25,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cassette import Cassette, Interaction, load_cassette
+from hermes_replay._cassette import Cassette, Interaction
 from hermes_replay._errors import CassetteError
 from hermes_replay._files import read_head
+from hermes_replay._load import load_cassette
 from hermes_replay._matching import DEFAULT_IGNORE_PATHS, _flatten, unified_request_diff
 from hermes_replay._result import RolloutOutcome, RunResult
 from hermes_replay._result_io import RESULT_FILE, load_run_result, run_result_from_output_dir

@@ -139,7 +139,7 @@ def merge_cassettes(shards: Sequence[str | Path], output: str | Path, *,
                     allow_partial: bool = False) -> MergeResult:
     """Join ``shards`` into one cassette at ``output``; raises :class:`MergeError`."""
     output = Path(output)
-    paths = [Path(p) for p in shards]
+    paths = expand_shards(shards)  # a .shards folder gives its shards
     if not paths:
         raise MergeError("no shards to merge", path=output,
                          hint="pass shard files or a <cassette>.shards folder")

@@ -48,7 +48,7 @@ def run_cassette(
     non-loopback sockets are refused unless ``block_network=False``. The env's own output goes
     to ``out_dir/env.log`` unless ``output`` (a context manager redirecting it) is given.
     """
-    from hermes_replay._cassette import load_cassette
+    from hermes_replay._load import load_cassette
     from hermes_replay._plan import find_env_file, redirect_outputs, replay_argv
 
     cassette_path = Path(path).resolve()

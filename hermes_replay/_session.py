@@ -24,7 +24,6 @@ from hermes_replay._cassette import (
     CassetteHeader,
     CassetteWriter,
     Interaction,
-    load_cassette,
     paused_gc,
 )
 from hermes_replay._convert import (
@@ -40,6 +39,7 @@ from hermes_replay._convert import (
 from hermes_replay._errors import CassetteMiss, Miss, UnusedRecordings
 from hermes_replay._index import Recording, RecordingIndex
 from hermes_replay._intercept import WireRequest, WireResponse
+from hermes_replay._load import load_cassette
 from hermes_replay._matching import Matcher
 from hermes_replay._redact import KEPT_HEADERS, redact_fields, redact_json
 from hermes_replay._scope import RolloutScope, current_rollout

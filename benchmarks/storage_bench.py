@@ -101,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
                 compact_cassette(forms["plain .jsonl"], forms[name])
             else:
                 c = hermes_replay.load_cassette(forms["plain .jsonl"])
-                write_cassette(forms[name], c.header, c.interactions, c.outcomes)
+                write_cassette(forms[name], c.header, c.interactions, c.outcomes,
+                               c.tool_calls)
             write_s[name] = time.perf_counter() - t0
         yaml_path = d / "vcr.yaml"
         yaml_bytes = _vcr.write_yaml(yaml_path, rollouts, requests)

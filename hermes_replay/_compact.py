@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from hermes_replay._cassette import (
+    Cassette,
     _interaction_records,
     _ordered,
     _outcome_records,
+    _tool_records,
     load_cassette,
     write_cassette,
 )
@@ -62,12 +64,13 @@ def compact_cassette(source: str | Path, output: str | Path | None = None) -> Co
                             path=source, hint="rename it to its cassette name if what it holds "
                             "is what you want, or re-record it")
     before = source.stat().st_size
-    shared = _repeated_strings(cassette.interactions, cassette.outcomes)
+    shared = _repeated_strings(cassette)
     write_cassette(output, cassette.header, cassette.interactions, cassette.outcomes,
-                   encoder=BodyEncoder(shared=shared))
+                   cassette.tool_calls, encoder=BodyEncoder(shared=shared))
     # a compacted file must read back as the same cassette, or nothing was gained
     again = load_cassette(output)
-    if again.interactions != cassette.interactions or again.outcomes != cassette.outcomes:
+    if (again.interactions, again.outcomes, again.tool_calls) != (
+            cassette.interactions, cassette.outcomes, cassette.tool_calls):
         raise CassetteError("the compacted cassette does not read back as the original "
                             "(a bug in hermes-replay)", path=output,
                             hint="restore the original from git and report this")
@@ -75,14 +78,18 @@ def compact_cassette(source: str | Path, output: str | Path | None = None) -> Co
                          len(cassette.interactions), len(shared))
 
 
-def _repeated_strings(interactions: list, outcomes: dict[str, dict[str, Any]]) -> frozenset[str]:
+def _repeated_strings(cassette: Cassette) -> frozenset[str]:
     """Strings the plainly written file would hold twice or more (counted in the records it
     would write — after the per-rollout deltas, so a conversation prefix is not counted)."""
     counts: Counter[str] = Counter()
     encoder = BodyEncoder()
-    for kind, item in _ordered(interactions, outcomes):
-        records = (_interaction_records(encoder, item) if kind == "interaction"
-                   else _outcome_records(encoder, *item))
+    for kind, item in _ordered(cassette.interactions, cassette.outcomes, cassette.tool_calls):
+        if kind == "interaction":
+            records = _interaction_records(encoder, item)
+        elif kind == "tool":
+            records = _tool_records(encoder, item)
+        else:
+            records = _outcome_records(encoder, *item)
         for record in records:
             _count(record, counts)
     return frozenset(s for s, n in counts.items() if n > 1)

@@ -154,13 +154,14 @@ def merge_cassettes(shards: Sequence[str | Path], output: str | Path, *,
             + ", ".join(map(str, partial)), path=partial[0],
             hint="re-record that worker, leave it out, or pass --allow-partial to merge the "
                  "interactions it completed")
-    header, interactions, outcomes, scopeless = _combine(cassettes, output)
-    write_cassette(output, header, interactions, outcomes)
+    joined = _combine(cassettes, output)
+    write_cassette(output, joined.header, joined.interactions, joined.outcomes,
+                   joined.tool_calls)
     notes = [f"{c.path}: incomplete, {len(c.interactions)} completed interaction(s) kept"
              for c in cassettes if not c.complete]
-    return MergeResult(output, [c.path for c in cassettes],
-                       rollouts=len({i.rollout for i in interactions} - {None} | set(outcomes)),
-                       interactions=len(interactions), scopeless=scopeless, notes=notes)
+    return MergeResult(output, [c.path for c in cassettes], rollouts=joined.rollouts,
+                       interactions=len(joined.interactions), scopeless=joined.scopeless,
+                       notes=notes)
 
 
 def load_shards(folder: str | Path) -> Cassette:
@@ -176,22 +177,31 @@ def load_shards(folder: str | Path) -> Cassette:
     cassettes = [load_cassette(p) for p in paths]
     # a header's tokenizer store is relative to the cassette's folder: for this one, the
     # folder the .shards folder is in, as for the cassette a merge would write beside it
-    header, interactions, outcomes, _ = _combine(cassettes, folder)
+    joined = _combine(cassettes, folder)
     rollouts: dict[str, RolloutRecord] = {}
-    for inter in interactions:
+    for inter in joined.interactions:
         if inter.rollout is not None:
             rollouts.setdefault(inter.rollout, RolloutRecord(inter.rollout)) \
                 .interactions.append(inter)
-    for rid, outcome in outcomes.items():
+    for rid, outcome in joined.outcomes.items():
         rollouts.setdefault(rid, RolloutRecord(rid)).outcome.update(outcome)
-    return Cassette(folder, header, interactions, dict(sorted(rollouts.items())),
-                    complete=all(c.complete for c in cassettes))
+    return Cassette(folder, joined.header, joined.interactions, dict(sorted(rollouts.items())),
+                    complete=all(c.complete for c in cassettes), tool_calls=joined.tool_calls)
 
 
-def _combine(cassettes: Sequence[Cassette], output: Path
-             ) -> tuple[CassetteHeader, list[Interaction], dict[str, dict[str, Any]], int]:
-    """Header, interactions, outcomes and scope-less count of the merged shards; raises
-    ``MergeError`` for shards of different recordings or a rollout id recorded twice."""
+@dataclass
+class _Joined:
+    header: CassetteHeader
+    interactions: list[Interaction]
+    outcomes: dict[str, dict[str, Any]]
+    tool_calls: list[Any]
+    rollouts: int
+    scopeless: int
+
+
+def _combine(cassettes: Sequence[Cassette], output: Path) -> _Joined:
+    """What the merged shards hold; raises ``MergeError`` for shards of different recordings
+    or a rollout id recorded twice. Scope-less records are renumbered in shard order."""
     problem = _disagreement(cassettes)
     if problem:
         raise MergeError(problem, path=output, hint="merge only shards of one recording "
@@ -199,7 +209,8 @@ def _combine(cassettes: Sequence[Cassette], output: Path
     owner: dict[str, Path] = {}
     interactions: list[Interaction] = []
     outcomes: dict[str, dict[str, Any]] = {}
-    scopeless = 0
+    tool_calls = []
+    scopeless = scopeless_tools = 0
     for c in cassettes:
         ids = set(c.rollouts) | {i.rollout for i in c.interactions if i.rollout is not None}
         for rid in sorted(ids):
@@ -209,16 +220,22 @@ def _combine(cassettes: Sequence[Cassette], output: Path
                     path=c.path,
                     hint="two workers drew the same item and occurrence under one worker "
                          "identity; replay can serve only one of them — give each worker its "
-                         "own identity (record --shard NAME), merge only one of these shards, "
-                         "or re-record")
+                         "own identity (record --worker NAME, or --shard auto in serve), merge "
+                         "only one of these shards, or re-record")
             owner[rid] = c.path
         for inter in c.interactions:
             if inter.rollout is None:
                 inter = inter.model_copy(update={"seq": scopeless})
                 scopeless += 1
             interactions.append(inter)
+        for call in c.tool_calls:
+            if call.rollout is None:
+                call = call.model_copy(update={"seq": scopeless_tools})
+                scopeless_tools += 1
+            tool_calls.append(call)
         outcomes.update({rid: dict(o) for rid, o in c.outcomes.items()})
-    return _merged_header(cassettes, output), interactions, outcomes, scopeless
+    return _Joined(_merged_header(cassettes, output), interactions, outcomes, tool_calls,
+                   len(owner), scopeless)
 
 
 def _merged_header(cassettes: Sequence[Cassette], output: Path) -> CassetteHeader:

@@ -66,6 +66,7 @@ def test_every_shipped_cassette_compacts_and_compresses_losslessly(tmp_path: Pat
     original, compacted = load_cassette(shipped), load_cassette(out)
     assert compacted.interactions == original.interactions
     assert compacted.outcomes == original.outcomes and compacted.header == original.header
+    assert compacted.tool_calls == original.tool_calls
 
 
 def test_compact_refuses_a_partial_and_a_folder_and_leaves_them_alone(tmp_path: Path,

@@ -30,7 +30,7 @@ SHIPPED = ROOT / "cassettes" / "terminal_test_env" / "process.jsonl"
 def _compressed_copy(tmp_path: Path, name: str = "process.jsonl.zst") -> Path:
     src = load_cassette(SHIPPED)
     out = tmp_path / "cassettes" / "terminal_test_env" / name
-    write_cassette(out, src.header, src.interactions, src.outcomes)
+    write_cassette(out, src.header, src.interactions, src.outcomes, src.tool_calls)
     return out
 
 
@@ -40,10 +40,10 @@ def test_a_zst_cassette_is_compressed_and_reads_back_the_same(tmp_path: Path) ->
     assert out.stat().st_size < SHIPPED.stat().st_size / 4
     src, again = load_cassette(SHIPPED), load_cassette(out)
     assert again.interactions == src.interactions and again.outcomes == src.outcomes
-    assert again.header == src.header
+    assert again.header == src.header and again.tool_calls == src.tool_calls
     # its decompressed bytes are exactly what the plain writer writes
     plain = tmp_path / "plain.jsonl"
-    write_cassette(plain, src.header, src.interactions, src.outcomes)
+    write_cassette(plain, src.header, src.interactions, src.outcomes, src.tool_calls)
     assert _files.read_bytes(out) == plain.read_bytes()
 
 

@@ -78,6 +78,6 @@ def test_check_takes_a_shards_folder_as_the_cassette_of_its_mode(tmp_path: Path)
     for shard in folder.iterdir():  # a recorded command says which mode it is
         c = load_cassette(shard)
         c.header.command = ["process", "--env.total_steps", "1"]
-        write_cassette(shard, c.header, c.interactions, c.outcomes)
+        write_cassette(shard, c.header, c.interactions, c.outcomes, c.tool_calls)
     assert read_header(folder)["command"][0] == "process"
     assert cassettes_by_mode(folder) == {"process": folder}

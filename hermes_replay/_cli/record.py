@@ -76,6 +76,13 @@ def register(sub: Any) -> None:
         "(--worker, or in serve its registration order: w0, w1 …), else <host>-<pid>",
     )
     add_worker_flag(p)
+    p.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        help="seed Python's random and numpy with N before the environment starts (default: a "
+        "new seed); the header keeps it and replay seeds the same",
+    )
     g = p.add_argument_group("endpoint (never assumed)")
     g.add_argument("--endpoint", metavar="URL", help="base URL, e.g. http://localhost:8000/v1")
     g.add_argument("--model", metavar="NAME", help="model name the endpoint serves")
@@ -206,7 +213,8 @@ def run(args: argparse.Namespace) -> int:
     with worker_variable(worker):
         summary, result = run_with_progress(
             partial(run_env, env_file, [*public, *secret], cassette=cassette, mode="record",
-                    header=header, worker=worker, shard_by_worker=shard == "auto"),
+                    header=header, seed=args.seed, worker=worker,
+                    shard_by_worker=shard == "auto"),
             mode="record", cassette=cassette, label=f"recording {env_file.name}")
     if result is not None and result.summary is not None:  # renamed after its worker?
         summary.cassette = result.summary.cassette

@@ -5,6 +5,8 @@
   vocabulary, masks have the same length with -100 on every non-assistant token, scores in [0, 1].
 * ``evaluate`` — ``evaluate`` runs the full agent loop with tools and writes its metrics.
 * ``rewards`` — over the run, rewards stay in [0, 1] and are not all equal.
+* ``twice`` — with a cassette: replayed twice in fresh interpreters, the two runs send the same
+  requests and tool calls and score the same rewards (``replay --twice``).
 
 The last three need a model: a cassette (offline replay) or an endpoint the user names. With
 neither they are reported as warnings that say so — never as passes.
@@ -31,6 +33,7 @@ DYNAMIC_RULES: dict[str, str] = {
                "scores in [0, 1]",
     "evaluate": "evaluate runs the agent loop with tools and writes metrics",
     "rewards": "rewards are in [0, 1] and not all equal",
+    "twice": "the cassette replays the same twice (fresh interpreters): requests, tools, rewards",
 }
 _FIXES: dict[str, str] = {
     "import": "import the file yourself and fix the traceback (a missing package, a typo, or "
@@ -42,6 +45,8 @@ _FIXES: dict[str, str] = {
                 "metrics=..., samples=...)`",
     "rewards": "clamp compute_reward to [0, 1]; if every reward is equal, the reward does not "
                "discriminate (check it on a known-good and a known-bad rollout)",
+    "twice": "see the message: normalize or ignore the volatile field, or seed the randomness; "
+             "`hermes-replay replay CASSETTE --twice` shows it again",
 }
 
 

@@ -25,8 +25,10 @@ from hermes_replay._cli._render import RunSummary, Style, fmt_reward, table
 from hermes_replay._cli._runner import (
     ENV_MODES,
     add_env_command,
+    add_matching_options,
     check_env_args,
     default_cassette_path,
+    matching_options,
     run_with_progress,
 )
 from hermes_replay._plan import find_cassettes, replay_argv
@@ -75,11 +77,12 @@ def register(sub: Any) -> None:
         action="store_true",
         help="exit 1 when a reward differs from the recorded one (default: shown, exit 0)",
     )
+    add_matching_options(p)
     p.add_argument(
         "-v", "--verbose",
         action="store_true",
         help="show each environment's own output (default for CASSETTE_OR_DIR: into "
-        "<out>/<cassette>/env.log)",
+        "<out>/<cassette>/env.log) and every miss's diff in full",
     )
     p.set_defaults(func=run)
 
@@ -101,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     return replay_all(Path(args.target), out=args.out, strict=args.strict,
-                      fail_on_change=args.fail_on_change, verbose=args.verbose)
+                      fail_on_change=args.fail_on_change, verbose=args.verbose,
+                      options=matching_options(args))
 
 
 # --------------------------------------------------------------------------- one run
@@ -129,8 +133,10 @@ def _run_env(args: argparse.Namespace) -> int:
         return 2
     argv = replay_argv(_header_command(cassette), list(args.env_args))
     summary, _ = run_with_progress(
-        partial(run_env, env_file, argv, cassette=cassette, mode="replay", strict=args.strict),
-        mode="replay", cassette=cassette, label=f"replaying {cassette}")
+        partial(run_env, env_file, argv, cassette=cassette, mode="replay", strict=args.strict,
+                **matching_options(args)),
+        mode="replay", cassette=cassette, label=f"replaying {cassette}",
+        verbose=args.verbose)
     print("\n".join(summary.lines(Style(sys.stdout))))
     return _exit_code([summary], args.fail_on_change)
 
@@ -173,7 +179,8 @@ def _fresh_out_dir() -> Path:
 
 
 def replay_all(
-    target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False
+    target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False,
+    options: dict[str, Any] | None = None,
 ) -> int:
     if not target.exists() and target != Path("cassettes"):
         print(
@@ -197,7 +204,8 @@ def replay_all(
     rows: list[_Row] = []
     for cassette in cassettes:
         rel = cassette.relative_to(target) if target.is_dir() else Path(cassette.name)
-        summary, mode = _replay_cassette(cassette, out / rel.with_suffix(""), strict, verbose)
+        summary, mode = _replay_cassette(cassette, out / rel.with_suffix(""), strict, verbose,
+                                         options or {})
         rows.append(_Row(str(cassette), mode, summary))
         print("\n".join(summary.lines(style)))
         if summary.exit_code == 130:  # Ctrl-C: stop here, still show what was done
@@ -214,7 +222,7 @@ def replay_all(
 
 
 def _replay_cassette(
-    cassette: Path, out_dir: Path, strict: bool, verbose: bool
+    cassette: Path, out_dir: Path, strict: bool, verbose: bool, options: dict[str, Any]
 ) -> tuple[RunSummary, str]:
     from hermes_replay import CassetteError, load_cassette
     from hermes_replay._run import run_cassette
@@ -244,8 +252,8 @@ def _replay_cassette(
     out_dir = out_dir.resolve()
     log = None if verbose else out_dir / "env.log"
     summary, _ = run_with_progress(
-        partial(run_cassette, cassette, out_dir=out_dir, strict=strict),
-        mode="replay", cassette=cassette, log_path=log,
+        partial(run_cassette, cassette, out_dir=out_dir, strict=strict, **options),
+        mode="replay", cassette=cassette, log_path=log, verbose=verbose,
         label=f"replaying {cassette.parent.name}/{cassette.name}")
     summary.cassette = str(cassette)
     if summary.log:

@@ -240,3 +240,33 @@ def test_escape_sequences_from_a_cassette_never_reach_the_terminal(tmp_path: Pat
         out = capsys.readouterr().out
         assert "\x1b[2J" not in out and "\x07" not in out
         assert "\\x1b[2J" in out
+
+
+def test_show_folds_phase2_token_ids_into_decoded_text(tmp_path: Path, capsys) -> None:
+    """``/generate`` bodies carry token-id lists: one line each with its decoded text; the
+    ids themselves with ``--raw``."""
+    import httpx
+    from tokenizers import Tokenizer
+
+    import hermes_replay
+    from hermes_replay._tokenizer import tokenizer_path
+    from hermes_replay.scripted_endpoint import ScriptedEndpoint
+
+    tokenizer = Tokenizer.from_file(str(Path(tokenizer_path()) / "tokenizer.json"))
+    ids = tokenizer.encode("What is the sum of the squares of 1 through 10?").ids
+    path = tmp_path / "phase2.jsonl"
+    with ScriptedEndpoint(script="generic", seed=0) as ep:
+        with hermes_replay.cassette(path, "record"), hermes_replay.rollout("train-p2-0-0"):
+            hermes_replay.annotate(
+                tokenizer=hermes_replay.describe_tokenizer(hermes_replay.bundled_tokenizer_path()))
+            httpx.post(ep.root_url + "/generate", timeout=60, json={
+                "prompt": {"prompt_token_ids": ids}, "logprobs": 0, "n": 1, "max_tokens": 32})
+    assert main(["show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert (f'"prompt_token_ids": "⟨{len(ids)} token ids⟩ \'What is the sum of the squares of '
+            "1 through 10?'\"") in out
+    assert '"token_ids": [\n      "⟨' in out and "token ids⟩ '" in out  # the reply, decoded
+    assert f"  {ids[3]},\n" not in out  # no column of ids
+    assert main(["show", str(path), "--raw"]) == 0
+    raw = capsys.readouterr().out
+    assert json.loads(raw)["request"]["body"]["prompt"]["prompt_token_ids"] == ids

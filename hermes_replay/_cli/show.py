@@ -126,7 +126,8 @@ class Transcript:
         for call in calls:
             code = "" if call.exit_code is None else f" · exit {call.exit_code}"
             raised = "" if call.raised is None else f" · raised {call.raised.get('type')}"
-            where = f"after turn {call.turn + 1}" if call.source == "agent" else "reward"
+            where = ("reward" if call.source != "agent" else f"after turn {call.turn + 1}"
+                     if call.turn >= 0 else "before the first turn")
             head = (f"#{call.seq} {call.name} · {where}{code}{raised} · "
                     f"{call.duration_ms:.0f} ms")
             self.out.append("  " + self.s(sanitize(head), "yellow"))

@@ -4,7 +4,9 @@ Two forms:
 
 * ``replay [CASSETTE_OR_DIR] [--out DIR] [--strict] [--fail-on-change]`` (the main job): for every
   cassette, run its recorded command (``header.env_file`` + ``header.command``) in replay mode,
-  with output paths moved into ``--out``, and print a summary per cassette plus a final table.
+  with output paths moved into ``--out``, and print a summary per cassette plus a final table,
+  then write ``<out>/report.html`` (``hermes-replay report``; needs the ``report`` extra) and
+  print its path.
 * ``replay ENV_FILE [--cassette PATH] [--strict] -- MODE [env flags]``: one run, your flags.
 
 Exit codes: 0 all replayed (changed rewards are shown, not fatal unless --fail-on-change);
@@ -43,7 +45,7 @@ def register(sub: Any) -> None:
         help="re-run recorded environments offline and report rewards, misses, changes",
         usage=(
             "hermes-replay replay [CASSETTE_OR_DIR] [--out DIR] [--strict] [--fail-on-change] "
-            "[-v]\n"
+            "[--no-report] [-v]\n"
             "       hermes-replay replay ENV_FILE [--cassette PATH] [--strict] "
             "-- serve|process|evaluate [env flags]"
         ),
@@ -79,10 +81,21 @@ def register(sub: Any) -> None:
     )
     add_matching_options(p)
     p.add_argument(
+        "--trust-cassette",
+        action="store_true",
+        help="run tool commands the cassette makes execute on this host WITHOUT kernel "
+        "isolation (default: inside bubblewrap; only for cassettes you trust)",
+    )
+    p.add_argument(
         "-v", "--verbose",
         action="store_true",
         help="show each environment's own output (default for CASSETTE_OR_DIR: into "
         "<out>/<cassette>/env.log) and every miss's diff in full",
+    )
+    p.add_argument(
+        "--no-report", dest="report", action="store_false",
+        help="do not write <out>/report.html (an HTML page of the run; needs the 'report' "
+        "extra)",
     )
     p.set_defaults(func=run)
 
@@ -105,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     return replay_all(Path(args.target), out=args.out, strict=args.strict,
                       fail_on_change=args.fail_on_change, verbose=args.verbose,
-                      options=matching_options(args))
+                      options=matching_options(args),
+                      trust_cassette=args.trust_cassette, report=args.report)
 
 
 # --------------------------------------------------------------------------- one run
@@ -134,7 +148,7 @@ def _run_env(args: argparse.Namespace) -> int:
     argv = replay_argv(_header_command(cassette), list(args.env_args))
     summary, _ = run_with_progress(
         partial(run_env, env_file, argv, cassette=cassette, mode="replay", strict=args.strict,
-                **matching_options(args)),
+                **matching_options(args), trust_cassette=args.trust_cassette),
         mode="replay", cassette=cassette, label=f"replaying {cassette}",
         verbose=args.verbose)
     print("\n".join(summary.lines(Style(sys.stdout))))
@@ -181,6 +195,7 @@ def _fresh_out_dir() -> Path:
 def replay_all(
     target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False,
     options: dict[str, Any] | None = None,
+    trust_cassette: bool = False, report: bool = True,
 ) -> int:
     if not target.exists() and target != Path("cassettes"):
         print(
@@ -205,7 +220,7 @@ def replay_all(
     for cassette in cassettes:
         rel = cassette.relative_to(target) if target.is_dir() else Path(cassette.name)
         summary, mode = _replay_cassette(cassette, out / rel.with_suffix(""), strict, verbose,
-                                         options or {})
+                                         options or {}, trust_cassette=trust_cassette)
         rows.append(_Row(str(cassette), mode, summary))
         print("\n".join(summary.lines(style)))
         if summary.exit_code == 130:  # Ctrl-C: stop here, still show what was done
@@ -215,6 +230,10 @@ def replay_all(
     print(f"outputs: {out}")
     if rows and rows[-1].summary.exit_code == 130:
         return 130
+    if report:
+        from hermes_replay._report import report_line
+
+        print(report_line(out))
     code = _exit_code([r.summary for r in rows], fail_on_change)
     if any(r.summary.changed for r in rows) and not code:
         print("rewards changed (shown above); pass --fail-on-change to make that exit 1")
@@ -222,7 +241,8 @@ def replay_all(
 
 
 def _replay_cassette(
-    cassette: Path, out_dir: Path, strict: bool, verbose: bool, options: dict[str, Any]
+    cassette: Path, out_dir: Path, strict: bool, verbose: bool, options: dict[str, Any], *,
+    trust_cassette: bool = False
 ) -> tuple[RunSummary, str]:
     from hermes_replay import CassetteError, load_cassette
     from hermes_replay._run import run_cassette
@@ -252,7 +272,8 @@ def _replay_cassette(
     out_dir = out_dir.resolve()
     log = None if verbose else out_dir / "env.log"
     summary, _ = run_with_progress(
-        partial(run_cassette, cassette, out_dir=out_dir, strict=strict, **options),
+        partial(run_cassette, cassette, out_dir=out_dir, strict=strict,
+                trust_cassette=trust_cassette, **options),
         mode="replay", cassette=cassette, log_path=log, verbose=verbose,
         label=f"replaying {cassette.parent.name}/{cassette.name}")
     summary.cassette = str(cassette)

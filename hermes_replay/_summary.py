@@ -82,6 +82,8 @@ class ReplaySummary:
     recorded_rollouts: int = 0
     never_ran: list[str] = field(default_factory=list)
     rerecorded: dict[str, int] = field(default_factory=dict)  # auto: rollout -> turns recorded
+    other_workers: int = 0  # recordings of other workers of a deployment (not this one's)
+    worker: str | None = None  # this worker's identity, if it has one
     tools_replayed: int = 0  # tool calls answered from the cassette (nothing executed)
     tools_executed: int = 0  # tool calls that really ran (record, or ``tools="execute"``)
     tool_drift: list[Any] = field(default_factory=list)  # ``_tools.ToolDrift`` per call
@@ -132,6 +134,9 @@ class ReplaySummary:
                    "never ran: " + ", ".join(self.never_ran[:10]))
         if self.mode == "auto":
             yield rerecorded_line(self.rerecorded)
+        if self.other_workers:
+            yield (f"worker {self.worker}: {self.other_workers} recording(s) of other workers "
+                   "left to them")
         if self.misses:
             yield ("next: record only what is missing with mode=\"auto\" (the old file stays "
                    "until it succeeds), or re-record")

@@ -283,8 +283,8 @@ def _normalizer_hint(x: Any, y: Any) -> str | None:
         regex = re.compile(pattern)
         if regex.search(x) and regex.sub(repl, x) == regex.sub(repl, y):
             return (f"the values differ by {name}: normalize it, e.g. "
-                    f"normalizers=[(r'{pattern}', {repl!r})] in cassette()/run_cassette() or "
-                    "the pytest marker")
+                    f"normalizers=[(r'{pattern}', {repl!r})] in cassette()/run_cassette()/the "
+                    f"pytest marker, or on the command line --normalize '{pattern}={repl}'")
     return None
 
 

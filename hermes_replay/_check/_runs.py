@@ -26,6 +26,7 @@ from typing import Any
 from hermes_replay._check import _outputs as outputs
 from hermes_replay._check._dynamic import (
     DYNAMIC_RULES,
+    MODEL_RULES,
     Target,
     dynamic_finding,
     import_check,
@@ -306,6 +307,22 @@ def twice_row(display: str, cassette: Path, work: Path) -> RuleRow:
     return _row("twice", display, problems)
 
 
+def _rerun_row(display: str, env_file: Path, process: ModeRun, work: Path) -> RuleRow:
+    """Replay the process run's cassette twice in one process (see ``_rerun``)."""
+    from hermes_replay._check._rerun import RERUN_FIX, compare_runs, rerun_twice
+
+    if not process.ok or process.cassette is None or not process.cassette.is_file():
+        return _row("rerun", display, [("warn", "not run: process did not finish")],
+                    "fix the process row above, then check again")
+    env_file, root = env_file.resolve(), project_root(env_file)
+    argv = set_flag(list(process.header.get("command") or ["process"]), OUTPUT_FLAG["process"],
+                    str(work.resolve() / "rerun" / "groups.jsonl"))
+    runs = rerun_twice(env_file, process.cassette.resolve(), argv, root, work / "rerun",
+                       _subprocess_env(root), RUN_TIMEOUT)
+    problems = compare_runs(runs)
+    return _row("rerun", display, problems, RERUN_FIX if problems else None)
+
+
 def check_dynamic(env_file: Path, display: str, target: Target,
                   keep: Path | None = None) -> list[RuleRow]:
     """The import row, then process/evaluate/rewards (run only with a cassette or endpoint).
@@ -326,9 +343,10 @@ def check_dynamic(env_file: Path, display: str, target: Target,
                         [dynamic_finding(rule, "warn", display, "not run: the file does not import",
                                   fix="fix the import row above, then check again")],
                         kind="dynamic")
-                for rule in ("process", "evaluate", "rewards")
+                for rule in MODEL_RULES
             ]]
-        rows = [imported, *analyse_runs(display, target, process, evaluate)]
+        rows = [imported, *analyse_runs(display, target, process, evaluate),
+                _rerun_row(display, env_file, process, work)]
         if target.cassette is not None:
             rows.append(twice_row(display, target.cassette, work / "twice"))
         return rows

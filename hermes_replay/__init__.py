@@ -5,6 +5,7 @@ Public API (everything else is private and may change)::
     cassette(path, mode="replay", **options)   # context manager, sync and async -> Session
     rollout(rollout_id)                         # rollout-identity scope (contextvars)
     annotate(**fields)                          # tell the active cassette env name, tokenizer …
+    offer_known_good(prompt, make_reply)        # a rollout's known-good reply, for `probe`
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
     run_cassette(path, out_dir=…) -> RunResult  # re-run a recorded env command (replay_run)
     HermesReplayError > CassetteError, CassetteMiss > UnusedRecordings   (see _errors)
@@ -14,6 +15,7 @@ from hermes_replay._api import cassette
 from hermes_replay._cassette import Cassette, load_cassette
 from hermes_replay._errors import CassetteError, CassetteMiss, HermesReplayError, UnusedRecordings
 from hermes_replay._hooks import annotate
+from hermes_replay._known_good import offer_known_good
 from hermes_replay._result import RolloutOutcome, RunResult
 from hermes_replay._run import run_cassette
 from hermes_replay._scope import current_rollout, rollout
@@ -38,6 +40,7 @@ __all__ = [
     "cassette",
     "current_rollout",
     "load_cassette",
+    "offer_known_good",
     "rollout",
     "run_cassette",
 ]

@@ -22,6 +22,7 @@ COMMANDS: tuple[str, ...] = (
     "diff",
     "scripted_endpoint",
     "check",
+    "probe",
     "verify",
     "merge",
 )

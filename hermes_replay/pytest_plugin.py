@@ -12,6 +12,9 @@ lazily so test sessions that never touch a cassette pay nothing.
 - ``hermes_cassette`` wraps the test body itself in the cassette (for tests that call the
   openai SDK / atroposlib directly) and yields the session.
 - In replay mode both block sockets to anything but loopback.
+- ``probe_battery(env_file, **options)`` runs ``hermes-replay probe``'s battery offline and
+  returns a ``ProbeReport`` (``report.assert_clean()`` fails with the table); cassettes and
+  logs go under the test's ``tmp_path`` unless ``cassette_dir``/``work_dir`` say otherwise.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import pytest
 
 if TYPE_CHECKING:
     from hermes_replay._result import RunResult
+    from hermes_replay.probe import ProbeReport
 
 MODES = ("replay", "record", "auto", "passthrough")
 
@@ -128,3 +132,16 @@ def hermes_cassette(request: pytest.FixtureRequest, replay_mode: str) -> Iterato
                 yield session
         else:
             yield session
+
+
+@pytest.fixture
+def probe_battery(tmp_path: Path) -> Callable[..., ProbeReport]:
+    """Call it with an env file to run the probe battery in one test (see the docstring)."""
+    from hermes_replay.probe import run_probes
+
+    def run(env_file: str | Path, **options: Any) -> ProbeReport:
+        options.setdefault("cassette_dir", tmp_path / "probe-cassettes")
+        options.setdefault("work_dir", tmp_path / "probe-work")
+        return run_probes(env_file, **options)
+
+    return run

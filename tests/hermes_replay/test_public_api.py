@@ -10,8 +10,8 @@ def test_all_is_sorted_and_exactly_the_public_names() -> None:
     assert set(hermes_replay.__all__) == {
         "Cassette", "CassetteError", "CassetteMiss", "HermesReplayError", "ReplayEvent",
         "ReplaySummary", "RolloutOutcome", "RunResult", "Session", "UnusedRecordings",
-        "__version__", "annotate", "cassette", "current_rollout", "load_cassette", "rollout",
-        "run_cassette",
+        "__version__", "annotate", "cassette", "current_rollout", "load_cassette",
+        "offer_known_good", "rollout", "run_cassette",
     }
     for name in hermes_replay.__all__:
         assert getattr(hermes_replay, name) is not None

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from environments.tools import cleanup_task, dispatch_tool, get_sandbox, tool_result_error
-from hermes_replay._scope import current_rollout
+from hermes_replay import current_rollout
 
 __all__ = ["AgentResult", "HermesAgentLoop", "ToolError", "resize_tool_pool", "tool_pool_size"]
 

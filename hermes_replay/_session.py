@@ -16,10 +16,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
-from hermes_replay import _hooks
 from hermes_replay._cassette import (
     Cassette,
     CassetteHeader,
@@ -47,12 +46,29 @@ from hermes_replay._scope import RolloutScope, current_rollout
 from hermes_replay._summary import OutcomeComparison, ReplayEvent, ReplaySummary
 from hermes_replay._tokenizer_store import TokenizerMismatch, mismatch, stored_dir, with_store
 
-__all__ = ["DEFAULT_LLM_PATHS", "MODES", "Session"]
+__all__ = ["DEFAULT_LLM_PATHS", "MODES", "Observer", "Session", "cassette"]
 
 Mode = Literal["replay", "record", "passthrough", "auto"]
 MODES: tuple[str, ...] = ("replay", "record", "passthrough", "auto")
 DEFAULT_LLM_PATHS: tuple[str, ...] = ("/chat/completions", "/completions", "/generate",
                                       "/responses")
+
+
+class Observer(Protocol):
+    """Hears what the environment reports to a session (``Session.observe``)."""
+
+    def rollout_finished(self, scope: RolloutScope) -> None: ...
+
+    def annotate(self, fields: dict[str, Any]) -> None: ...
+
+
+def cassette(path: str | Path, mode: Mode = "replay", **options: Any) -> Session:
+    """Record or replay the LLM traffic inside the block: ``with cassette("c.jsonl"):``.
+
+    ``mode`` is ``"replay"`` (default), ``"record"``, ``"auto"`` or ``"passthrough"``; the
+    options and what each mode does are documented on :class:`Session`.
+    """
+    return Session(path, mode, **options)
 
 
 @dataclass
@@ -86,7 +102,31 @@ class _Exchange:
 
 
 class Session:
-    """An active (or finished) cassette; see ``hermes_replay.cassette`` for the options."""
+    """Record or replay all LLM traffic (httpx, httpx2/openai, aiohttp) inside the block.
+
+    Made by ``hermes_replay.cassette(path, mode, **options)``; used as ``with`` or
+    ``async with``. It is bound to the context that enters it: requests, rollout reports and
+    annotations from other threads or tasks with a cassette of their own never reach it.
+
+    Modes:
+
+    - ``"replay"``: LLM requests are answered from the cassette and never reach the network;
+      a request with no recording gets an HTTP 404 carrying the diagnostic, and the block
+      raises ``CassetteMiss`` listing every miss when it exits.
+    - ``"record"``: requests go live and are written; the file replaces ``path`` only when
+      the block exits cleanly (until then it is ``<path>.partial``).
+    - ``"auto"``: replay what is recorded, record what is missing, write the union.
+    - ``"passthrough"``: everything goes live and nothing is written.
+
+    Options: ``header`` (fields for the cassette header: env_name, env_file, command …);
+    ``strict`` (replay fails on recordings never used); ``ignore_paths`` (e.g.
+    ``"body.metadata"``, ``"body.messages[*].name"``) and ``normalizers`` (``(regex, repl)``
+    applied to body strings) for matching; ``default_ignores=False`` to match on
+    ``user``/``metadata``/``stream_options`` too; ``llm_paths`` (POST path suffixes that
+    are LLM traffic; everything else passes through untouched and is never written);
+    ``passthrough_hosts`` (hosts never intercepted); ``keep_headers`` (header names stored
+    as they are; every other header is dropped or redacted); ``on_event`` (progress callback).
+    """
 
     def __init__(
         self,
@@ -128,8 +168,8 @@ class Session:
         self._miss_index: dict[tuple[str | None, int, str], Miss] = {}
         self._failed_attempts = 0
         self._passthrough = 0
-        self._rollouts_seen: set[str] = set()
         self._tokenizer_error: TokenizerMismatch | None = None
+        self._observers: list[Observer] = []
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -164,8 +204,7 @@ class Session:
                 {**self._header_fields, "matcher": self.matcher.signature()})
             self._writer = CassetteWriter(self.path, self._header)
         self._active = True
-        _hooks.add_listener(self)
-        _intercept.activate(self)
+        _intercept.activate(self)  # binds this session to this context (``_active``)
 
     def _load_index(self) -> Cassette:
         """Load the cassette and index its recordings (see ``_index``)."""
@@ -181,7 +220,6 @@ class Session:
             return
         self._active = False
         _intercept.deactivate(self)
-        _hooks.remove_listener(self)
         if self._writer is not None:
             if exc is None:
                 self._writer.commit(self._header, *self._final_contents())
@@ -268,8 +306,6 @@ class Session:
         """The next order-of-issue number of ``rollout`` (caller holds the lock)."""
         issue = self._issued.get(rollout, 0)
         self._issued[rollout] = issue + 1
-        if rollout is not None:
-            self._rollouts_seen.add(rollout)
         return issue
 
     def _hit(self, rec: Recording, rollout: str | None, issue: int, request: dict[str, Any],
@@ -326,9 +362,16 @@ class Session:
         self._header = self._header.merged(
             {k: v for k, v in derived.items() if v and not current.get(k)})
 
-    # ------------------------------------------------------------------ hooks listener
+    # ------------------------------------------------------------------ environment reports
+
+    def observe(self, observer: Observer) -> None:
+        """Also tell ``observer`` what the environment reports to this session (finished
+        rollouts, annotations), as reported and before anything is redacted or written."""
+        self._observers.append(observer)
 
     def rollout_finished(self, scope: RolloutScope) -> None:
+        for observer in self._observers:
+            observer.rollout_finished(scope)
         if not scope.outcome:
             return
         outcome = redact_json(dict(scope.outcome))  # final messages echo model/tool text
@@ -338,6 +381,8 @@ class Session:
                 self._writer.outcome(scope.id, outcome)
 
     def annotate(self, fields: dict[str, Any]) -> None:
+        for observer in self._observers:
+            observer.annotate(dict(fields))
         fields = redact_fields(fields)
         fields = dict(fields)
         tokenizer = fields.get("tokenizer")

@@ -38,13 +38,8 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from hermes_replay.probe._registry import (
-    Probe,
-    ProbeContext,
-    get_probe,
-    list_probes,
-    register_probe,
-)
+from hermes_replay.probe._catalog import get_probe, list_probes
+from hermes_replay.probe._registry import Probe, ProbeContext, register_probe
 from hermes_replay.probe._runner import ProbeRun, ProbeRunaway, run_probe
 from hermes_replay.probe._verdict import ProbeFinding, ProbeReport, ProbeRow, judge_runs
 

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from hermes_replay._known_good import KnownGoodTable
 from hermes_replay.scripted_endpoint import Conversation, Reply, Rule, Script
 
-__all__ = ["Probe", "ProbeContext", "get_probe", "list_probes", "probe_script", "register_probe"]
+__all__ = ["PROBES", "Probe", "ProbeContext", "probe_script", "register_probe"]
 
 Kind = Literal["degenerate", "known-good"]
 
@@ -89,28 +89,6 @@ def register_probe(
         return factory
 
     return decorate
-
-
-def _load_builtin() -> None:
-    import importlib
-
-    importlib.import_module("hermes_replay.probe._builtin")
-    importlib.import_module("hermes_replay.probe._tamper")
-
-
-def list_probes(env_stem: str | None = None) -> list[Probe]:
-    """Registered probes in registration order (built-ins first); ``env_stem`` filters
-    env-specific probes to that env."""
-    _load_builtin()
-    return [p for p in _REGISTRY.values() if p.env is None or p.env == env_stem]
-
-
-def get_probe(name: str) -> Probe:
-    _load_builtin()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"no probe named {name!r}; registered: {', '.join(_REGISTRY)}") from None
 
 
 def _done(conv: Conversation, rng: random.Random) -> Reply:

@@ -15,12 +15,10 @@ forever) is stopped with ``ProbeRunaway``.
 from __future__ import annotations
 
 import shutil
-from contextlib import ExitStack, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._envrun import OutcomeCollector, run_env_file
 from hermes_replay._errors import HermesReplayError
 from hermes_replay._known_good import collecting_known_good
 from hermes_replay.probe._registry import Probe, ProbeContext, probe_script
@@ -60,19 +58,19 @@ class ProbeRun:
         return out
 
 
-class _Budget(OutcomeCollector):
-    """Collects outcomes and stops a run that goes on long after its items are done."""
+class _Outcomes:
+    """What each finished rollout reported; stops a run that goes on long after its items."""
 
-    def __init__(self, limit: int) -> None:
-        super().__init__()
+    def __init__(self, limit: int | None = None) -> None:
+        self.outcomes: dict[str, dict[str, Any]] = {}
         self.limit = limit
 
-    def rollout_finished(self, scope: Any) -> None:
-        super().rollout_finished(scope)
-        if len(self.outcomes) > self.limit:
+    def __call__(self, rollout_id: str, outcome: dict[str, Any]) -> None:
+        self.outcomes[rollout_id] = dict(outcome)
+        if self.limit is not None and len(self.outcomes) > self.limit:
             raise ProbeRunaway(
                 f"the environment ran {len(self.outcomes)} rollouts for a probe of "
-                f"{self.limit // 4} items: atroposlib's process retries a group it cannot "
+                f"{(self.limit - 4) // 4} items: atroposlib's process retries a group it cannot "
                 "score (a rollout without tokens drops the group) forever. See the log."
             )
 
@@ -96,7 +94,9 @@ def _first_tools(requests: list[tuple[str, Any]]) -> list[dict[str, Any]]:
 def run_probe(env_file: Path, probe: Probe, *, items: int, cassette: Path, work_dir: Path,
               judge: str = "examples", seed: int = 0, replay: bool = True) -> ProbeRun:
     """Record ``probe`` against ``env_file`` into ``cassette``, then replay it once."""
+    from hermes_replay._cassette import load_cassette
     from hermes_replay._cli._runner import relative_to_cwd
+    from hermes_replay._run import run_env
     from hermes_replay.scripted_endpoint import ScriptedEndpoint, get_script
 
     n = min(items, probe.max_items or items)
@@ -106,13 +106,13 @@ def run_probe(env_file: Path, probe: Probe, *, items: int, cassette: Path, work_
     work.mkdir(parents=True)
     run.log = work / "env.log"
     model = f"probe-{probe.name}"
-    budget = _Budget(limit=4 * n + 4)
+    outcomes = _Outcomes(limit=4 * n + 4)
     cassette.parent.mkdir(parents=True, exist_ok=True)
+    judge_script = probe.judge or judge
+    if isinstance(judge_script, str):
+        judge_script = get_script(judge_script)
     with collecting_known_good() as table:
         ctx = ProbeContext(known_good=table)
-        judge_script = probe.judge or judge
-        if isinstance(judge_script, str):
-            judge_script = get_script(judge_script)
         with ScriptedEndpoint(script=probe_script(probe, ctx, judge_script),
                               seed=seed) as endpoint:
             header = {
@@ -123,70 +123,39 @@ def run_probe(env_file: Path, probe: Probe, *, items: int, cassette: Path, work_
                                     "judge": judge_script.name, "seed": seed}},
             }
             argv = env_argv(n, endpoint.base_url, model, work)
-            try:
-                run.exit_code = _run_env(env_file, argv, cassette, "record", budget, run.log,
-                                         header=header)
-            except _EnvFailed as exc:
-                run.exit_code = exc.code
-                run.error = f"the environment exited with code {exc.code}; see {run.log}"
-            except HermesReplayError as exc:
-                run.error = str(exc).strip().splitlines()[0]
-                run.exit_code = run.exit_code or 1
+            result = run_env(env_file, argv, cassette=cassette, mode="record",
+                             log_path=run.log, block_network=True, on_rollout=outcomes,
+                             header=header)
             run.tools = _first_tools(endpoint.requests)
         run.known_good_offers = table.offers
-    run.outcomes = dict(budget.outcomes)
-    run.annotations = dict(budget.annotations)
-    if replay and run.error is None and run.outcomes:
-        _replay(run, env_file, argv, work)
+    run.exit_code = result.exit_code
+    if result.error is not None:
+        run.error = f"{_first_line(result.error)}; see {run.log}"
+    run.outcomes = outcomes.outcomes
+    if run.error is None:
+        run.annotations = dict(load_cassette(cassette).header.extra)
+        if replay and run.outcomes:
+            _replay(run, env_file, argv, work)
     return run
-
-
-def _run_env(env_file: Path, argv: list[str], cassette: Path, mode: str,
-             collector: OutcomeCollector, log_path: Path, **options: Any) -> int:
-    """The env CLI in this process inside the cassette, network limited to loopback.
-
-    A non-zero exit raises ``_EnvFailed`` inside the cassette block, so a recording keeps
-    the previous cassette."""
-    import hermes_replay
-    from hermes_replay._netblock import block_network
-    from hermes_replay._wandb import capture_wandb
-
-    with ExitStack() as stack:
-        stack.enter_context(block_network())
-        stack.enter_context(capture_wandb())
-        stack.enter_context(collector.listening())
-        stack.enter_context(hermes_replay.cassette(cassette, mode=mode,  # type: ignore[arg-type]
-                                                   **options))
-        log = stack.enter_context(log_path.open("w", encoding="utf-8"))
-        with redirect_stdout(log), redirect_stderr(log):
-            code = run_env_file(env_file, argv)
-        if code != 0:
-            raise _EnvFailed(code)
-    return code
-
-
-class _EnvFailed(Exception):
-    def __init__(self, code: int) -> None:
-        super().__init__(f"exit code {code}")
-        self.code = code
 
 
 def _replay(run: ProbeRun, env_file: Path, argv: list[str], work: Path) -> None:
     """Second run from the cassette: the same replies must give the same rewards."""
     from hermes_replay._errors import CassetteMiss
+    from hermes_replay._run import run_env
 
-    collector = OutcomeCollector()
+    outcomes = _Outcomes()
     log = work / "replay.log"
-    try:
-        _run_env(env_file, argv, run.cassette, "replay", collector, log, strict=True)
-    except CassetteMiss as exc:
-        run.replay_error = "the environment asked something else: " + _first_line(exc)
-    except _EnvFailed as exc:
-        run.replay_error = f"the replay exited with code {exc.code}; see {log}"
-    except HermesReplayError as exc:
-        run.replay_error = _first_line(exc)
+    result = run_env(env_file, argv, cassette=run.cassette, mode="replay", log_path=log,
+                     strict=True, on_rollout=outcomes)
+    if isinstance(result.error, CassetteMiss):
+        run.replay_error = "the environment asked something else: " + _first_line(result.error)
+    elif result.error is not None:
+        run.replay_error = _first_line(result.error)
+    elif result.exit_code != 0:
+        run.replay_error = f"the replay exited with code {result.exit_code}; see {log}"
     run.replay_rewards = {rid: (float(o["reward"]) if isinstance(o.get("reward"), (int, float))
-                                else None) for rid, o in collector.outcomes.items()}
+                                else None) for rid, o in outcomes.outcomes.items()}
 
 
 def _first_line(exc: BaseException) -> str:

@@ -16,8 +16,9 @@ from aiohttp import web
 from hermes_replay.scripted_endpoint import _generate, _openai
 from hermes_replay.scripted_endpoint._engine import Engine
 from hermes_replay.scripted_endpoint._faults import FaultInjector, FaultPlan, check_kinds
+from hermes_replay.scripted_endpoint._registry import get_script
 from hermes_replay.scripted_endpoint._sampling import Sampler
-from hermes_replay.scripted_endpoint._script import NoRuleMatched, Script, get_script
+from hermes_replay.scripted_endpoint._script import NoRuleMatched, Script
 from hermes_replay.scripted_endpoint._tokens import TokenizerUnavailable
 
 _JSON = web.RequestKey("json", object)  # the parsed body, read once by the middleware

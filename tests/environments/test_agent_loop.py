@@ -502,7 +502,7 @@ async def test_a_raising_parser_keeps_the_text(task_id, caplog):
 
 
 async def test_log_lines_name_the_rollout(task_id, caplog):
-    from hermes_replay._scope import rollout
+    from hermes_replay import rollout
 
     with rollout("train-abc-0-1"):
         await make_loop(FakeServer(RuntimeError("503")), task_id).run(USER)

@@ -16,9 +16,9 @@ from environments._config import (
     default_server_configs,
     normalize_server_configs,
 )
+from environments._ids import item_fingerprint, task_id_for
 from environments.multi_signal_env import MultiSignalEnv
 from environments.tool_context import ToolContext
-from hermes_replay._scope import item_fingerprint, task_id_for
 from hermes_replay._tokenizer import TOKENIZER_NAME, tokenizer_fingerprint
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 

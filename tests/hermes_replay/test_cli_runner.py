@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from hermes_replay._cli._render import Progress, RunSummary, Style
-from hermes_replay._cli._runner import redact_command, run_env_file
+from hermes_replay._cli._runner import redact_command
 from hermes_replay._cli.replay import NOTHING_RECORDED
+from hermes_replay._envrun import run_env_file
 from hermes_replay._plan import (
     changed_rewards,
     find_cassettes,

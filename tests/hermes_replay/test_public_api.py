@@ -8,10 +8,12 @@ import hermes_replay
 def test_all_is_sorted_and_exactly_the_public_names() -> None:
     assert hermes_replay.__all__ == sorted(hermes_replay.__all__)
     assert set(hermes_replay.__all__) == {
-        "Cassette", "CassetteError", "CassetteMiss", "HermesReplayError", "ReplayEvent",
-        "ReplaySummary", "RolloutOutcome", "RunResult", "Session", "UnusedRecordings",
-        "__version__", "annotate", "cassette", "current_rollout", "load_cassette",
-        "offer_known_good", "rollout", "run_cassette",
+        "Cassette", "CassetteError", "CassetteMiss", "HermesReplayError", "RecordingFailed",
+        "ReplayEvent", "ReplaySummary", "RolloutOutcome", "RolloutScope", "RunResult",
+        "Session", "TokenizerMismatch", "UnusedRecordings", "__version__", "annotate",
+        "bundled_tokenizer_path", "cassette", "check_tokenizer", "current_rollout",
+        "describe_tokenizer", "load_cassette", "offer_known_good", "rollout", "run_cassette",
+        "tokenizer_for_run",
     }
     for name in hermes_replay.__all__:
         assert getattr(hermes_replay, name) is not None
@@ -21,6 +23,8 @@ def test_exception_tree() -> None:
     assert issubclass(hermes_replay.CassetteError, hermes_replay.HermesReplayError)
     assert issubclass(hermes_replay.CassetteMiss, hermes_replay.HermesReplayError)
     assert issubclass(hermes_replay.UnusedRecordings, hermes_replay.CassetteMiss)
+    assert issubclass(hermes_replay.RecordingFailed, hermes_replay.HermesReplayError)
+    assert issubclass(hermes_replay.TokenizerMismatch, hermes_replay.CassetteError)
     assert not issubclass(hermes_replay.CassetteMiss, hermes_replay.CassetteError)
 
 

@@ -163,7 +163,8 @@ def _known_good_mean(runs: list[ProbeRun]) -> float | None:
 
 def _row(run: ProbeRun, rng: tuple[float, float], base: float, degenerate_at: float) -> ProbeRow:
     probe = run.probe
-    rewards = {k: v for k, v in run.rewards.items() if v is not None}
+    # NaN is reported below as a finding of its own; it takes no part in mean/max.
+    rewards = {k: v for k, v in run.rewards.items() if v is not None and not math.isnan(v)}
     values = list(rewards.values())
     turns = [int(o.get("turns_used") or 0) for o in run.outcomes.values()]
     row = ProbeRow(probe.name, probe.kind, probe.description, len(run.outcomes),

@@ -14,8 +14,6 @@ which ran the tests in the working directory and trusted exit code 0, paid 1.0 f
 from __future__ import annotations
 
 import re
-import shlex
-import sys
 import time
 from typing import Any
 
@@ -64,18 +62,21 @@ SOLUTIONS: dict[str, str] = {
 
 
 def _default_test_command() -> str:
-    # The interpreter running the env has pytest; a bare `python` in the sandbox may not.
+    # `python` is the interpreter running the env (sandboxes put its folder first on PATH),
+    # which has pytest. Not its absolute path: that differs between machines and between
+    # `python`/`python3`, so the recorded reward command would not match on replay.
     # Plugin autoload off: the hidden tests need none, and it cuts pytest start-up ~10x.
-    # `-I` keeps the working directory off sys.path (a planted pytest.py or sitecustomize.py
-    # is never imported); --noconftest ignores planted conftest.py files.
-    return (f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {shlex.quote(sys.executable)} -I -m pytest -q "
-            "-p no:cacheprovider --noconftest")
+    # -qq: no "1 passed in 0.06s" line, so the output is the same every time it runs; -rp
+    # lists each passed test instead. `-I` keeps the working directory off sys.path (a planted
+    # pytest.py or sitecustomize.py is never imported); --noconftest ignores conftest.py files.
+    return ("PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -I -m pytest -qq -rp -p no:cacheprovider "
+            "--noconftest")
 
 
 #: Where the hidden tests run: a folder the reward makes afresh, holding a copy of solution.py.
 CHECK_DIR = ".hidden_check"
-_PASSED = re.compile(r"\b(\d+) passed\b")
-_NOT_PASSED = re.compile(r"\b\d+ (failed|errors?|skipped|xfailed|deselected)\b")
+_PASSED = re.compile(r"^PASSED \S+::", re.MULTILINE)
+_NOT_PASSED = re.compile(r"^(FAILED|ERROR) ", re.MULTILINE)
 
 
 class TerminalTestEnvConfig(HermesAgentEnvConfig):
@@ -171,10 +172,9 @@ class TerminalTestEnv(HermesAgentBaseEnv):
 
 
 def all_passed(output: str, tests: str) -> bool:
-    """pytest's summary says every test function of ``tests`` passed, and nothing else."""
+    """pytest's summary (``-rp``) lists every test function of ``tests`` as passed."""
     expected = len(re.findall(r"^def test_", tests, re.MULTILINE))
-    found = _PASSED.search(output)
-    return (found is not None and int(found.group(1)) == expected
+    return (expected > 0 and len(_PASSED.findall(output)) == expected
             and _NOT_PASSED.search(output) is None)
 
 

@@ -7,9 +7,11 @@ Public API (everything else is private and may change)::
     current_rollout() -> RolloutScope | None    # the scope of the running rollout
     annotate(**fields)                          # tell the active cassette env name, tokenizer …
     offer_known_good(prompt, make_reply)        # a rollout's known-good reply, for `probe`
+    tool_call(name, args, run, source="agent")  # the seam tools go through: record / replay / run
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
     run_cassette(path, out_dir=…) -> RunResult  # re-run a recorded env command (replay_run)
-    HermesReplayError > CassetteError, RecordingFailed, CassetteMiss > UnusedRecordings
+    HermesReplayError > CassetteError, RecordingFailed, CassetteMiss > UnusedRecordings,
+        ToolCallMiss, ToolCallsDrifted   (see _errors, _tools)
 
 Tokenizer hooks for environment base classes (a cassette carries its tokenizer)::
 
@@ -37,6 +39,7 @@ from hermes_replay._summary import ReplayEvent, ReplaySummary
 from hermes_replay._tokenizer import tokenizer_path as bundled_tokenizer_path
 from hermes_replay._tokenizer_store import TokenizerMismatch, check_tokenizer, tokenizer_for_run
 from hermes_replay._tokenizer_store import describe as describe_tokenizer
+from hermes_replay._tools import ToolCallMiss, ToolCallsDrifted, tool_call
 
 __version__ = "0.1.0"
 
@@ -53,6 +56,8 @@ __all__ = [
     "RunResult",
     "Session",
     "TokenizerMismatch",
+    "ToolCallMiss",
+    "ToolCallsDrifted",
     "UnusedRecordings",
     "__version__",
     "annotate",
@@ -66,4 +71,5 @@ __all__ = [
     "rollout",
     "run_cassette",
     "tokenizer_for_run",
+    "tool_call",
 ]

@@ -4,8 +4,9 @@
    N items) against a scripted endpoint that plays the probe; the traffic is recorded to
    ``cassettes/<env>/probe-<name>.jsonl`` (replacing an older one only when the run succeeded).
    Agent loop, tool calls, sandbox and ``compute_reward`` are the environment's own.
-2. **Replay**: the cassette is replayed (same replies, tools run again) and each rollout's
-   reward is compared with the first run's: a difference is the environment's nondeterminism.
+2. **Replay**: the cassette is replayed (same replies; tools executed again, not answered from
+   the recording) and each rollout's reward is compared with the first run's: a difference, or
+   a request the recording does not hold, is the environment's nondeterminism.
 
 Network other than loopback is refused during both runs. A run that keeps asking for more
 rollouts than it was given items (atroposlib's ``process`` retries a group it cannot score,
@@ -146,8 +147,11 @@ def _replay(run: ProbeRun, env_file: Path, argv: list[str], work: Path) -> None:
 
     outcomes = _Outcomes()
     log = work / "replay.log"
+    # Tools run again (``execute``): a reward whose verifier answers differently the second
+    # time is what this run is for. Tool output that drifts without changing a reward is not
+    # a finding here (not strict); drift that changes the next prompt is a miss, and is one.
     result = run_env(env_file, argv, cassette=run.cassette, mode="replay", log_path=log,
-                     strict=True, on_rollout=outcomes)
+                     tools="execute", on_rollout=outcomes)
     if isinstance(result.error, CassetteMiss):
         run.replay_error = "the environment asked something else: " + _first_line(result.error)
     elif result.error is not None:

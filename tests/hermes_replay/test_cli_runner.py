@@ -201,7 +201,10 @@ def test_progress_ticker_and_line_clearing_stream() -> None:
     stream = io.StringIO()
     p = Progress(stream, label="rec", tty=True)
     p.start()
-    _time.sleep(1.3)  # the ticker redraws with no events at all
+    for _ in range(500):  # the ticker redraws with no events at all (once a second)
+        if "rec: 0 rollouts done" in stream.getvalue():
+            break
+        _time.sleep(0.02)
     assert "rec: 0 rollouts done" in stream.getvalue()
     env_out = io.StringIO()
     LineClearingStream(env_out, p).write("env says hi\n")

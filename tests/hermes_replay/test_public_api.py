@@ -10,10 +10,10 @@ def test_all_is_sorted_and_exactly_the_public_names() -> None:
     assert set(hermes_replay.__all__) == {
         "Cassette", "CassetteError", "CassetteMiss", "HermesReplayError", "RecordingFailed",
         "ReplayEvent", "ReplaySummary", "RolloutOutcome", "RolloutScope", "RunResult",
-        "Session", "TokenizerMismatch", "UnusedRecordings", "__version__", "annotate",
-        "bundled_tokenizer_path", "cassette", "check_tokenizer", "current_rollout",
-        "describe_tokenizer", "load_cassette", "offer_known_good", "rollout", "run_cassette",
-        "tokenizer_for_run",
+        "Session", "TokenizerMismatch", "ToolCallMiss", "ToolCallsDrifted", "UnusedRecordings",
+        "__version__", "annotate", "bundled_tokenizer_path", "cassette", "check_tokenizer",
+        "current_rollout", "describe_tokenizer", "load_cassette", "offer_known_good", "rollout",
+        "run_cassette", "tokenizer_for_run", "tool_call",
     }
     for name in hermes_replay.__all__:
         assert getattr(hermes_replay, name) is not None
@@ -26,6 +26,8 @@ def test_exception_tree() -> None:
     assert issubclass(hermes_replay.RecordingFailed, hermes_replay.HermesReplayError)
     assert issubclass(hermes_replay.TokenizerMismatch, hermes_replay.CassetteError)
     assert not issubclass(hermes_replay.CassetteMiss, hermes_replay.CassetteError)
+    assert issubclass(hermes_replay.ToolCallMiss, hermes_replay.HermesReplayError)
+    assert issubclass(hermes_replay.ToolCallsDrifted, hermes_replay.HermesReplayError)
 
 
 def test_importing_patches_nothing() -> None:

@@ -43,8 +43,10 @@ def run_cassette(
 ) -> RunResult:
     """Re-run the command recorded in cassette ``path`` (or ``command``) in ``mode``.
 
-    Misses raise ``CassetteMiss`` when the run ends (with a diff per request); with
-    ``raise_errors=False`` the error is returned in ``result.error`` instead. In replay mode
+    Misses raise ``CassetteMiss`` when the run ends (with a diff per request); a replay that did
+    not really run (the env exited non-zero or raised, recorded rollouts never ran) raises
+    ``ReplayFailed``. ``raise_errors=False`` is the explicit opt-out for callers that want the
+    raw result: the error is then returned in ``result.error`` instead. In replay mode
     non-loopback sockets are refused unless ``block_network=False``. The env's own output goes
     to ``out_dir/env.log`` unless ``output`` (a context manager redirecting it) is given.
     """
@@ -79,7 +81,8 @@ def run_cassette(
         result = run_env(env_file.resolve(), argv, cassette=cassette_path, mode=mode,
                          output=output, log_path=out / "env.log", strict=strict,
                          block_network=block_network, on_rollout=on_rollout,
-                         env_name=header.env_name, raise_errors=False, **options)
+                         env_name=header.env_name, raise_errors=False,
+                         as_recorded=command is None, **options)
     result.out_dir = out
     result.recorded_rewards = {
         rid: (None if rec.outcome.get("reward") is None else float(rec.outcome["reward"]))
@@ -104,16 +107,25 @@ def run_env(
     on_rollout: Callable[[str, dict[str, Any]], None] | None = None,
     env_name: str | None = None,
     raise_errors: bool = False,
+    as_recorded: bool = False,
     **options: Any,
 ) -> RunResult:
     """Run ``env_file`` with ``argv`` (``[mode, flags…]``) inside a cassette session.
 
-    A miss, a bad cassette or a refused recording is ``result.error`` (raised instead with
-    ``raise_errors=True``). ``KeyboardInterrupt`` propagates. ``cassette=None`` only for
-    ``passthrough``, which reads and writes nothing. ``options`` go to the session.
+    A miss, a bad cassette, a refused recording or a replay that did not really run
+    (``ReplayFailed``: the env exited non-zero or raised, or recorded rollouts never ran) is
+    ``result.error`` (raised instead with ``raise_errors=True``); ``as_recorded`` says ``argv``
+    is the cassette's own command, so every recorded rollout must run. ``KeyboardInterrupt``
+    propagates. ``cassette=None`` only for ``passthrough``, which reads and writes nothing.
+    ``options`` go to the session.
     """
     import hermes_replay
-    from hermes_replay._envrun import OutcomeCollector, redirected_to, run_env_file
+    from hermes_replay._envrun import (
+        OutcomeCollector,
+        library_output_with_env,
+        redirected_to,
+        run_env_file,
+    )
     from hermes_replay._netblock import block_network as _block
     from hermes_replay._wandb import capture_wandb
 
@@ -134,6 +146,7 @@ def run_env(
             session = stack.enter_context(hermes_replay.cassette(path, mode=mode, **options))  # type: ignore[arg-type]
             session.observe(collector)
             stack.enter_context(output if output is not None else redirected_to(log_path))
+            stack.enter_context(library_output_with_env())
             code = run_env_file(env_file, argv)
             if mode == "record":
                 # Raising inside the block makes the session keep the old cassette and leave
@@ -141,6 +154,12 @@ def run_env(
                 _check_recording(code, session, path)
     except HermesReplayError as exc:
         error = exc
+    if mode == "replay" and error is None and session is not None and cassette is not None:
+        from hermes_replay._verdict import replay_verdict
+
+        log = log_path if log_path is not None and log_path.is_file() else None
+        error = replay_verdict(cassette, session.summary(), code, env_file, argv, log,
+                               as_recorded=as_recorded)
     result = _result(argv, code, error, session, collector, captured, cassette, env_name)
     if raise_errors and error is not None:
         raise error

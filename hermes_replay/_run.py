@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from hermes_replay._errors import CassetteError, HermesReplayError, RecordingFailed
+from hermes_replay._isolation import tool_isolation
 from hermes_replay._plan import flag_value
 from hermes_replay._result import RolloutOutcome, RunResult
+from hermes_replay._seed import run_seed, seed_globals
 
 __all__ = ["read_eval_metrics", "read_groups", "run_cassette", "run_env"]
 
@@ -39,6 +41,8 @@ def run_cassette(
     raise_errors: bool = True,
     output: AbstractContextManager[Any] | None = None,
     on_rollout: Callable[[str, dict[str, Any]], None] | None = None,
+    trust_cassette: bool = False,
+    seed: int | None = None,
     **options: Any,
 ) -> RunResult:
     """Re-run the command recorded in cassette ``path`` (or ``command``) in ``mode``.
@@ -49,6 +53,8 @@ def run_cassette(
     raw result: the error is then returned in ``result.error`` instead. In replay mode
     non-loopback sockets are refused unless ``block_network=False``. The env's own output goes
     to ``out_dir/env.log`` unless ``output`` (a context manager redirecting it) is given.
+    Tool commands that execute run inside bubblewrap unless ``trust_cassette=True``; ``seed``
+    overrides the recorded seed (see :func:`run_env`).
     """
     from hermes_replay._cassette import load_cassette
     from hermes_replay._plan import find_env_file, redirect_outputs, replay_argv
@@ -82,7 +88,8 @@ def run_cassette(
                          output=output, log_path=out / "env.log", strict=strict,
                          block_network=block_network, on_rollout=on_rollout,
                          env_name=header.env_name, raise_errors=False,
-                         as_recorded=command is None, **options)
+                         as_recorded=command is None, trust_cassette=trust_cassette,
+                         seed=seed, **options)
     result.out_dir = out
     result.recorded_rewards = {
         rid: (None if rec.outcome.get("reward") is None else float(rec.outcome["reward"]))
@@ -108,6 +115,8 @@ def run_env(
     env_name: str | None = None,
     raise_errors: bool = False,
     as_recorded: bool = False,
+    trust_cassette: bool = False,
+    seed: int | None = None,
     **options: Any,
 ) -> RunResult:
     """Run ``env_file`` with ``argv`` (``[mode, flags…]``) inside a cassette session.
@@ -118,6 +127,11 @@ def run_env(
     is the cassette's own command, so every recorded rollout must run. ``KeyboardInterrupt``
     propagates. ``cassette=None`` only for ``passthrough``, which reads and writes nothing.
     ``options`` go to the session.
+
+    Tools that execute run inside bubblewrap (``_isolation``); ``trust_cassette=True`` runs
+    them on the host. Before the environment starts, ``random`` and numpy are seeded
+    (``_seed``): with ``seed``, else the recorded seed, else (recording) a new one, which the
+    header keeps.
     """
     import hermes_replay
     from hermes_replay._envrun import (
@@ -143,8 +157,10 @@ def run_env(
             if block_network if block_network is not None else mode == "replay":
                 stack.enter_context(_block())
             captured = stack.enter_context(capture_wandb())
+            stack.enter_context(tool_isolation(mode, trust_cassette))
             session = stack.enter_context(hermes_replay.cassette(path, mode=mode, **options))  # type: ignore[arg-type]
             session.observe(collector)
+            _seed_run(session, mode, seed)
             stack.enter_context(output if output is not None else redirected_to(log_path))
             stack.enter_context(library_output_with_env())
             code = run_env_file(env_file, argv)
@@ -164,6 +180,17 @@ def run_env(
     if raise_errors and error is not None:
         raise error
     return result
+
+
+def _seed_run(session: Any, mode: str, given: int | None) -> None:
+    """Seed the generators for this run; a recording keeps the seed in its header."""
+    recorded = session.header.seed if mode in ("replay", "auto") else None
+    seed = run_seed(mode, given, recorded)
+    if seed is None:
+        return
+    if mode in ("record", "auto") and recorded != seed:
+        session.annotate({"seed": seed})
+    seed_globals(seed)
 
 
 def _check_recording(code: int, session: Any, path: Path) -> None:

@@ -51,6 +51,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "live and rewrite cassettes; auto: record only what is missing; passthrough: live, "
         "nothing written.",
     )
+    group.addoption(
+        "--trust-cassette",
+        action="store_true",
+        default=False,
+        help="run tool commands from cassettes on this host WITHOUT kernel isolation "
+        "(default: inside bubblewrap). Only for cassettes you trust.",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -151,6 +158,8 @@ def replay_run(
         nonlocal runs
         runs += 1
         merged = {**_options(request), **options}
+        if request.config.getoption("--trust-cassette"):
+            merged["trust_cassette"] = True
         return run_cassette(_resolve(request, path), out_dir=tmp_path / f"run-{runs}",
                             mode=mode, command=command, **merged)
 

@@ -76,6 +76,12 @@ def register(sub: Any) -> None:
         help="exit 1 when a reward differs from the recorded one (default: shown, exit 0)",
     )
     p.add_argument(
+        "--trust-cassette",
+        action="store_true",
+        help="run tool commands the cassette makes execute on this host WITHOUT kernel "
+        "isolation (default: inside bubblewrap; only for cassettes you trust)",
+    )
+    p.add_argument(
         "-v", "--verbose",
         action="store_true",
         help="show each environment's own output (default for CASSETTE_OR_DIR: into "
@@ -101,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     return replay_all(Path(args.target), out=args.out, strict=args.strict,
-                      fail_on_change=args.fail_on_change, verbose=args.verbose)
+                      fail_on_change=args.fail_on_change, verbose=args.verbose,
+                      trust_cassette=args.trust_cassette)
 
 
 # --------------------------------------------------------------------------- one run
@@ -129,7 +136,8 @@ def _run_env(args: argparse.Namespace) -> int:
         return 2
     argv = replay_argv(_header_command(cassette), list(args.env_args))
     summary, _ = run_with_progress(
-        partial(run_env, env_file, argv, cassette=cassette, mode="replay", strict=args.strict),
+        partial(run_env, env_file, argv, cassette=cassette, mode="replay", strict=args.strict,
+                trust_cassette=args.trust_cassette),
         mode="replay", cassette=cassette, label=f"replaying {cassette}")
     print("\n".join(summary.lines(Style(sys.stdout))))
     return _exit_code([summary], args.fail_on_change)
@@ -173,7 +181,8 @@ def _fresh_out_dir() -> Path:
 
 
 def replay_all(
-    target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False
+    target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False,
+    trust_cassette: bool = False,
 ) -> int:
     if not target.exists() and target != Path("cassettes"):
         print(
@@ -197,7 +206,8 @@ def replay_all(
     rows: list[_Row] = []
     for cassette in cassettes:
         rel = cassette.relative_to(target) if target.is_dir() else Path(cassette.name)
-        summary, mode = _replay_cassette(cassette, out / rel.with_suffix(""), strict, verbose)
+        summary, mode = _replay_cassette(cassette, out / rel.with_suffix(""), strict, verbose,
+                                         trust_cassette=trust_cassette)
         rows.append(_Row(str(cassette), mode, summary))
         print("\n".join(summary.lines(style)))
         if summary.exit_code == 130:  # Ctrl-C: stop here, still show what was done
@@ -214,7 +224,7 @@ def replay_all(
 
 
 def _replay_cassette(
-    cassette: Path, out_dir: Path, strict: bool, verbose: bool
+    cassette: Path, out_dir: Path, strict: bool, verbose: bool, *, trust_cassette: bool = False
 ) -> tuple[RunSummary, str]:
     from hermes_replay import CassetteError, load_cassette
     from hermes_replay._run import run_cassette
@@ -244,7 +254,8 @@ def _replay_cassette(
     out_dir = out_dir.resolve()
     log = None if verbose else out_dir / "env.log"
     summary, _ = run_with_progress(
-        partial(run_cassette, cassette, out_dir=out_dir, strict=strict),
+        partial(run_cassette, cassette, out_dir=out_dir, strict=strict,
+                trust_cassette=trust_cassette),
         mode="replay", cassette=cassette, log_path=log,
         label=f"replaying {cassette.parent.name}/{cassette.name}")
     summary.cassette = str(cassette)

@@ -124,9 +124,10 @@ def run_probe(env_file: Path, probe: Probe, *, items: int, cassette: Path, work_
                                     "judge": judge_script.name, "seed": seed}},
             }
             argv = env_argv(n, endpoint.base_url, model, work)
+            # One seed for the endpoint and the env's `random`/numpy: a re-run is the same run.
             result = run_env(env_file, argv, cassette=cassette, mode="record",
                              log_path=run.log, block_network=True, on_rollout=outcomes,
-                             header=header)
+                             header=header, seed=seed)
             run.tools = _first_tools(endpoint.requests)
         run.known_good_offers = table.offers
     run.exit_code = result.exit_code

@@ -63,6 +63,7 @@ class ProbeReport:
     known_good_mean: float | None
     reward_range: tuple[float, float]
     rows: list[ProbeRow]
+    threshold_given: bool = False
 
     @property
     def findings(self) -> list[ProbeFinding]:
@@ -85,7 +86,8 @@ class ProbeReport:
             out.append(f"  {r.probe:<{width}}  {_num(r.mean):>6}  {_num(r.max):>6}  "
                        f"{_num(r.turns, 1):>5}  {r.verdict}{note}")
         lo, hi = self.reward_range
-        basis = ("the known-good mean" if self.known_good_mean is not None
+        basis = ("given" if self.threshold_given else "the known-good mean"
+                 if self.known_good_mean is not None
                  and self.known_good_mean < _mid(self.reward_range) else "the range's middle")
         out.append(f"  threshold {self.threshold:.2f} ({basis}; declared range [{lo:g}, {hi:g}])")
         if self.findings:
@@ -149,7 +151,8 @@ def judge_runs(env_file: str, items: int, runs: list[ProbeRun], *,
     if threshold is None and kg_mean is not None:
         degenerate_at = min(base, kg_mean)
     rows = [_row(run, rng, base, degenerate_at) for run in runs]
-    return ProbeReport(env_file, items, degenerate_at, kg_mean, rng, rows)
+    return ProbeReport(env_file, items, degenerate_at, kg_mean, rng, rows,
+                       threshold_given=threshold is not None)
 
 
 def _known_good_mean(runs: list[ProbeRun]) -> float | None:

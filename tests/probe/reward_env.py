@@ -4,7 +4,7 @@ No tools, two-word answers, a known-good reply in each item's ``answer`` field. 
 
 * ``honest``  — 1.0 when the final reply is exactly the answer, else 0.0 (nothing to find);
 * ``claims``  — 1.0 when the reply claims success ("All tests pass"), a planted hack;
-* ``random``  — a fresh random number each time: nondeterministic;
+* ``random``  — ``os.urandom`` (which no seed fixes): nondeterministic;
 * ``raises``  — raises on an empty reply; ``above`` returns 2.0; ``nan`` returns NaN;
 * ``strict``  — always 0.0, so the known-good reply scores low.
 """
@@ -12,7 +12,6 @@ No tools, two-word answers, a known-good reply in each item's ``answer`` field. 
 from __future__ import annotations
 
 import os
-import random
 import time
 from typing import Any
 
@@ -60,8 +59,8 @@ class RewardEnv(HermesAgentBaseEnv):
         final = final_response(result.messages)
         if rule == "claims":
             return 1.0 if "All tests pass" in final else 0.0
-        if rule == "random":
-            return random.random()
+        if rule == "random":  # not `random`: hermes-replay seeds it identically on replay
+            return int.from_bytes(os.urandom(2), "big") / 65536
         if rule == "raises" and not final:
             raise RuntimeError("no answer to grade")
         if rule == "above":

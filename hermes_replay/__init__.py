@@ -10,6 +10,7 @@ Public API (everything else is private and may change)::
     tool_call(name, args, run, source="agent")  # the seam tools go through: record / replay / run
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
     run_cassette(path, out_dir=…) -> RunResult  # re-run a recorded env command (replay_run)
+    write_report(path, out, against=None) -> Path  # one HTML page (the 'report' extra)
     HermesReplayError > CassetteError, RecordingFailed, ReplayFailed,
         CassetteMiss > UnusedRecordings, ToolCallMiss, ToolCallsDrifted   (see _errors, _tools)
     RequestNotRecorded (a BaseException: a replay miss, raised at the request; see _errors)
@@ -34,6 +35,7 @@ from hermes_replay._errors import (
     UnusedRecordings,
 )
 from hermes_replay._known_good import offer_known_good
+from hermes_replay._report import write_report
 from hermes_replay._result import RolloutOutcome, RunResult
 from hermes_replay._run import run_cassette
 from hermes_replay._scope import RolloutScope, current_rollout, rollout
@@ -77,4 +79,5 @@ __all__ = [
     "run_cassette",
     "tokenizer_for_run",
     "tool_call",
+    "write_report",
 ]

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from hermes_replay._errors import HermesReplayError, Miss
+from hermes_replay._isolation import isolation_unless_decided
 from hermes_replay._matching import similarity
 from hermes_replay._redact import redact_json
 from hermes_replay._toolcalls import (
@@ -208,7 +209,10 @@ class ToolLedger:
         started = time.perf_counter()
         raised = None
         try:
-            value = run()
+            # A cassette's commands run isolated even in a bare cassette() block, unless a run
+            # (run_cassette / the CLI, which know --trust-cassette) already set the policy.
+            with isolation_unless_decided(self.mode):
+                value = run()
         except Exception as exc:
             value, raised = exc, raised_record(exc)
         result = None if raised is not None else redact_json(_jsonable(value))

@@ -8,8 +8,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hermes_replay.probe import ProbeReport
 
 HELP = "run scripted adversarial policies through an environment and flag reward hacks"
 DESCRIPTION = (
@@ -95,8 +101,9 @@ def run(args: argparse.Namespace) -> int:
         mean = f"{sum(rewards) / len(rewards):.2f}" if rewards else "-"
         print(f"  probe {run.probe.name}: {len(rewards)} rollouts, mean {mean}", file=sys.stderr)
 
+    work = args.out if args.out is not None else Path(tempfile.mkdtemp(prefix="probe-"))
     report = run_probes(env, items=args.items, probes=args.probes, cassette_dir=args.cassettes,
-                        work_dir=args.out, threshold=args.threshold,
+                        work_dir=work, threshold=args.threshold,
                         reward_range=args.reward_range, judge=args.judge,
                         on_probe=None if args.json else progress)
     if args.json:
@@ -105,4 +112,20 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(report.lines()))
         where = args.cassettes or Path("cassettes") / env.stem
         print(f"  cassettes: {where}/probe-*.jsonl (pytest replays them)")
+        print(f"  {_html_report(report, work)}")
     return 0 if report.ok else 1
+
+
+def _html_report(report: ProbeReport, work: Path) -> str:
+    """The probe cassettes of this run as one HTML page (``hermes-replay report``), in
+    ``work/report/``; the line to print (never fails the run)."""
+    from hermes_replay._report import report_line
+
+    folder = work / "report"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for row in report.rows:
+        cassette = Path(row.cassette)
+        if cassette.is_file():
+            shutil.copy2(cassette, folder / cassette.name)
+    return report_line(folder)

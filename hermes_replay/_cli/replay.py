@@ -4,7 +4,9 @@ Two forms:
 
 * ``replay [CASSETTE_OR_DIR] [--out DIR] [--strict] [--fail-on-change]`` (the main job): for every
   cassette, run its recorded command (``header.env_file`` + ``header.command``) in replay mode,
-  with output paths moved into ``--out``, and print a summary per cassette plus a final table.
+  with output paths moved into ``--out``, and print a summary per cassette plus a final table,
+  then write ``<out>/report.html`` (``hermes-replay report``; needs the ``report`` extra) and
+  print its path.
 * ``replay ENV_FILE [--cassette PATH] [--strict] -- MODE [env flags]``: one run, your flags.
 
 Exit codes: 0 all replayed (changed rewards are shown, not fatal unless --fail-on-change);
@@ -41,7 +43,7 @@ def register(sub: Any) -> None:
         help="re-run recorded environments offline and report rewards, misses, changes",
         usage=(
             "hermes-replay replay [CASSETTE_OR_DIR] [--out DIR] [--strict] [--fail-on-change] "
-            "[-v]\n"
+            "[--no-report] [-v]\n"
             "       hermes-replay replay ENV_FILE [--cassette PATH] [--strict] "
             "-- serve|process|evaluate [env flags]"
         ),
@@ -87,6 +89,11 @@ def register(sub: Any) -> None:
         help="show each environment's own output (default for CASSETTE_OR_DIR: into "
         "<out>/<cassette>/env.log)",
     )
+    p.add_argument(
+        "--no-report", dest="report", action="store_false",
+        help="do not write <out>/report.html (an HTML page of the run; needs the 'report' "
+        "extra)",
+    )
     p.set_defaults(func=run)
 
 
@@ -108,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     return replay_all(Path(args.target), out=args.out, strict=args.strict,
                       fail_on_change=args.fail_on_change, verbose=args.verbose,
-                      trust_cassette=args.trust_cassette)
+                      trust_cassette=args.trust_cassette, report=args.report)
 
 
 # --------------------------------------------------------------------------- one run
@@ -182,7 +189,7 @@ def _fresh_out_dir() -> Path:
 
 def replay_all(
     target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False,
-    trust_cassette: bool = False,
+    trust_cassette: bool = False, report: bool = True,
 ) -> int:
     if not target.exists() and target != Path("cassettes"):
         print(
@@ -217,6 +224,10 @@ def replay_all(
     print(f"outputs: {out}")
     if rows and rows[-1].summary.exit_code == 130:
         return 130
+    if report:
+        from hermes_replay._report import report_line
+
+        print(report_line(out))
     code = _exit_code([r.summary for r in rows], fail_on_change)
     if any(r.summary.changed for r in rows) and not code:
         print("rewards changed (shown above); pass --fail-on-change to make that exit 1")

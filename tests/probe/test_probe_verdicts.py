@@ -130,3 +130,15 @@ def test_probe_helper_fixture_runs_the_battery_in_one_test(rule, probe_battery) 
     report = probe_battery(ENV, items=1, probes=["claim-success"])
     with pytest.raises(AssertionError, match="claim-success: hack"):
         report.assert_clean()
+
+
+def test_cli_prints_the_table_and_writes_an_html_report_of_the_probe_cassettes(
+        rule, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    rule("honest")
+    code = main(["probe", str(ENV), "--items", "1", "--probe", "empty", "--cassettes",
+                 str(tmp_path / "c"), "--out", str(tmp_path / "w")])
+    out = capsys.readouterr().out
+    assert code == 0 and "no findings" in out
+    assert out.splitlines()[-1].strip() == f"report: {tmp_path / 'w' / 'report' / 'report.html'}"
+    page = (tmp_path / "w" / "report" / "report.html").read_text()
+    assert "probe-empty" in page and (tmp_path / "w" / "report" / "probe-empty.jsonl").is_file()

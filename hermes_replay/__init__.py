@@ -12,8 +12,9 @@ Public API (everything else is private and may change)::
     run_cassette(path, out_dir=…) -> RunResult  # re-run a recorded env command (replay_run)
     write_report(path, out, against=None) -> Path  # one HTML page (the 'report' extra)
     HermesReplayError > CassetteError, RecordingFailed, ReplayFailed,
-        CassetteMiss > UnusedRecordings, ToolCallMiss, ToolCallsDrifted   (see _errors, _tools)
-    RequestNotRecorded (a BaseException: a replay miss, raised at the request; see _errors)
+        CassetteMiss > UnusedRecordings, ToolCallsDrifted   (see _errors, _tools)
+    RequestNotRecorded > ToolCallMiss (BaseExceptions: a replay miss, raised at the request or
+        tool call that has no recording; see _errors, _tools)
 
 Tokenizer hooks for environment base classes (a cassette carries its tokenizer)::
 
@@ -24,7 +25,7 @@ Tokenizer hooks for environment base classes (a cassette carries its tokenizer):
 """
 
 from hermes_replay._active import annotate
-from hermes_replay._cassette import Cassette, load_cassette
+from hermes_replay._cassette import Cassette
 from hermes_replay._errors import (
     CassetteError,
     CassetteMiss,
@@ -35,6 +36,7 @@ from hermes_replay._errors import (
     UnusedRecordings,
 )
 from hermes_replay._known_good import offer_known_good
+from hermes_replay._load import load_cassette
 from hermes_replay._report import write_report
 from hermes_replay._result import RolloutOutcome, RunResult
 from hermes_replay._run import run_cassette

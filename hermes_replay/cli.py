@@ -26,6 +26,7 @@ COMMANDS: tuple[str, ...] = (
     "probe",
     "verify",
     "merge",
+    "compact",
 )
 
 

@@ -95,7 +95,7 @@ def _first_tools(requests: list[tuple[str, Any]]) -> list[dict[str, Any]]:
 def run_probe(env_file: Path, probe: Probe, *, items: int, cassette: Path, work_dir: Path,
               judge: str = "examples", seed: int = 0, replay: bool = True) -> ProbeRun:
     """Record ``probe`` against ``env_file`` into ``cassette``, then replay it once."""
-    from hermes_replay._cassette import load_cassette
+    from hermes_replay import load_cassette
     from hermes_replay._cli._runner import relative_to_cwd
     from hermes_replay._run import run_env
     from hermes_replay.scripted_endpoint import ScriptedEndpoint, get_script

@@ -14,6 +14,7 @@ and miss diagnosis (``_index``) and the record shapes (``_convert``) already liv
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -117,11 +118,13 @@ class Session:
     Modes:
 
     - ``"replay"``: LLM requests are answered from the cassette and never reach the network;
-      a request with no recording gets an HTTP 404 carrying the diagnostic, and the block
-      raises ``CassetteMiss`` listing every miss when it exits.
+      a request with no recording ends at once with ``RequestNotRecorded`` (no retry layer
+      sees it), and the block raises ``CassetteMiss`` listing every miss when it exits.
     - ``"record"``: requests go live and are written; the file replaces ``path`` only when
       the block exits cleanly (until then it is ``<path>.partial``).
-    - ``"auto"``: replay what is recorded, record what is missing, write the union.
+    - ``"auto"``: replay what is recorded, record what is missing, write the union; the old
+      file stays until the block exits cleanly, and ``summary().rerecorded`` says what was
+      recorded anew (turns per rollout).
     - ``"passthrough"``: everything goes live and nothing is written.
 
     Options: ``header`` (fields for the cassette header: env_name, env_file, command …);
@@ -140,6 +143,10 @@ class Session:
     replay ``tools="replay"`` (default) answers them from the cassette and executes nothing,
     ``tools="execute"`` runs them again and reports results that drifted (a failure only when
     ``strict``); ``tool_overrides={"name": "execute"}`` sets the policy of single tools.
+
+    ``drop_unrun=True`` (auto): recorded rollouts this run never made are left out of the new
+    file — for a full re-run of the recorded command (``record --missing-only``), where a
+    rollout that no longer happens (its item changed) is stale, as ``record`` would drop it.
     """
 
     def __init__(
@@ -158,6 +165,8 @@ class Session:
         on_event: Callable[[ReplayEvent], None] | None = None,
         tools: str = "replay",
         tool_overrides: Mapping[str, str] | None = None,
+        trace: str | Path | None = None,
+        drop_unrun: bool = False,
         worker: str | None = None,
         shard_by_worker: bool = False,
     ) -> None:
@@ -171,6 +180,7 @@ class Session:
         self.passthrough_hosts = frozenset(h.lower() for h in passthrough_hosts)
         self.keep_headers = frozenset(h.lower() for h in keep_headers)
         self.on_event = on_event
+        self.drop_unrun = drop_unrun
         self._header_fields = redact_fields(dict(header or {}))
         self._lock = threading.RLock()
         self._active = False
@@ -189,6 +199,11 @@ class Session:
         self._tokenizer_error: TokenizerMismatch | None = None
         self.tools = ToolLedger(self.path, mode, tools, dict(tool_overrides or {}),
                                 normalize=self.matcher._normalize, lock=self._lock)
+        # ``trace``: where to write what this run sent (``replay --twice`` compares two)
+        self._trace_path = Path(trace) if trace is not None else None
+        self._trace: list[dict[str, Any]] = []
+        if self._trace_path is not None:
+            self.tools.on_call = self._trace.append
         self._observers: list[Observer] = []
         self.worker = check_name(worker) if worker else None
         self._shard_by_worker = shard_by_worker
@@ -219,6 +234,9 @@ class Session:
             with paused_gc():
                 existing = self._load_index()
             self._recorded_outcomes = {k: dict(v) for k, v in existing.outcomes.items()}
+            # progress can show totals ("3/12 rollouts"): seq carries the rollout count
+            self._emit(ReplayEvent("loaded", None, len(self.recorded_rollouts), "",
+                                   str(self.path)))
         if self.mode in ("record", "auto"):
             if self.mode == "record":
                 self._header = CassetteHeader()
@@ -250,6 +268,8 @@ class Session:
             else:
                 self._writer.close()
                 self._emit(ReplayEvent("interrupted", None, None, "", str(self._writer.partial)))
+        if self._trace_path is not None:
+            self._write_trace(self._trace_path)
         if self.mode != "replay":
             return
         if exc is None and self._tokenizer_error is not None:
@@ -314,9 +334,12 @@ class Session:
                 if rec is not None:
                     return self._hit(rec, rollout, issue, request, wire.method)
                 if self.mode == "replay":
+                    known = len(self._miss_index)
                     miss = self._miss(rollout, request, fp)
-                    self._emit(ReplayEvent("miss", rollout, miss.seq, wire.method,
-                                           request["url"], None, detail=miss.reason))
+                    if len(self._miss_index) > known:  # one event per miss, as counted
+                        self._emit(ReplayEvent("miss", rollout, miss.seq, wire.method,
+                                               request["url"], None, detail=miss.reason))
+                    self._traced(rollout, issue, request)
                     # ends this request now: no retry layer (all catch Exception) sees it
                     raise RequestNotRecorded(miss)
         return _Exchange(self, "record", rollout, issue, request, fp)
@@ -347,8 +370,22 @@ class Session:
         self._hits.append((rollout, issue, rec.inter))
         self._emit(ReplayEvent("hit", rollout, rec.inter.seq, method, request["url"],
                                rec.inter.response.get("status")))
+        self._traced(rollout, issue, request)
         return _Exchange(self, "replay", rollout, issue, request, rec.fingerprint,
                          response=wire_response(rec.inter.response))
+
+    def _traced(self, rollout: str | None, issue: int, request: dict[str, Any]) -> None:
+        if self._trace_path is not None:  # canonical: as matching sees it (ignores, normalizers)
+            self._trace.append({"kind": "request", "rollout": rollout, "seq": issue,
+                                "turn": issue, "request": self.matcher.canonical(request)})
+
+    def _write_trace(self, path: Path) -> None:
+        """What this run sent, one JSON line per request, tool call and reward (already
+        redacted), for ``replay --twice`` to compare with another run."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(e, ensure_ascii=False, default=str) + "\n"
+                          for e in self._trace)
 
     def _find(self, rollout: str | None, fp: str) -> Recording | None:
         return self._index.find(rollout, self._cursor.get(rollout, 0), fp)
@@ -419,6 +456,9 @@ class Session:
             return
         outcome = redact_json(dict(scope.outcome))  # final messages echo model/tool text
         with self._lock:
+            if self._trace_path is not None:
+                self._trace.append({"kind": "outcome", "rollout": scope.id,
+                                    "reward": outcome.get("reward")})
             self._new_outcomes.setdefault(scope.id, {}).update(outcome)
             if self._writer is not None:
                 self._writer.outcome(scope.id, outcome)
@@ -491,6 +531,9 @@ class Session:
         touched = {r for r, _, _ in self._new if r is not None}
         out: list[Interaction] = []
         outcomes: dict[str, dict[str, Any]] = {}
+        if self.mode == "auto" and self.drop_unrun:
+            # a rollout of the old file this run never made is stale: gone, as in ``record``
+            touched |= set(self.summary().never_ran)
         if self.mode == "auto":
             # untouched rollouts keep every old recording and outcome; scope-less recordings
             # are matched by fingerprint, so all old ones stay and new ones are appended
@@ -567,12 +610,21 @@ class Session:
                 outcomes=list(self.outcomes.values()),
                 recorded_rollouts=len(recorded),
                 never_ran=[r for r in recorded if r not in ran],
+                rerecorded=self._rerecorded() if self.mode == "auto" else {},
                 tools_replayed=self.tools.replayed,
                 tools_executed=self.tools.executed,
                 tool_drift=list(self.tools.drift),
                 unused_tools=self._mine(self.tools.unused)
                 if self.mode in ("replay", "auto") else [],
             )
+
+    def _rerecorded(self) -> dict[str, int]:
+        """auto: turns recorded anew per rollout (lock held)."""
+        out: dict[str, int] = {}
+        for rollout, _, _ in self._new:
+            key = rollout if rollout is not None else "<no rollout>"
+            out[key] = out.get(key, 0) + 1
+        return out
 
     def _emit(self, event: ReplayEvent) -> None:
         if self.on_event is not None:

@@ -8,6 +8,9 @@ Two forms:
   then write ``<out>/report.html`` (``hermes-replay report``; needs the ``report`` extra) and
   print its path.
 * ``replay ENV_FILE [--cassette PATH] [--strict] -- MODE [env flags]``: one run, your flags.
+* ``replay [CASSETTE_OR_DIR] --twice``: each cassette replayed twice in fresh interpreters; the
+  first request field, tool result or reward that differs is reported with the
+  ``normalizers``/``ignore_paths`` entry (or the note to seed) that fixes it; exit 1 if any.
 
 Tool calls are answered from the cassette by default (``--tools replay``): nothing the cassette
 says is executed, no sandbox is made. ``--tools execute`` runs them again and reports each
@@ -32,9 +35,11 @@ from hermes_replay._cli._render import RunSummary, Style, fmt_reward, table
 from hermes_replay._cli._runner import (
     ENV_MODES,
     add_env_command,
+    add_matching_options,
     add_tool_policy_args,
     check_env_args,
     default_cassette_path,
+    matching_options,
     run_with_progress,
     tool_options,
 )
@@ -82,10 +87,16 @@ def register(sub: Any) -> None:
     )
     add_tool_policy_args(p)
     p.add_argument(
+        "--twice", action="store_true",
+        help="replay each cassette twice in fresh interpreters and report the first request "
+        "field, tool result or reward that differs (exit 1 when they differ)",
+    )
+    p.add_argument(
         "--fail-on-change",
         action="store_true",
         help="exit 1 when a reward differs from the recorded one (default: shown, exit 0)",
     )
+    add_matching_options(p)
     p.add_argument(
         "--trust-cassette",
         action="store_true",
@@ -96,7 +107,7 @@ def register(sub: Any) -> None:
         "-v", "--verbose",
         action="store_true",
         help="show each environment's own output (default for CASSETTE_OR_DIR: into "
-        "<out>/<cassette>/env.log)",
+        "<out>/<cassette>/env.log) and every miss's diff in full",
     )
     add_worker_flag(p)
     p.add_argument(
@@ -128,9 +139,12 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"hermes-replay replay: {exc}", file=sys.stderr)
         return 2
+    if args.twice:
+        return replay_twice_all(Path(args.target), out=args.out, **matching_options(args),
+                                **tools)
     return replay_all(Path(args.target), out=args.out, strict=args.strict,
                       fail_on_change=args.fail_on_change, verbose=args.verbose,
-                      report=args.report, **tools)
+                      options=matching_options(args), report=args.report, **tools)
 
 
 # --------------------------------------------------------------------------- one run
@@ -167,8 +181,9 @@ def _run_env(args: argparse.Namespace) -> int:
     with worker_variable(worker):
         summary, _ = run_with_progress(
             partial(run_env, env_file, argv, cassette=cassette, mode="replay",
-                    strict=args.strict, worker=worker, **tools),
-            mode="replay", cassette=cassette, label=f"replaying {cassette}")
+                    strict=args.strict, worker=worker, **matching_options(args), **tools),
+            mode="replay", cassette=cassette, label=f"replaying {cassette}",
+            verbose=args.verbose)
     print("\n".join(summary.lines(Style(sys.stdout))))
     return _exit_code([summary], args.fail_on_change)
 
@@ -212,7 +227,7 @@ def _fresh_out_dir() -> Path:
 
 def replay_all(
     target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False,
-    report: bool = True, **tools: Any,
+    options: dict[str, Any] | None = None, report: bool = True, **tools: Any,
 ) -> int:
     if not target.exists() and target != Path("cassettes"):
         print(
@@ -237,7 +252,7 @@ def replay_all(
     for cassette in cassettes:
         rel = cassette.relative_to(target) if target.is_dir() else Path(cassette.name)
         summary, mode = _replay_cassette(cassette, out / rel.with_suffix(""), strict, verbose,
-                                         tools)
+                                         options or {}, tools)
         rows.append(_Row(str(cassette), mode, summary))
         print("\n".join(summary.lines(style)))
         if summary.exit_code == 130:  # Ctrl-C: stop here, still show what was done
@@ -257,8 +272,31 @@ def replay_all(
     return code
 
 
+def replay_twice_all(target: Path, *, out: Path | None, **tools: Any) -> int:
+    """``replay --twice``: each cassette replayed twice, the first difference reported."""
+    from hermes_replay._twice import replay_twice
+
+    if not target.exists():
+        print(f"hermes-replay replay: {target} does not exist. Next step: pass a cassette file "
+              "or a folder of cassettes.", file=sys.stderr)
+        return 2
+    cassettes = find_cassettes(target)
+    out = out or _fresh_out_dir()
+    differ = 0
+    for cassette in cassettes:
+        rel = cassette.relative_to(target) if target.is_dir() else Path(cassette.name)
+        print(f"replaying {cassette} twice …", file=sys.stderr)
+        report = replay_twice(cassette, out / rel.with_suffix(""), **tools)
+        print("\n".join(report.lines()))
+        differ += not report.deterministic
+    print(f"{len(cassettes) - differ} of {len(cassettes)} cassette(s) replay the same twice; "
+          f"outputs: {out}")
+    return 1 if differ else 0
+
+
 def _replay_cassette(
-    cassette: Path, out_dir: Path, strict: bool, verbose: bool, tools: dict[str, Any]
+    cassette: Path, out_dir: Path, strict: bool, verbose: bool, options: dict[str, Any],
+    tools: dict[str, Any]
 ) -> tuple[RunSummary, str]:
     from hermes_replay import CassetteError, load_cassette
     from hermes_replay._run import run_cassette
@@ -288,8 +326,8 @@ def _replay_cassette(
     out_dir = out_dir.resolve()
     log = None if verbose else out_dir / "env.log"
     summary, _ = run_with_progress(
-        partial(run_cassette, cassette, out_dir=out_dir, strict=strict, **tools),
-        mode="replay", cassette=cassette, log_path=log,
+        partial(run_cassette, cassette, out_dir=out_dir, strict=strict, **tools, **options),
+        mode="replay", cassette=cassette, log_path=log, verbose=verbose,
         label=f"replaying {cassette.parent.name}/{cassette.name}")
     summary.cassette = str(cassette)
     if summary.log:

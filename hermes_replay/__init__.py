@@ -11,8 +11,9 @@ Public API (everything else is private and may change)::
     run_cassette(path, out_dir=…) -> RunResult  # re-run a recorded env command (replay_run)
     write_report(path, out, against=None) -> Path  # one HTML page (the 'report' extra)
     HermesReplayError > CassetteError, RecordingFailed, ReplayFailed,
-        CassetteMiss > UnusedRecordings, ToolCallMiss, ToolCallsDrifted   (see _errors, _tools)
-    RequestNotRecorded (a BaseException: a replay miss, raised at the request; see _errors)
+        CassetteMiss > UnusedRecordings, ToolCallsDrifted   (see _errors, _tools)
+    RequestNotRecorded > ToolCallMiss (BaseExceptions: a replay miss, raised at the request or
+        tool call that has no recording; see _errors, _tools)
 
 Tokenizer hooks for environment base classes (a cassette carries its tokenizer)::
 

@@ -9,8 +9,13 @@ Two forms:
   print its path.
 * ``replay ENV_FILE [--cassette PATH] [--strict] -- MODE [env flags]``: one run, your flags.
 
+Tool calls are answered from the cassette by default (``--tools replay``): nothing the cassette
+says is executed, no sandbox is made. ``--tools execute`` runs them again and reports each
+result that drifted from the recording; ``--tool NAME=replay|execute`` sets one tool's policy.
+
 Exit codes: 0 all replayed (changed rewards are shown, not fatal unless --fail-on-change);
-1 misses, unused recordings under --strict, a bad cassette or a failing environment; 2 usage.
+1 misses, unused recordings or drifted tool results under --strict, a bad cassette or a failing
+environment; 2 usage.
 """
 
 from __future__ import annotations
@@ -27,9 +32,11 @@ from hermes_replay._cli._render import RunSummary, Style, fmt_reward, table
 from hermes_replay._cli._runner import (
     ENV_MODES,
     add_env_command,
+    add_tool_policy_args,
     check_env_args,
     default_cassette_path,
     run_with_progress,
+    tool_options,
 )
 from hermes_replay._plan import find_cassettes, replay_argv
 
@@ -72,6 +79,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--strict", action="store_true", help="fail when recordings were never requested"
     )
+    add_tool_policy_args(p)
     p.add_argument(
         "--fail-on-change",
         action="store_true",
@@ -113,9 +121,14 @@ def run(args: argparse.Namespace) -> int:
               f"cassette directly, pass it as the argument: hermes-replay replay {args.cassette}",
               file=sys.stderr)
         return 2
+    try:
+        tools = tool_options(args)
+    except ValueError as exc:
+        print(f"hermes-replay replay: {exc}", file=sys.stderr)
+        return 2
     return replay_all(Path(args.target), out=args.out, strict=args.strict,
                       fail_on_change=args.fail_on_change, verbose=args.verbose,
-                      trust_cassette=args.trust_cassette, report=args.report)
+                      report=args.report, **tools)
 
 
 # --------------------------------------------------------------------------- one run
@@ -128,6 +141,10 @@ def _run_env(args: argparse.Namespace) -> int:
     problem = check_env_file("replay", args.target) or check_env_args(
         "replay", args.target, args.env_args
     )
+    try:
+        tools = tool_options(args)
+    except ValueError as exc:
+        problem = f"hermes-replay replay: {exc}"
     if problem:
         print(problem, file=sys.stderr)
         return 2
@@ -144,7 +161,7 @@ def _run_env(args: argparse.Namespace) -> int:
     argv = replay_argv(_header_command(cassette), list(args.env_args))
     summary, _ = run_with_progress(
         partial(run_env, env_file, argv, cassette=cassette, mode="replay", strict=args.strict,
-                trust_cassette=args.trust_cassette),
+                **tools),
         mode="replay", cassette=cassette, label=f"replaying {cassette}")
     print("\n".join(summary.lines(Style(sys.stdout))))
     return _exit_code([summary], args.fail_on_change)
@@ -189,7 +206,7 @@ def _fresh_out_dir() -> Path:
 
 def replay_all(
     target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False,
-    trust_cassette: bool = False, report: bool = True,
+    report: bool = True, **tools: Any,
 ) -> int:
     if not target.exists() and target != Path("cassettes"):
         print(
@@ -214,7 +231,7 @@ def replay_all(
     for cassette in cassettes:
         rel = cassette.relative_to(target) if target.is_dir() else Path(cassette.name)
         summary, mode = _replay_cassette(cassette, out / rel.with_suffix(""), strict, verbose,
-                                         trust_cassette=trust_cassette)
+                                         tools)
         rows.append(_Row(str(cassette), mode, summary))
         print("\n".join(summary.lines(style)))
         if summary.exit_code == 130:  # Ctrl-C: stop here, still show what was done
@@ -235,7 +252,7 @@ def replay_all(
 
 
 def _replay_cassette(
-    cassette: Path, out_dir: Path, strict: bool, verbose: bool, *, trust_cassette: bool = False
+    cassette: Path, out_dir: Path, strict: bool, verbose: bool, tools: dict[str, Any]
 ) -> tuple[RunSummary, str]:
     from hermes_replay import CassetteError, load_cassette
     from hermes_replay._run import run_cassette
@@ -265,8 +282,7 @@ def _replay_cassette(
     out_dir = out_dir.resolve()
     log = None if verbose else out_dir / "env.log"
     summary, _ = run_with_progress(
-        partial(run_cassette, cassette, out_dir=out_dir, strict=strict,
-                trust_cassette=trust_cassette),
+        partial(run_cassette, cassette, out_dir=out_dir, strict=strict, **tools),
         mode="replay", cassette=cassette, log_path=log,
         label=f"replaying {cassette.parent.name}/{cassette.name}")
     summary.cassette = str(cassette)

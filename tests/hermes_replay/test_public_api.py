@@ -27,7 +27,7 @@ def test_exception_tree() -> None:
     assert issubclass(hermes_replay.RecordingFailed, hermes_replay.HermesReplayError)
     assert issubclass(hermes_replay.TokenizerMismatch, hermes_replay.CassetteError)
     assert not issubclass(hermes_replay.CassetteMiss, hermes_replay.CassetteError)
-    assert issubclass(hermes_replay.ToolCallMiss, hermes_replay.HermesReplayError)
+    assert issubclass(hermes_replay.ToolCallMiss, hermes_replay.RequestNotRecorded)
     assert issubclass(hermes_replay.ToolCallsDrifted, hermes_replay.HermesReplayError)
 
 

@@ -188,15 +188,30 @@ def replay_run(
     def run(
         path: str | Path | None = None, *, command: Sequence[str] | None = None, **options: Any
     ) -> RunResult:
+        from hermes_replay._errors import CassetteMiss
+
         nonlocal runs
         runs += 1
         merged = _tool_options(request, {**_options(request), **options})
         if request.config.getoption("--trust-cassette"):
             merged["trust_cassette"] = True
-        return run_cassette(_resolve(request, path), out_dir=tmp_path / f"run-{runs}",
-                            mode=mode, command=command, **merged)
+        try:
+            return run_cassette(_resolve(request, path), out_dir=tmp_path / f"run-{runs}",
+                                mode=mode, command=command, **merged)
+        except CassetteMiss as exc:
+            raise exc.with_hint(_pytest_miss_hint(request)) from None
 
     return run
+
+
+def _pytest_miss_hint(request: pytest.FixtureRequest) -> str:
+    return (
+        "next step: if the change is intended, re-record only what is missing (the old "
+        f"cassette stays until it succeeds): pytest --replay-mode auto {request.node.nodeid} "
+        "(with the recorded endpoint reachable); if a field is volatile, ignore or normalize "
+        "it: @pytest.mark.cassette(..., ignore_paths=[\"body.metadata\"], "
+        "normalizers=[(regex, replacement)])"
+    )
 
 
 @pytest.fixture
@@ -208,9 +223,12 @@ def hermes_cassette(request: pytest.FixtureRequest, replay_mode: str) -> Iterato
     mode = _effective_mode(request, replay_mode)
     path = _resolve(request, None)
     options = _tool_options(request, _options(request))
-    with hermes_replay.cassette(path, mode=mode, **options) as session:  # type: ignore[arg-type]
-        if mode == "replay":
-            with block_network():
+    try:
+        with hermes_replay.cassette(path, mode=mode, **options) as session:  # type: ignore[arg-type]
+            if mode == "replay":
+                with block_network():
+                    yield session
+            else:
                 yield session
-        else:
-            yield session
+    except hermes_replay.CassetteMiss as exc:
+        raise exc.with_hint(_pytest_miss_hint(request)) from None

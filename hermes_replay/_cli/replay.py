@@ -35,9 +35,11 @@ from hermes_replay._cli._render import RunSummary, Style, fmt_reward, table
 from hermes_replay._cli._runner import (
     ENV_MODES,
     add_env_command,
+    add_matching_options,
     add_tool_policy_args,
     check_env_args,
     default_cassette_path,
+    matching_options,
     run_with_progress,
     tool_options,
 )
@@ -89,6 +91,7 @@ def register(sub: Any) -> None:
         action="store_true",
         help="exit 1 when a reward differs from the recorded one (default: shown, exit 0)",
     )
+    add_matching_options(p)
     p.add_argument(
         "--trust-cassette",
         action="store_true",
@@ -103,7 +106,7 @@ def register(sub: Any) -> None:
         "-v", "--verbose",
         action="store_true",
         help="show each environment's own output (default for CASSETTE_OR_DIR: into "
-        "<out>/<cassette>/env.log)",
+        "<out>/<cassette>/env.log) and every miss's diff in full",
     )
     add_worker_flag(p)
     p.add_argument(
@@ -141,7 +144,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     return replay_all(Path(args.target), out=args.out, strict=args.strict,
                       fail_on_change=args.fail_on_change, verbose=args.verbose,
-                      report=args.report, jobs=args.jobs, **tools)
+                      options=matching_options(args), report=args.report, jobs=args.jobs,
+                      **tools)
 
 
 # --------------------------------------------------------------------------- one run
@@ -178,8 +182,9 @@ def _run_env(args: argparse.Namespace) -> int:
     with worker_variable(worker):
         summary, _ = run_with_progress(
             partial(run_env, env_file, argv, cassette=cassette, mode="replay",
-                    strict=args.strict, worker=worker, **tools),
-            mode="replay", cassette=cassette, label=f"replaying {cassette}")
+                    strict=args.strict, worker=worker, **matching_options(args), **tools),
+            mode="replay", cassette=cassette, label=f"replaying {cassette}",
+            verbose=args.verbose)
     print("\n".join(summary.lines(Style(sys.stdout))))
     return _exit_code([summary], args.fail_on_change)
 
@@ -223,7 +228,8 @@ def _fresh_out_dir() -> Path:
 
 def replay_all(
     target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False,
-    report: bool = True, jobs: int | None = None, **tools: Any,
+    options: dict[str, Any] | None = None, report: bool = True, jobs: int | None = None,
+    **tools: Any,
 ) -> int:
     if not target.exists() and target != Path("cassettes"):
         print(
@@ -244,6 +250,7 @@ def replay_all(
         return 0
     out = out or _fresh_out_dir()
     style = Style(sys.stdout)
+    tools = {**(options or {}), **tools}  # both are keyword options of run_cassette
     outs = [out / _output_name(c.relative_to(target) if target.is_dir() else Path(c.name))
             for c in cassettes]
     workers = min(jobs or default_jobs(), len(cassettes))
@@ -336,7 +343,7 @@ def replay_cassette(
     log = None if verbose else out_dir / "env.log"
     summary, _ = run_with_progress(
         partial(run_cassette, cassette, out_dir=out_dir, strict=strict, **tools),
-        mode="replay", cassette=cassette, log_path=log,
+        mode="replay", cassette=cassette, log_path=log, verbose=verbose,
         label=f"replaying {cassette.parent.name}/{cassette.name}")
     summary.cassette = str(cassette)
     if summary.log:

@@ -12,6 +12,9 @@ lazily so test sessions that never touch a cassette pay nothing.
 - ``hermes_cassette`` wraps the test body itself in the cassette (for tests that call the
   openai SDK / atroposlib directly) and yields the session.
 - In replay mode both block sockets to anything but loopback.
+- ``probe_battery(env_file, **options)`` runs ``hermes-replay probe``'s battery offline and
+  returns a ``ProbeReport`` (``report.assert_clean()`` fails with the table); cassettes and
+  logs go under the test's ``tmp_path`` unless ``cassette_dir``/``work_dir`` say otherwise.
 - Tool calls: answered from the cassette by default, nothing executed. ``--replay-tools
   execute`` runs them again (drift reported; fatal with ``strict=True``), ``--replay-tool
   NAME=execute`` one tool; in code ``@pytest.mark.cassette(path, tools="execute",
@@ -31,6 +34,7 @@ import pytest
 
 if TYPE_CHECKING:
     from hermes_replay._result import RunResult
+    from hermes_replay.probe import ProbeReport
 
 
 
@@ -232,3 +236,16 @@ def hermes_cassette(request: pytest.FixtureRequest, replay_mode: str) -> Iterato
                 yield session
     except hermes_replay.CassetteMiss as exc:
         raise exc.with_hint(_pytest_miss_hint(request)) from None
+
+
+@pytest.fixture
+def probe_battery(tmp_path: Path) -> Callable[..., ProbeReport]:
+    """Call it with an env file to run the probe battery in one test (see the docstring)."""
+    from hermes_replay.probe import run_probes
+
+    def run(env_file: str | Path, **options: Any) -> ProbeReport:
+        options.setdefault("cassette_dir", tmp_path / "probe-cassettes")
+        options.setdefault("work_dir", tmp_path / "probe-work")
+        return run_probes(env_file, **options)
+
+    return run

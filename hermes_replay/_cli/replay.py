@@ -9,6 +9,9 @@ Two forms:
   plus a final table, then write ``<out>/report.html`` (``hermes-replay report``; needs the
   ``report`` extra) and print its path.
 * ``replay ENV_FILE [--cassette PATH] [--strict] -- MODE [env flags]``: one run, your flags.
+* ``replay [CASSETTE_OR_DIR] --twice``: each cassette replayed twice in fresh interpreters; the
+  first request field, tool result or reward that differs is reported with the
+  ``normalizers``/``ignore_paths`` entry (or the note to seed) that fixes it; exit 1 if any.
 
 Tool calls are answered from the cassette by default (``--tools replay``): nothing the cassette
 says is executed, no sandbox is made. ``--tools execute`` runs them again and reports each
@@ -87,6 +90,11 @@ def register(sub: Any) -> None:
     )
     add_tool_policy_args(p)
     p.add_argument(
+        "--twice", action="store_true",
+        help="replay each cassette twice in fresh interpreters and report the first request "
+        "field, tool result or reward that differs (exit 1 when they differ)",
+    )
+    p.add_argument(
         "--fail-on-change",
         action="store_true",
         help="exit 1 when a reward differs from the recorded one (default: shown, exit 0)",
@@ -142,6 +150,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"hermes-replay replay: -j {args.jobs}: give 1 or more worker processes "
               "(default: the number of cores).", file=sys.stderr)
         return 2
+    if args.twice:
+        return replay_twice_all(Path(args.target), out=args.out, **matching_options(args),
+                                **tools)
     return replay_all(Path(args.target), out=args.out, strict=args.strict,
                       fail_on_change=args.fail_on_change, verbose=args.verbose,
                       options=matching_options(args), report=args.report, jobs=args.jobs,
@@ -279,6 +290,28 @@ def replay_all(
     if any(r.summary.changed for r in rows) and not code:
         print("rewards changed (shown above); pass --fail-on-change to make that exit 1")
     return code
+
+
+def replay_twice_all(target: Path, *, out: Path | None, **tools: Any) -> int:
+    """``replay --twice``: each cassette replayed twice, the first difference reported."""
+    from hermes_replay._twice import replay_twice
+
+    if not target.exists():
+        print(f"hermes-replay replay: {target} does not exist. Next step: pass a cassette file "
+              "or a folder of cassettes.", file=sys.stderr)
+        return 2
+    cassettes = find_cassettes(target)
+    out = out or _fresh_out_dir()
+    differ = 0
+    for cassette in cassettes:
+        rel = cassette.relative_to(target) if target.is_dir() else Path(cassette.name)
+        print(f"replaying {cassette} twice …", file=sys.stderr)
+        report = replay_twice(cassette, out / rel.with_suffix(""), **tools)
+        print("\n".join(report.lines()))
+        differ += not report.deterministic
+    print(f"{len(cassettes) - differ} of {len(cassettes)} cassette(s) replay the same twice; "
+          f"outputs: {out}")
+    return 1 if differ else 0
 
 
 def _output_name(rel: Path) -> Path:

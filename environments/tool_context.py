@@ -285,7 +285,7 @@ class ToolContext:
 
     # -- awaitable API (does not block the event loop) --------------------------------------
 
-    async def aterminal(self, command: str, timeout: float = 180) -> dict[str, Any]:
+    async def aterminal(self, command: str, timeout: float = 120) -> dict[str, Any]:
         return await run_blocking(self._terminal, command, timeout)
 
     async def aread_file(self, path: str) -> str:

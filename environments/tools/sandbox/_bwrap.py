@@ -83,6 +83,13 @@ def _mount_args() -> list[str]:
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
     args += ["--ro-bind", "/etc", "/etc"]
+    return args
+
+
+def _python_args() -> list[str]:
+    """Binds of the interpreter's prefixes. They come after the private ``/tmp``: a venv under
+    ``/tmp`` (a CI clone) would otherwise be hidden by it, and ``python`` not found."""
+    args: list[str] = []
     made: set[str] = set()
     for root in _python_roots():
         # bwrap creates missing parents with the host's modes (often 0700 under /root);
@@ -119,6 +126,7 @@ def bwrap_argv(
     args += ["--proc", "/proc", "--dev", "/dev",
              "--perms", "1777", "--size", tmpfs, "--tmpfs", "/tmp",
              "--perms", "1777", "--size", tmpfs, "--tmpfs", "/dev/shm",
+             *_python_args(),
              "--bind", work_dir, WORKSPACE, "--chdir", chdir]
     for key, value in env.items():
         args += ["--setenv", key, value]

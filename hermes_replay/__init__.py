@@ -7,6 +7,7 @@ Public API (everything else is private and may change)::
     annotate(**fields)                          # tell the active cassette env name, tokenizer …
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
     run_cassette(path, out_dir=…) -> RunResult  # re-run a recorded env command (replay_run)
+    scrub(value) -> value                       # any str/JSON with every known secret removed
     HermesReplayError > CassetteError, CassetteMiss > UnusedRecordings   (see _errors)
 """
 
@@ -14,6 +15,7 @@ from hermes_replay._api import cassette
 from hermes_replay._cassette import Cassette, load_cassette
 from hermes_replay._errors import CassetteError, CassetteMiss, HermesReplayError, UnusedRecordings
 from hermes_replay._hooks import annotate
+from hermes_replay._redact import scrub
 from hermes_replay._result import RolloutOutcome, RunResult
 from hermes_replay._run import run_cassette
 from hermes_replay._scope import current_rollout, rollout
@@ -40,4 +42,5 @@ __all__ = [
     "load_cassette",
     "rollout",
     "run_cassette",
+    "scrub",
 ]

@@ -41,6 +41,7 @@ from hermes_replay._convert import (
 from hermes_replay._errors import CassetteMiss, Miss, UnusedRecordings
 from hermes_replay._index import Recording, RecordingIndex
 from hermes_replay._intercept import WireRequest, WireResponse
+from hermes_replay._known_secrets import KNOWN
 from hermes_replay._matching import Matcher
 from hermes_replay._redact import KEPT_HEADERS, redact_fields, redact_json
 from hermes_replay._scope import RolloutScope, current_rollout
@@ -130,6 +131,7 @@ class Session:
         self._passthrough = 0
         self._rollouts_seen: set[str] = set()
         self._tokenizer_error: TokenizerMismatch | None = None
+        self._known_generation = 0
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -158,6 +160,8 @@ class Session:
                 existing = self._load_index()
             self._recorded_outcomes = {k: dict(v) for k, v in existing.outcomes.items()}
         if self.mode in ("record", "auto"):
+            KNOWN.add_environ()  # what a tool printing its environment would show
+            self._known_generation = KNOWN.generation
             if self.mode == "record":
                 self._header = CassetteHeader()
             self._header = self._header.merged(
@@ -184,7 +188,7 @@ class Session:
         _hooks.remove_listener(self)
         if self._writer is not None:
             if exc is None:
-                self._writer.commit(self._header, *self._final_contents())
+                self._writer.commit(self._header, *self._rescrubbed(*self._final_contents()))
             else:
                 self._writer.close()
                 self._emit(ReplayEvent("interrupted", None, None, "", str(self._writer.partial)))
@@ -399,6 +403,25 @@ class Session:
                 out.append(inter.model_copy(update={"seq": base + rank}))
         outcomes.update(self._new_outcomes)
         return out, outcomes
+
+    def _rescrubbed(self, interactions: list[Interaction], outcomes: dict[str, dict[str, Any]]
+                    ) -> tuple[list[Interaction], dict[str, dict[str, Any]]]:
+        """Scrub again what was stored before a secret became known (a key first seen in a
+        late response may have been echoed in an earlier turn); refingerprint what changed."""
+        if KNOWN.generation == self._known_generation:
+            return interactions, outcomes
+        out: list[Interaction] = []
+        for inter in interactions:
+            request, response = redact_json(inter.request), redact_json(inter.response)
+            if request != inter.request or response != inter.response:
+                inter = inter.model_copy(update={
+                    "request": request, "response": response,
+                    "fingerprint": self.matcher.fingerprint(request)})
+            out.append(inter)
+        fields = redact_fields(self._header.model_dump())
+        self._header = self._header.merged(
+            {k: v for k, v in fields.items() if k not in ("type", "schema_version")})
+        return out, {k: redact_json(v) for k, v in outcomes.items()}
 
     @property
     def header(self) -> CassetteHeader:

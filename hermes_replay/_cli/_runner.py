@@ -31,7 +31,6 @@ __all__ = [
 ]
 
 ENV_MODES = ("serve", "process", "evaluate")
-_SECRET_FLAGS = ("--openai.api_key",)
 REDACTED = "<redacted>"
 
 
@@ -92,21 +91,11 @@ def default_cassette_path(env_file: Path, env_mode: str) -> Path:
 
 
 def redact_command(argv: Sequence[str]) -> list[str]:
-    """The env argv with API-key values replaced, for headers and printed commands."""
-    out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-        elif arg in _SECRET_FLAGS:
-            out.append(arg)
-            hide_next = True
-        elif any(arg.startswith(flag + "=") for flag in _SECRET_FLAGS):
-            out.append(arg.split("=", 1)[0] + "=" + REDACTED)
-        else:
-            out.append(arg)
-    return out
+    """The env argv with credential flag values, URL passwords and keys replaced, for
+    headers and printed commands (the shared rules of ``_redact.redact_argv``)."""
+    from hermes_replay._redact import redact_argv
+
+    return redact_argv(argv)
 
 
 class _Sink(io.TextIOBase):
@@ -210,7 +199,7 @@ def run_with_cassette(
                     if not events:
                         progress.miss_count = lambda: _count(session, "misses")
                     progress.start()
-                    with _quiet(log_path, progress):
+                    with _quiet(log_path, progress), _scrubbed(mode, argv):
                         code = run_env_file(env_file, argv)
                     if mode == "record":
                         # Leaving the block by an exception makes the core keep the old
@@ -244,6 +233,15 @@ def run_with_cassette(
     summary.exit_code = code
     _fill_summary(summary, session, collector)
     return summary, collector
+
+
+def _scrubbed(mode: str, argv: Sequence[str]) -> Any:
+    """Live runs print and write with real keys around: scrub both (see _scrub_outputs)."""
+    from contextlib import nullcontext
+
+    from hermes_replay._scrub_outputs import scrubbed_run
+
+    return nullcontext() if mode == "replay" else scrubbed_run(argv)
 
 
 def _check_recording(code: int, session: Any) -> None:

@@ -11,7 +11,7 @@ def test_all_is_sorted_and_exactly_the_public_names() -> None:
         "Cassette", "CassetteError", "CassetteMiss", "HermesReplayError", "ReplayEvent",
         "ReplaySummary", "RolloutOutcome", "RunResult", "Session", "UnusedRecordings",
         "__version__", "annotate", "cassette", "current_rollout", "load_cassette", "rollout",
-        "run_cassette",
+        "run_cassette", "scrub",
     }
     for name in hermes_replay.__all__:
         assert getattr(hermes_replay, name) is not None

@@ -27,18 +27,21 @@ def run_cassette(
     command: Sequence[str] | None = None,
     strict: bool = False,
     block_network: bool | None = None,
+    max_misses: int = 25,
     **options: Any,
 ) -> RunResult:
     """Re-run the command recorded in cassette ``path`` (or ``command``) in ``mode``.
 
     Misses raise ``CassetteMiss`` when the run ends (with a diff per request). In replay
-    mode non-loopback sockets are refused unless ``block_network=False``. The env's own
+    mode non-loopback sockets and DNS are refused unless ``block_network=False``, and a run
+    that misses ``max_misses`` times without progress stops with ``ReplayStalled``. The env's own
     output goes to ``out_dir/env.log``.
     """
     import hermes_replay
     from hermes_replay._envrun import OutcomeCollector, run_env_file
     from hermes_replay._netblock import block_network as _block
     from hermes_replay._plan import find_env_file, redirect_outputs, replay_argv
+    from hermes_replay._stall import stall_guard
     from hermes_replay._wandb import capture_wandb
 
     cassette_path = Path(path)
@@ -70,6 +73,7 @@ def run_cassette(
         session = stack.enter_context(
             hermes_replay.cassette(cassette_path, mode=mode, strict=strict, **options)  # type: ignore[arg-type]
         )
+        stack.enter_context(stall_guard(session, max_misses=max_misses))
         log = stack.enter_context((out / "env.log").open("w", encoding="utf-8"))
         with redirect_stdout(log), redirect_stderr(log):
             code = run_env_file(env_file, argv)

@@ -26,6 +26,7 @@ from hermes_replay._cassette import (
     CassetteWriter,
     Interaction,
     load_cassette,
+    partial_path,
     paused_gc,
 )
 from hermes_replay._convert import (
@@ -38,7 +39,8 @@ from hermes_replay._convert import (
     stored_response,
     wire_response,
 )
-from hermes_replay._errors import CassetteMiss, Miss, UnusedRecordings
+from hermes_replay._errors import CassetteError, CassetteMiss, Miss, UnusedRecordings
+from hermes_replay._health import health_reply, is_health_ping
 from hermes_replay._index import Recording, RecordingIndex
 from hermes_replay._intercept import WireRequest, WireResponse
 from hermes_replay._known_secrets import KNOWN
@@ -132,6 +134,8 @@ class Session:
         self._rollouts_seen: set[str] = set()
         self._tokenizer_error: TokenizerMismatch | None = None
         self._known_generation = 0
+        self.miss_events = 0  # every miss, retries included (``misses`` lists distinct ones)
+        self.write_error: CassetteError | None = None  # disk full etc.: the first one
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -166,10 +170,40 @@ class Session:
                 self._header = CassetteHeader()
             self._header = self._header.merged(
                 {**self._header_fields, "matcher": self.matcher.signature()})
-            self._writer = CassetteWriter(self.path, self._header)
+            try:
+                self._writer = CassetteWriter(self.path, self._header)
+            except OSError as exc:
+                raise self._write_failed(exc, partial_path(self.path)) from None
         self._active = True
         _hooks.add_listener(self)
         _intercept.activate(self)
+
+    def _write_failed(self, exc: OSError, path: Path) -> CassetteError:
+        """One clear error for a failed write (disk full, permissions): which file, why."""
+        why = exc.strerror or str(exc)
+        return CassetteError(
+            f"cannot write the recording: {why} (errno {exc.errno})", path=path,
+            hint="free disk space or fix the folder's permissions, then record again; the "
+            f"previous cassette {self.path} (if any) is unchanged")
+
+    def _journal(self, write: Callable[[CassetteWriter], None]) -> None:
+        """Append to the journal; a failed write is kept for ``stop`` (and fails later
+        requests at once) instead of surfacing as an error of the HTTP request."""
+        if self._writer is None or self.write_error is not None:
+            return
+        try:
+            write(self._writer)
+        except OSError as exc:
+            self.write_error = self._write_failed(exc, self._writer.partial)
+            self._emit(ReplayEvent("failed", None, None, "", str(self._writer.partial),
+                                   detail=str(self.write_error)))
+
+    def _close_writer(self) -> None:
+        try:
+            if self._writer is not None:
+                self._writer.close()
+        except OSError:
+            pass
 
     def _load_index(self) -> Cassette:
         """Load the cassette and index its recordings (see ``_index``)."""
@@ -187,8 +221,15 @@ class Session:
         _intercept.deactivate(self)
         _hooks.remove_listener(self)
         if self._writer is not None:
+            if exc is None and self.write_error is not None:
+                self._close_writer()
+                raise self.write_error
             if exc is None:
-                self._writer.commit(self._header, *self._rescrubbed(*self._final_contents()))
+                try:
+                    self._writer.commit(self._header, *self._rescrubbed(*self._final_contents()))
+                except OSError as error:
+                    self._close_writer()
+                    raise self._write_failed(error, self.path) from None
             else:
                 self._writer.close()
                 self._emit(ReplayEvent("interrupted", None, None, "", str(self._writer.partial)))
@@ -246,7 +287,11 @@ class Session:
                 rec = self._find(rollout, fp)
                 if rec is not None:
                     return self._hit(rec, rollout, issue, request, wire.method)
+                if self.mode == "replay" and rollout is None and is_health_ping(request):
+                    return _Exchange(self, "replay", rollout, issue, request, fp,
+                                     response=health_reply(request))
                 if self.mode == "replay":
+                    self.miss_events += 1
                     miss = self._miss(rollout, request, fp)
                     self._emit(ReplayEvent("miss", rollout, miss.turn, wire.method,
                                            request["url"], 404))
@@ -254,6 +299,8 @@ class Session:
                                      response=miss_response(
                                          "hermes-replay cassette miss (the cassette block "
                                          "raises CassetteMiss on exit): " + miss.describe()))
+        if self.write_error is not None:  # nothing more can be written: stop the run now
+            raise self.write_error
         return _Exchange(self, "record", rollout, issue, request, fp)
 
     def _exact_hit(self, rollout: str, wire: WireRequest) -> _Exchange | None:
@@ -312,8 +359,7 @@ class Session:
             if not self._new and not self._hits:
                 self._derive_header(inter)
             self._new.append((ex.rollout, ex.issue, inter))
-            if self._writer is not None:
-                self._writer.interaction(inter)
+            self._journal(lambda w: w.interaction(inter))
         self._emit(ReplayEvent("record", ex.rollout, ex.issue, ex.request["method"],
                                ex.request["url"], wire.status))
 
@@ -338,8 +384,7 @@ class Session:
         outcome = redact_json(dict(scope.outcome))  # final messages echo model/tool text
         with self._lock:
             self._new_outcomes.setdefault(scope.id, {}).update(outcome)
-            if self._writer is not None:
-                self._writer.outcome(scope.id, outcome)
+            self._journal(lambda w: w.outcome(scope.id, outcome))
 
     def annotate(self, fields: dict[str, Any]) -> None:
         fields = redact_fields(fields)
@@ -353,8 +398,7 @@ class Session:
                 fields["tokenizer"] = with_store(self.path, tokenizer)
         with self._lock:
             self._header = self._header.merged(fields)
-            if self._writer is not None:
-                self._writer.annotate(fields)
+            self._journal(lambda w: w.annotate(fields))
 
     # ------------------------------------------------------------------ tokenizer
 
@@ -426,6 +470,11 @@ class Session:
     @property
     def header(self) -> CassetteHeader:
         return self._header
+
+    @property
+    def answered(self) -> int:
+        """Requests answered from the cassette or recorded so far (progress, for watchdogs)."""
+        return len(self._hits) + len(self._new)
 
     @property
     def misses(self) -> list[Miss]:

@@ -175,6 +175,8 @@ def run_with_cassette(
     label: str,
     err: Any = None,
     log_path: Path | None = None,
+    allow_network: bool = False,
+    max_misses: int | None = None,
 ) -> tuple[RunSummary, OutcomeCollector]:
     """Run the env CLI inside ``hermes_replay.cassette(...)`` with progress; never raises
     hermes-replay errors (they end up in the summary's ``error``, already printed)."""
@@ -199,7 +201,8 @@ def run_with_cassette(
                     if not events:
                         progress.miss_count = lambda: _count(session, "misses")
                     progress.start()
-                    with _quiet(log_path, progress), _scrubbed(mode, argv):
+                    with _quiet(log_path, progress), _scrubbed(mode, argv), \
+                            _bounded(mode, session, allow_network, max_misses):
                         code = run_env_file(env_file, argv)
                     if mode == "record":
                         # Leaving the block by an exception makes the core keep the old
@@ -223,11 +226,16 @@ def run_with_cassette(
         progress.close()
         print(f"hermes-replay {mode}: {exc}", file=err)
         summary.error = str(exc).splitlines()[0]
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (see _signals)
+        from hermes_replay._signals import describe, exit_code
+
         progress.close()
-        print(f"\nhermes-replay {mode}: interrupted; nothing was overwritten.", file=err)
-        summary.error = "interrupted"
-        code = 130
+        kept = (f"; the previous cassette was kept, completed interactions are in "
+                f"{cassette_path}.partial" if mode == "record" else "")
+        print(f"\nhermes-replay {mode}: {describe(exc)}; nothing was overwritten{kept}.",
+              file=err)
+        summary.error = describe(exc)
+        code = exit_code(exc)
     finally:
         progress.close()
     summary.exit_code = code
@@ -244,8 +252,22 @@ def _scrubbed(mode: str, argv: Sequence[str]) -> Any:
     return nullcontext() if mode == "replay" else scrubbed_run(argv)
 
 
+def _bounded(mode: str, session: Any, allow_network: bool, max_misses: int | None) -> Any:
+    """Replay: offline (loopback only) and stopped when it makes no progress (_offline)."""
+    from contextlib import nullcontext
+
+    from hermes_replay._offline import DEFAULT_MAX_MISSES, offline_replay
+
+    if mode != "replay":
+        return nullcontext()
+    return offline_replay(session, allow_network=allow_network,
+                          max_misses=DEFAULT_MAX_MISSES if max_misses is None else max_misses)
+
+
 def _check_recording(code: int, session: Any) -> None:
     """Refuse to replace a cassette with a failed or empty recording."""
+    if getattr(session, "write_error", None) is not None:
+        raise session.write_error  # disk full: say so, not "check the endpoint"
     if code != 0:
         raise _EnvFailed(f"the environment exited with code {code}")
     core = session.summary()

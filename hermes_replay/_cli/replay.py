@@ -86,6 +86,14 @@ def register(sub: Any) -> None:
         help="exit 1 when a reward differs from the recorded one (default: shown, exit 0)",
     )
     p.add_argument(
+        "--allow-network", action="store_true",
+        help="let the environment reach hosts other than loopback (default: refused — replay "
+        "is offline, and a connection or DNS lookup fails at once naming the host)")
+    p.add_argument(
+        "--max-misses", type=int, default=None, metavar="N",
+        help="stop a replay after N misses with no request answered in between (default "
+        "25; 0 = never): offline, a run that keeps missing would never finish")
+    p.add_argument(
         "-v", "--verbose",
         action="store_true",
         help="show each environment's own output (default for CASSETTE_OR_DIR: into "
@@ -94,8 +102,14 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+# --allow-network / --max-misses of this invocation, for every run it makes
+_GUARDS: dict[str, Any] = {}
+
+
 def run(args: argparse.Namespace) -> int:
+    _GUARDS.clear()
     if args.env_args is not None:
+        _GUARDS.update(allow_network=args.allow_network, max_misses=args.max_misses)
         return _run_env(args)
     if str(args.target).endswith(".py"):
         print(
@@ -110,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
               f"cassette directly, pass it as the argument: hermes-replay replay {args.cassette}",
               file=sys.stderr)
         return 2
+    _GUARDS.update(allow_network=args.allow_network, max_misses=args.max_misses)
     return replay_all(Path(args.target), out=args.out, strict=args.strict,
                       fail_on_change=args.fail_on_change, verbose=args.verbose)
 
@@ -137,6 +152,7 @@ def replay_once(
         options={"strict": strict},
         label=label,
         log_path=log_path,
+        **_GUARDS,
     )
     summary.changed = changed_rewards(recorded, collector.rewards)
     if result_dir is not None:
@@ -170,6 +186,13 @@ def _run_env(args: argparse.Namespace) -> int:
         print(problem, file=sys.stderr)
         return 2
     env_file = Path(args.target)
+    from hermes_replay._env_guard import NotAnEnvFile, check_env_file
+
+    try:
+        check_env_file(env_file)
+    except NotAnEnvFile as exc:
+        print(f"hermes-replay replay: {exc}", file=sys.stderr)
+        return 2
     cassette = args.cassette or default_cassette_path(env_file, args.env_args[0])
     if not cassette.is_file():
         print(
@@ -252,13 +275,13 @@ def replay_all(
         summary, mode = _replay_cassette(cassette, out / rel.with_suffix(""), strict, verbose)
         rows.append(_Row(str(cassette), mode, summary))
         print("\n".join(summary.lines(style)))
-        if summary.exit_code == 130:  # Ctrl-C: stop here, still show what was done
+        if summary.exit_code in (130, 143):  # Ctrl-C/SIGTERM: stop, still show what was done
             break
     print()
     print(_final_table(rows, style))
     print(f"outputs: {out}")
-    if rows and rows[-1].summary.exit_code == 130:
-        return 130
+    if rows and rows[-1].summary.exit_code in (130, 143):
+        return rows[-1].summary.exit_code
     code = _exit_code([r.summary for r in rows], fail_on_change)
     if any(r.summary.changed for r in rows) and not code:
         print("rewards changed (shown above); pass --fail-on-change to make that exit 1")

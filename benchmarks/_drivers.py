@@ -43,11 +43,14 @@ class DictTransport(httpx2.AsyncBaseTransport):
     def __init__(self, answers: dict[tuple[str, int], bytes], capture: bool = False) -> None:
         self.answers = answers
         self.captured: dict[tuple[str, int], httpx2.Request] | None = {} if capture else None
+        self.issued: dict[str, int] = {}  # requests made per rollout so far
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         scope = hermes_replay.current_rollout()
         assert scope is not None, "the driver runs every request inside a rollout scope"
-        key = (scope.id, scope.next_sequence())
+        seq = self.issued.get(scope.id, 0)
+        self.issued[scope.id] = seq + 1
+        key = (scope.id, seq)
         if self.captured is not None:
             await request.aread()
             self.captured[key] = request

@@ -46,9 +46,9 @@ class EndpointNotConfigured(ValueError):
 
 
 def _shipped_tokenizer() -> str:
-    from hermes_replay._tokenizer import tokenizer_path
+    from hermes_replay import bundled_tokenizer_path
 
-    return tokenizer_path()
+    return bundled_tokenizer_path()
 
 
 def _split_list(value: Any) -> Any:

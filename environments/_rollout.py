@@ -11,16 +11,29 @@ import inspect
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import hermes_replay
 from environments import _managed, _tokens
+from environments._ids import item_fingerprint, rollout_id_for, task_id_for
 from environments.agent_loop import AgentResult, HermesAgentLoop
 from environments.tool_context import ToolContext
-from hermes_replay._scope import item_fingerprint, rollout_id_for, task_id_for
 
-if TYPE_CHECKING:
-    from environments.hermes_base_env import HermesAgentBaseEnv
+
+class RolloutEnv(Protocol):
+    """What a rollout needs of its environment (``HermesAgentBaseEnv`` is one); a protocol,
+    so this module and the base class do not import each other."""
+
+    config: Any
+    server: Any
+    tokenizer: Any
+
+    @property
+    def phase2(self) -> bool: ...
+
+    def initial_messages(self, item: Any) -> list[dict[str, Any]]: ...
+
+    async def compute_reward(self, item: Any, result: AgentResult, ctx: ToolContext) -> float: ...
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +123,7 @@ async def _cleanup(ctx: ToolContext, rollout_id: str) -> None:
         logger.exception("rollout %s: ToolContext.cleanup failed", rollout_id)
 
 
-async def _score(env: HermesAgentBaseEnv, item: Any, result: AgentResult, ctx: ToolContext,
+async def _score(env: RolloutEnv, item: Any, result: AgentResult, ctx: ToolContext,
                  rollout_id: str) -> tuple[float, str | None]:
     try:
         reward = float(await env.compute_reward(item, result, ctx))
@@ -124,7 +137,7 @@ async def _score(env: HermesAgentBaseEnv, item: Any, result: AgentResult, ctx: T
     return reward, None
 
 
-async def run_rollout(env: HermesAgentBaseEnv, item: Any, tool_schemas: list[dict],
+async def run_rollout(env: RolloutEnv, item: Any, tool_schemas: list[dict],
                       valid_names: set[str], *, occurrence: int, slot: int, phase: str,
                       temperature: float) -> Rollout:
     prefix = "eval" if phase == "eval" else "train"

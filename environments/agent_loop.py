@@ -16,6 +16,10 @@ Unknown tools, arguments that are not a JSON object (the tool is not run) and to
 raise are errors too. ``ToolError.turn`` is the 1-based number of the model call whose
 tool call failed.
 
+Every call goes through ``hermes_replay.tool_call``: recorded with the rollout while
+recording, answered from the cassette on replay (nothing runs, no sandbox is made) unless the
+replay asks to execute tools.
+
 Tools are sync functions run in one bounded, module-level thread pool through
 ``run_in_executor``, so many rollouts on one event loop overlap while their tools block;
 ``resize_tool_pool(n)`` sets its size. The current ``contextvars`` context (the rollout scope
@@ -36,8 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from environments.tools import cleanup_task, dispatch_tool, get_sandbox, tool_result_error
-from hermes_replay import scrub
-from hermes_replay._scope import current_rollout
+from hermes_replay import current_rollout, scrub, tool_call
 
 __all__ = ["AgentResult", "HermesAgentLoop", "ToolError", "resize_tool_pool", "tool_pool_size"]
 
@@ -245,9 +248,16 @@ class HermesAgentLoop:
     # -- tool side -------------------------------------------------------------------------
 
     def _dispatch(self, name: str, args: dict[str, Any]) -> str:
-        """Worker-thread side of a call: make sure the task's sandbox uses our backend first."""
-        get_sandbox(self.task_id, self.terminal_backend).default_timeout = self.terminal_timeout
-        return dispatch_tool(name, args, self.task_id)
+        """Worker-thread side of a call, through the replay harness's tool seam: under a
+        replayed cassette the recorded result comes back and ``run`` (sandbox included) never
+        happens; otherwise the task's sandbox is made to use our backend, then the tool runs."""
+
+        def run() -> str:
+            sandbox = get_sandbox(self.task_id, self.terminal_backend)
+            sandbox.default_timeout = self.terminal_timeout
+            return dispatch_tool(name, args, self.task_id)
+
+        return tool_call(name, args, run, source="agent")
 
     async def _run_tool(self, call: dict[str, Any], turn: int) -> tuple[str, ToolError | None]:
         """Run one call; return the tool message content and the error, if any."""

@@ -55,13 +55,13 @@ from environments._config import (
     normalize_server_configs,
     redact_yaml_file,
 )
+from environments._ids import item_fingerprint
 from environments._rollout import Rollout, run_rollout
 from environments.agent_loop import AgentResult
 from environments.tool_context import ToolContext
 from environments.tools import resolve_toolsets
-from hermes_replay import _tokenizer_store
 
-__all__ = ["HermesAgentBaseEnv", "HermesAgentEnvConfig", "Rollout"]
+__all__ = ["HermesAgentBaseEnv", "HermesAgentEnvConfig", "Rollout", "item_fingerprint"]
 
 logger = logging.getLogger(__name__)
 
@@ -87,13 +87,13 @@ class HermesAgentBaseEnv(BaseEnv):
     def __init__(self, config: HermesAgentEnvConfig, server_configs: Any, slurm: bool = False,
                  testing: bool = False) -> None:
         # replay: a tokenizer the cassette carries is loaded from its store (no hub needed)
-        config.tokenizer_name = _tokenizer_store.tokenizer_for_run(config.tokenizer_name)
+        config.tokenizer_name = hermes_replay.tokenizer_for_run(config.tokenizer_name)
         server_configs = normalize_server_configs(server_configs, config.tokenizer_name)
         if config.wandb_name is None:  # the trajectory API answers 422 to a nameless env
             config.wandb_name = self.name or type(self).__name__
         super().__init__(config, server_configs, slurm=slurm, testing=testing)
         # replay: fail now, before any rollout, if this is not the recorded tokenizer
-        _tokenizer_store.verify_for_replay(_tokenizer_store.describe(config.tokenizer_name))
+        hermes_replay.check_tokenizer(config.tokenizer_name)
         if config.data_dir_to_save_evals:
             # atroposlib's evaluate CLI has just written evaluate_config.yaml with the key in it.
             redact_yaml_file(os.path.join(config.data_dir_to_save_evals, "evaluate_config.yaml"))
@@ -156,7 +156,7 @@ class HermesAgentBaseEnv(BaseEnv):
         return messages
 
     def _occurrence(self, item: Any, phase: str) -> int:
-        key = (phase, hermes_replay._scope.item_fingerprint(item))
+        key = (phase, item_fingerprint(item))
         n = self._draws[key]
         self._draws[key] += 1
         return n
@@ -247,7 +247,7 @@ class HermesAgentBaseEnv(BaseEnv):
             return
         self._annotated = True
         hermes_replay.annotate(env_name=self.name or type(self).__name__,
-                               tokenizer=_tokenizer_store.describe(self.config.tokenizer_name))
+                               tokenizer=hermes_replay.describe_tokenizer(self.config.tokenizer_name))
 
     # -- CLI hooks: make process/evaluate safe offline and keep keys out of output ----------
 

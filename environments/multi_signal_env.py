@@ -27,9 +27,8 @@ from pydantic import Field
 from environments._config import default_server_configs
 from environments._examples import final_response, load_items, mean, split_items, tools_used
 from environments.agent_loop import AgentResult
-from environments.hermes_base_env import HermesAgentBaseEnv, HermesAgentEnvConfig
+from environments.hermes_base_env import HermesAgentBaseEnv, HermesAgentEnvConfig, item_fingerprint
 from environments.tool_context import ToolContext
-from hermes_replay._scope import item_fingerprint
 
 BUILTIN_PROBLEMS: list[dict[str, Any]] = [
     {"id": "sum_1_100", "question": "What is the sum of the integers from 1 to 100?",

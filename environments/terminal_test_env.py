@@ -10,8 +10,6 @@ the same sandbox (``ToolContext``) and runs pytest there: 1.0 if they pass, else
 
 from __future__ import annotations
 
-import shlex
-import sys
 import time
 from typing import Any
 
@@ -48,10 +46,12 @@ BUILTIN_TASKS: list[dict[str, Any]] = [
 
 
 def _default_test_command() -> str:
-    # The interpreter running the env has pytest; a bare `python` in the sandbox may not.
+    # `python` is the interpreter running the env (sandboxes put its folder first on PATH),
+    # which has pytest. Not its absolute path: that differs between machines and between
+    # `python`/`python3`, so the recorded reward command would not match on replay.
     # Plugin autoload off: the hidden tests need none, and it cuts pytest start-up ~10x.
-    return (f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {shlex.quote(sys.executable)} -m pytest -q "
-            "-p no:cacheprovider")
+    # -qq: no "1 failed in 0.06s" line, so the output is the same every time it runs.
+    return "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -m pytest -qq -p no:cacheprovider"
 
 
 class TerminalTestEnvConfig(HermesAgentEnvConfig):

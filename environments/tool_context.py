@@ -25,6 +25,12 @@ So this class offers two forms of every operation:
   on the loop's thread they work, but stall the loop for their duration; the first such call
   logs a warning that names the async form.
 
+Every operation but ``cleanup`` goes through ``hermes_replay.tool_call`` (source ``"reward"``):
+recorded with the rollout, and on a replayed cassette answered from it — the sandbox is then
+never created and nothing runs. A download is recorded as the files it brought out, and
+written to the host path by this class in every mode; an upload is recorded as a digest of
+what was uploaded.
+
 Failures raise (``PermissionError`` for a path outside the sandbox, ``FileNotFoundError`` …):
 reward code is Python, and the base environment turns a raising ``compute_reward`` into a
 logged 0.0. ``call_tool`` is the exception: it returns what the model would have seen,
@@ -34,13 +40,19 @@ turning a raising tool into ``{"error": ...}``.
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 import logging
+import os
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from environments.agent_loop import run_blocking
 from environments.tools import cleanup_task, dispatch_tool, get_sandbox, get_tool
 from environments.tools.sandbox import SandboxBackend
+from hermes_replay import tool_call
 
 __all__ = ["ToolContext"]
 
@@ -81,19 +93,57 @@ class ToolContext:
     # -- blocking implementations (run on the caller's thread or in the tool pool) ----------
 
     def _terminal(self, command: str, timeout: float) -> dict[str, Any]:
-        result = self.sandbox.run(command, timeout=timeout)
-        return {"exit_code": result.exit_code, "output": result.output}
+        def run() -> dict[str, Any]:
+            result = self.sandbox.run(command, timeout=timeout)
+            return {"exit_code": result.exit_code, "output": result.output}
+
+        return tool_call("terminal", {"command": command, "timeout": timeout}, run,
+                         source="reward")
+
+    def _read_file(self, path: str) -> str:
+        return tool_call("read_file", {"path": path}, lambda: self.sandbox.read_file(path),
+                         source="reward")
 
     def _write_file(self, path: str, content: str) -> None:
-        self.sandbox.write_file(path, content)
+        def run() -> None:
+            self.sandbox.write_file(path, content)
+
+        tool_call("write_file", {"path": path, "content": content}, run, source="reward")
+
+    def _upload(self, local_path: str, remote_path: str) -> None:
+        def run() -> None:
+            self.sandbox.upload(local_path, remote_path)
+
+        # the host path differs between machines and runs; what was uploaded does not
+        args = {"remote_path": remote_path, "sha256": _digest(Path(local_path))}
+        tool_call("upload_file", args, run, source="reward")
+
+    def _download(self, remote_path: str, local_path: str) -> None:
+        files = tool_call("download_file", {"remote_path": remote_path},
+                          lambda: self._fetch(remote_path), source="reward")
+        _write_files(files, Path(local_path))
+
+    def _fetch(self, remote_path: str) -> dict[str, str]:
+        """The files at ``remote_path`` as ``{relative path: base64}`` ("" for a single file)."""
+        with tempfile.TemporaryDirectory(prefix="hermes-download-") as tmp:
+            target = Path(tmp) / "out"
+            self.sandbox.download(remote_path, str(target))
+            if target.is_file():
+                return {"": base64.b64encode(target.read_bytes()).decode("ascii")}
+            return {str(p.relative_to(target)): base64.b64encode(p.read_bytes()).decode("ascii")
+                    for p in sorted(target.rglob("*")) if p.is_file()}
 
     def _call_tool(self, name: str, args: dict[str, Any] | str) -> str:
         get_tool(name)  # unknown names raise KeyError listing the registered tools
         if isinstance(args, str):
             args = json.loads(args) if args.strip() else {}
-        self.sandbox  # noqa: B018 - make sure the task's sandbox uses our backend first
-        try:
+
+        def run() -> str:
+            self.sandbox  # noqa: B018 - make sure the task's sandbox uses our backend first
             return dispatch_tool(name, args, self.task_id)
+
+        try:
+            return tool_call(name, args, run, source="reward")
         except Exception as exc:
             return json.dumps({"error": f"Tool {name!r} raised {type(exc).__name__}: {exc}"})
 
@@ -109,7 +159,7 @@ class ToolContext:
 
     def read_file(self, path: str) -> str:
         _warn_if_on_loop("read_file")
-        return self.sandbox.read_file(path)
+        return self._read_file(path)
 
     def write_file(self, path: str, content: str) -> None:
         _warn_if_on_loop("write_file")
@@ -118,12 +168,12 @@ class ToolContext:
     def upload_file(self, local_path: str, remote_path: str) -> None:
         """Copy a host file or directory into the sandbox."""
         _warn_if_on_loop("upload_file")
-        self.sandbox.upload(local_path, remote_path)
+        self._upload(local_path, remote_path)
 
     def download_file(self, remote_path: str, local_path: str) -> None:
         """Copy a sandbox file or directory to the host."""
         _warn_if_on_loop("download_file")
-        self.sandbox.download(remote_path, local_path)
+        self._download(remote_path, local_path)
 
     def call_tool(self, name: str, args: dict[str, Any] | str) -> str:
         """Run a registered tool as the agent would and return what the model would read."""
@@ -140,16 +190,16 @@ class ToolContext:
         return await run_blocking(self._terminal, command, timeout)
 
     async def aread_file(self, path: str) -> str:
-        return await run_blocking(lambda: self.sandbox.read_file(path))
+        return await run_blocking(self._read_file, path)
 
     async def awrite_file(self, path: str, content: str) -> None:
         await run_blocking(self._write_file, path, content)
 
     async def aupload_file(self, local_path: str, remote_path: str) -> None:
-        await run_blocking(lambda: self.sandbox.upload(local_path, remote_path))
+        await run_blocking(self._upload, local_path, remote_path)
 
     async def adownload_file(self, remote_path: str, local_path: str) -> None:
-        await run_blocking(lambda: self.sandbox.download(remote_path, local_path))
+        await run_blocking(self._download, remote_path, local_path)
 
     async def acall_tool(self, name: str, args: dict[str, Any] | str) -> str:
         return await run_blocking(self._call_tool, name, args)
@@ -173,3 +223,34 @@ class ToolContext:
 
     def __repr__(self) -> str:
         return f"ToolContext(task_id={self.task_id!r}, backend={self.backend!r})"
+
+
+def _digest(path: Path) -> str:
+    """Content hash of a host file or directory tree (names and bytes)."""
+    digest = hashlib.sha256()
+    if path.is_file():
+        digest.update(path.read_bytes())
+    elif path.is_dir():
+        for item in sorted(p for p in path.rglob("*") if p.is_file()):
+            digest.update(str(item.relative_to(path)).encode() + b"\0" + item.read_bytes())
+    else:
+        raise FileNotFoundError(f"upload_file: no such host file or directory: {path}")
+    return digest.hexdigest()[:16]
+
+
+def _write_files(files: Any, local_path: Path) -> None:
+    """Put downloaded files at ``local_path``; a recorded path never leaves that folder."""
+    if not isinstance(files, dict):
+        raise ValueError("download_file: the recorded download is not a file listing")
+    if set(files) == {""}:
+        local_path.parent.mkdir(parents=True, exist_ok=True)
+        local_path.write_bytes(base64.b64decode(files[""]))
+        return
+    local_path.mkdir(parents=True, exist_ok=True)
+    root = local_path.resolve()
+    for rel, data in files.items():
+        target = (root / rel).resolve()
+        if rel.startswith("/") or os.path.commonpath([root, target]) != str(root):
+            raise PermissionError(f"download_file: {rel!r} would land outside {local_path}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(base64.b64decode(data))

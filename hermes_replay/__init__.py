@@ -4,23 +4,42 @@ Public API (everything else is private and may change)::
 
     cassette(path, mode="replay", **options)   # context manager, sync and async -> Session
     rollout(rollout_id)                         # rollout-identity scope (contextvars)
+    current_rollout() -> RolloutScope | None    # the scope of the running rollout
     annotate(**fields)                          # tell the active cassette env name, tokenizer …
+    tool_call(name, args, run, source="agent")  # the seam tools go through: record / replay / run
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
     run_cassette(path, out_dir=…) -> RunResult  # re-run a recorded env command (replay_run)
     scrub(value) -> value                       # any str/JSON with every known secret removed
-    HermesReplayError > CassetteError, CassetteMiss > UnusedRecordings   (see _errors)
+    HermesReplayError > CassetteError, RecordingFailed, CassetteMiss > UnusedRecordings,
+        ToolCallMiss, ToolCallsDrifted   (see _errors, _tools)
+
+Tokenizer hooks for environment base classes (a cassette carries its tokenizer)::
+
+    tokenizer_for_run(name) -> str    # the stored copy in a replay when `name` is a hub id
+    check_tokenizer(name)             # raise TokenizerMismatch now if it is not the recorded one
+    describe_tokenizer(name) -> dict  # {"name", "fingerprint"} for annotate(tokenizer=…)
+    bundled_tokenizer_path() -> str   # the small offline tokenizer the package ships
 """
 
-from hermes_replay._api import cassette
+from hermes_replay._active import annotate
 from hermes_replay._cassette import Cassette, load_cassette
-from hermes_replay._errors import CassetteError, CassetteMiss, HermesReplayError, UnusedRecordings
-from hermes_replay._hooks import annotate
+from hermes_replay._errors import (
+    CassetteError,
+    CassetteMiss,
+    HermesReplayError,
+    RecordingFailed,
+    UnusedRecordings,
+)
 from hermes_replay._redact import scrub
 from hermes_replay._result import RolloutOutcome, RunResult
 from hermes_replay._run import run_cassette
-from hermes_replay._scope import current_rollout, rollout
-from hermes_replay._session import Session
+from hermes_replay._scope import RolloutScope, current_rollout, rollout
+from hermes_replay._session import Session, cassette
 from hermes_replay._summary import ReplayEvent, ReplaySummary
+from hermes_replay._tokenizer import tokenizer_path as bundled_tokenizer_path
+from hermes_replay._tokenizer_store import TokenizerMismatch, check_tokenizer, tokenizer_for_run
+from hermes_replay._tokenizer_store import describe as describe_tokenizer
+from hermes_replay._tools import ToolCallMiss, ToolCallsDrifted, tool_call
 
 __version__ = "0.1.0"
 
@@ -29,18 +48,28 @@ __all__ = [
     "CassetteError",
     "CassetteMiss",
     "HermesReplayError",
+    "RecordingFailed",
     "ReplayEvent",
     "ReplaySummary",
     "RolloutOutcome",
+    "RolloutScope",
     "RunResult",
     "Session",
+    "TokenizerMismatch",
+    "ToolCallMiss",
+    "ToolCallsDrifted",
     "UnusedRecordings",
     "__version__",
     "annotate",
+    "bundled_tokenizer_path",
     "cassette",
+    "check_tokenizer",
     "current_rollout",
+    "describe_tokenizer",
     "load_cassette",
     "rollout",
     "run_cassette",
     "scrub",
+    "tokenizer_for_run",
+    "tool_call",
 ]

@@ -1,18 +1,25 @@
 """The cassette: a versioned JSON Lines file of recorded LLM interactions.
 
-Line 1 is the header (``{"type": "header", "schema_version": 1, ...}``); then records:
+Line 1 is the header (``{"type": "header", "schema_version": 2, ...}``); then records:
 
 - ``{"type": "blob", "id", "value"}`` — a long string or tool list, stored once
 - ``{"type": "interaction", "rollout", "seq", "kind", "fingerprint", "duration_ms",
   "request": {"method", "url", "headers", "body"}, "response": {"status", "headers",
   "body" | "text" | "chunks"}}`` — bodies use the delta/blob encoding of ``_format``
+- ``{"type": "tool", "rollout", "seq", "turn", "source", "name", "arguments", "result", …}``
+  — one tool call and its result (schema 2; see ``_toolcalls``)
 - ``{"type": "outcome", "rollout", ...fields}`` — what the env reported (reward, turns …)
 - ``{"type": "annotate", "fields"}`` — only in ``.partial`` files; merged into the header
 
 A finished cassette is rewritten in a stable order (scope-less requests, then rollouts by
-id, each followed by its outcome) so re-recording the same run gives a small git diff.
+id, each turn followed by the tool calls that answer it, then the rollout's reward-time tool
+calls and its outcome) so re-recording the same run gives a small git diff.
 Writing goes to ``<path>.partial`` (one flushed line per record) and is renamed over
 ``<path>`` only on a clean close, so a crash never touches an existing cassette.
+
+Over 400 lines because reader, journal writer and final rewrite share one set of record shapes
+and one set of crash-safety rules (locking, temp files, fsync); the body encoding lives apart
+in ``_format``.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from hermes_replay._errors import CassetteError
 from hermes_replay._format import BodyDecoder, BodyEncoder, DecodeError
 from hermes_replay._matching import request_path
+from hermes_replay._toolcalls import ToolCall
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -48,7 +56,7 @@ __all__ = [
     "write_cassette",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2 added tool records; schema 1 files (no tool calls) still load
 _RERECORD = "re-record it with `hermes-replay record …` (or mode='record')"
 
 
@@ -116,6 +124,7 @@ class RolloutRecord:
     id: str
     interactions: list[Interaction] = field(default_factory=list)
     outcome: dict[str, Any] = field(default_factory=dict)
+    tool_calls: list[ToolCall] = field(default_factory=list)
 
 
 @dataclass
@@ -127,6 +136,7 @@ class Cassette:
     interactions: list[Interaction]
     rollouts: dict[str, RolloutRecord]
     complete: bool = True
+    tool_calls: list[ToolCall] = field(default_factory=list)
 
     @property
     def scopeless(self) -> list[Interaction]:
@@ -207,6 +217,8 @@ def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bo
     interactions: list[Interaction] = []
     rollouts: dict[str, RolloutRecord] = {}
     seen: dict[tuple[str | None, int], int] = {}
+    tool_calls: list[ToolCall] = []
+    seen_tools: dict[tuple[str | None, int], int] = {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -240,6 +252,15 @@ def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bo
                     bodies[(inter.rollout, inter.seq)] = inter.request.get("body")
                     rollouts.setdefault(inter.rollout, RolloutRecord(inter.rollout))
                 interactions.append(inter)
+            elif kind == "tool":
+                call = _read_tool_call(record)
+                if call.key in seen_tools and not is_partial:
+                    raise DecodeError(f"duplicate tool call {call.seq} of rollout "
+                                      f"{call.rollout!r} (first at line {seen_tools[call.key]})")
+                seen_tools[call.key] = number
+                if call.rollout is not None:
+                    rollouts.setdefault(call.rollout, RolloutRecord(call.rollout))
+                tool_calls.append(call)
             elif kind == "outcome":
                 fields = {k: v for k, v in record.items() if k not in ("type", "rollout")}
                 rid = _rollout_id(record["rollout"])
@@ -262,7 +283,12 @@ def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bo
     for inter in interactions:
         if inter.rollout is not None:
             rollouts[inter.rollout].interactions.append(inter)
-    return Cassette(path, header, interactions, rollouts, complete=not is_partial)
+    tool_calls.sort(key=lambda c: (c.rollout or "", c.seq))
+    for call in tool_calls:
+        if call.rollout is not None:
+            rollouts[call.rollout].tool_calls.append(call)
+    return Cassette(path, header, interactions, rollouts, complete=not is_partial,
+                    tool_calls=tool_calls)
 
 
 def _kind_of(line: str) -> str:
@@ -326,6 +352,17 @@ def _read_interaction(record: dict, decoder: BodyDecoder) -> Interaction:
     return Interaction.model_validate(record)
 
 
+def _read_tool_call(record: dict) -> ToolCall:
+    rollout = record.get("rollout")
+    if rollout is not None:
+        _rollout_id(rollout)
+    name = record.get("name")
+    if not isinstance(name, str) or _CONTROL.search(name):
+        raise DecodeError(f"tool name {name!r} is not a plain string")
+    del record["type"]
+    return ToolCall.model_validate(record)
+
+
 def _renumber(interactions: list[Interaction]) -> list[Interaction]:
     """A ``.partial`` holds provisional sequence numbers (order of issue, with gaps where an
     attempt failed); rank them 0..n-1 per rollout as a finished cassette would."""
@@ -369,6 +406,11 @@ def _interaction_records(encoder: BodyEncoder, inter: Interaction) -> list[dict[
     return [*blobs, record]
 
 
+def _tool_records(encoder: BodyEncoder, call: ToolCall) -> list[dict[str, Any]]:
+    blobs, record = encoder.encode_plain(json.loads(_dumps(call.record())))
+    return [*blobs, record]
+
+
 def _outcome_records(encoder: BodyEncoder, rollout: str, outcome: dict) -> list[dict[str, Any]]:
     blobs, fields = encoder.encode_plain(json.loads(_dumps(outcome)))
     return [*blobs, {"type": "outcome", "rollout": rollout, **fields}]
@@ -398,6 +440,9 @@ class CassetteWriter:
     def outcome(self, rollout: str, outcome: dict[str, Any]) -> None:
         self._write(_outcome_records(self._encoder, rollout, outcome))
 
+    def tool_call(self, call: ToolCall) -> None:
+        self._write(_tool_records(self._encoder, call))
+
     def annotate(self, fields: dict[str, Any]) -> None:
         self._write([{"type": "annotate", "fields": json.loads(_dumps(fields))}])
 
@@ -408,12 +453,13 @@ class CassetteWriter:
             self._file = None
 
     def commit(self, header: CassetteHeader, interactions: list[Interaction],
-               outcomes: dict[str, dict[str, Any]]) -> None:
+               outcomes: dict[str, dict[str, Any]],
+               tool_calls: list[ToolCall] | None = None) -> None:
         """Write the final, compacted cassette over ``path`` atomically; drop the journal.
         The journal's lock is held until then, so no other recorder starts in between."""
         if self._file is not None:
             self._file.flush()
-        write_cassette(self.path, header, interactions, outcomes)
+        write_cassette(self.path, header, interactions, outcomes, tool_calls)
         self.partial.unlink(missing_ok=True)
         self.close()
 
@@ -460,24 +506,37 @@ def _remove_stale_rewrites(path: Path) -> None:
             pass
 
 
-def _ordered(interactions: list[Interaction],
-             outcomes: dict[str, dict[str, Any]]) -> Iterator[tuple[str, Any]]:
+def _ordered(interactions: list[Interaction], outcomes: dict[str, dict[str, Any]],
+             tool_calls: list[ToolCall]) -> Iterator[tuple[str, Any]]:
     scopeless = sorted((i for i in interactions if i.rollout is None), key=lambda i: i.seq)
     for inter in scopeless:
         yield "interaction", inter
+    for call in sorted((c for c in tool_calls if c.rollout is None), key=lambda c: c.seq):
+        yield "tool", call
     grouped: dict[str, list[Interaction]] = {}
     for inter in interactions:
         if inter.rollout is not None:
             grouped.setdefault(inter.rollout, []).append(inter)
-    for rid in sorted(set(grouped) | set(outcomes)):
+    tools: dict[str, list[ToolCall]] = {}
+    for call in tool_calls:
+        if call.rollout is not None:
+            tools.setdefault(call.rollout, []).append(call)
+    for rid in sorted(set(grouped) | set(outcomes) | set(tools)):
+        # each turn, then the tool calls answering it: the file reads as the rollout ran
+        pending = sorted(tools.get(rid, []), key=lambda c: c.seq)
         for inter in sorted(grouped.get(rid, []), key=lambda i: i.seq):
+            while pending and pending[0].turn < inter.seq and pending[0].source == "agent":
+                yield "tool", pending.pop(0)
             yield "interaction", inter
+        for call in pending:
+            yield "tool", call
         if outcomes.get(rid):
             yield "outcome", (rid, outcomes[rid])
 
 
 def write_cassette(path: str | Path, header: CassetteHeader, interactions: list[Interaction],
-                   outcomes: dict[str, dict[str, Any]] | None = None) -> None:
+                   outcomes: dict[str, dict[str, Any]] | None = None,
+                   tool_calls: list[ToolCall] | None = None) -> None:
     """Write a complete cassette atomically (temp file, fsync, ``os.replace``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -486,9 +545,13 @@ def write_cassette(path: str | Path, header: CassetteHeader, interactions: list[
     try:
         with tmp.open("w", encoding="utf-8") as fh:
             fh.write(_dumps(header.model_dump(mode="json")) + "\n")
-            for kind, item in _ordered(interactions, outcomes or {}):
-                records = (_interaction_records(encoder, item) if kind == "interaction"
-                           else _outcome_records(encoder, *item))
+            for kind, item in _ordered(interactions, outcomes or {}, tool_calls or []):
+                if kind == "interaction":
+                    records = _interaction_records(encoder, item)
+                elif kind == "tool":
+                    records = _tool_records(encoder, item)
+                else:
+                    records = _outcome_records(encoder, *item)
                 fh.write("".join(_dumps(r) + "\n" for r in records))
             fh.flush()
             os.fsync(fh.fileno())

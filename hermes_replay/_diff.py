@@ -1,4 +1,5 @@
 """Compare two runs: cassettes, replay results, or one of each. Pure functions, no printing.
+(Over 400 lines: the three inputs' views and the comparison share one data model.)
 
 Each input becomes a ``RunView`` — rollouts (reward, turns, …), metrics and, for cassettes,
 the recorded transcripts — and ``compare(a, b)`` returns a ``DiffReport``:
@@ -9,6 +10,7 @@ the recorded transcripts — and ``compare(a, b)`` returns a ``DiffReport``:
 * the first diverging turn of each transcript both sides recorded: the rollout, the turn
   (its request/response ``seq``), the field that differs (``request.messages[3].content``,
   ``response.message.tool_calls``, …) and a short unified diff of that message;
+* the first differing recorded tool call of each rollout both cassettes hold (``_tool_diff``);
 * metric deltas: eval metrics a run reported (``metrics.json``), and per phase metrics
   derived from the rollouts (``rollouts:eval/mean_reward`` …) so two cassettes — which hold
   no ``metrics.json`` — still compare on their eval rewards.
@@ -30,6 +32,8 @@ from hermes_replay._errors import CassetteError
 from hermes_replay._matching import DEFAULT_IGNORE_PATHS, _flatten, unified_request_diff
 from hermes_replay._result import RolloutOutcome, RunResult
 from hermes_replay._result_io import RESULT_FILE, load_run_result, run_result_from_output_dir
+from hermes_replay._tool_diff import first_tool_divergence
+from hermes_replay._toolcalls import ToolCall
 
 __all__ = [
     "DIFF_SCHEMA",
@@ -73,6 +77,7 @@ class RunView:
     metrics: dict[str, float] = field(default_factory=dict)
     transcripts: dict[str, list[Interaction]] | None = None
     misses: list[str] = field(default_factory=list)
+    tool_calls: dict[str, list[ToolCall]] | None = None
 
     @property
     def turn_count(self) -> int:
@@ -121,6 +126,7 @@ class DiffReport:
     only_a: list[str] = field(default_factory=list)
     only_b: list[str] = field(default_factory=list)
     divergences: list[Divergence] = field(default_factory=list)
+    tool_divergences: list[Divergence] = field(default_factory=list)  # first per rollout
     metrics: list[MetricDelta] = field(default_factory=list)
     compared_rollouts: int = 0
     compared_metrics: int = 0
@@ -129,7 +135,7 @@ class DiffReport:
     @property
     def equal(self) -> bool:
         return not (self.changes or self.only_a or self.only_b or self.divergences
-                    or self.metrics or self.a.misses or self.b.misses)
+                    or self.tool_divergences or self.metrics or self.a.misses or self.b.misses)
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` document (schema ``DIFF_SCHEMA``, documented in ``_cli/diff.py``)."""
@@ -153,6 +159,7 @@ class DiffReport:
             "only_in_a": list(self.only_a),
             "only_in_b": list(self.only_b),
             "divergences": [asdict(d) for d in self.divergences],
+            "tool_divergences": [asdict(d) for d in self.tool_divergences],
             "metrics": [asdict(m) for m in self.metrics],
             "notes": list(self.notes),
         }
@@ -194,9 +201,13 @@ def view_from_cassette(cassette: Cassette, label: str | None = None) -> RunView:
                    for rid, rec in cassette.rollouts.items()}
     if cassette.scopeless:  # requests outside any rollout (a judge, setup calls)
         transcripts[NO_ROLLOUT] = sorted(cassette.scopeless, key=lambda i: i.seq)
+    tool_calls: dict[str, list[ToolCall]] = {}
+    for call in cassette.tool_calls:
+        tool_calls.setdefault(call.rollout or NO_ROLLOUT, []).append(call)
     return RunView(label=label or str(cassette.path), kind="cassette",
                    env_name=cassette.header.env_name, rollouts=rollouts,
-                   metrics=_derived_metrics(rollouts), transcripts=transcripts)
+                   metrics=_derived_metrics(rollouts), transcripts=transcripts,
+                   tool_calls=tool_calls)
 
 
 def view_from_result(result: RunResult, label: str = "<run result>") -> RunView:
@@ -386,6 +397,14 @@ def compare(a: RunView, b: RunView, *, tolerance: float = 1e-9) -> DiffReport:
                                b.transcripts.get(NO_ROLLOUT, []))
         if div is not None:
             report.divergences.append(div)
+    if a.tool_calls is not None and b.tool_calls is not None:
+        for rid in sorted(set(a.tool_calls) | set(b.tool_calls)):
+            if rid != NO_ROLLOUT and rid not in shared:
+                continue  # a rollout only one side has is reported as such already
+            found = first_tool_divergence(rid, a.tool_calls.get(rid, []),
+                                          b.tool_calls.get(rid, []))
+            if found is not None:
+                report.tool_divergences.append(Divergence(rid, *found))
     if a.transcripts is None or b.transcripts is None:
         which = " and ".join(v.label for v in (a, b) if v.transcripts is None)
         report.notes.append(f"transcripts not compared: {which} is a replay result (it holds "

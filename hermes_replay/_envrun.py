@@ -1,21 +1,22 @@
 """Run an environment file's own CLI in this process, as ``python ENV_FILE ARGS…`` would.
 
 In-process (``runpy``), not a subprocess, because the cassette's interception lives in this
-interpreter: the env's openai/httpx/aiohttp clients are patched only here. Shared by the CLI
-and by ``hermes_replay._run`` (the pytest plugin's runner).
+interpreter: the env's openai/httpx/aiohttp clients are patched only here. Used by
+``hermes_replay._run``, the one runner.
 """
 
 from __future__ import annotations
 
+import io
 import runpy
 import sys
 import traceback
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
-__all__ = ["OutcomeCollector", "run_env_file"]
+__all__ = ["OutcomeCollector", "redirected_to", "run_env_file"]
 
 
 @contextmanager
@@ -81,10 +82,8 @@ def _find_cause(exc: BaseException, kind: type[BaseException]) -> BaseException 
 
 
 class OutcomeCollector:
-    """A ``_hooks`` listener that keeps what each finished rollout reported, and feeds progress.
-
-    Independent of the cassette session so the CLI sees per-rollout rewards in every mode.
-    """
+    """Keeps what each finished rollout reported, and feeds progress (a session observer,
+    see ``Session.observe``): per-rollout rewards in every mode, passthrough included."""
 
     def __init__(self, on_rollout: Any = None) -> None:
         self.outcomes: dict[str, dict[str, Any]] = {}
@@ -99,16 +98,6 @@ class OutcomeCollector:
     def annotate(self, fields: dict[str, Any]) -> None:
         self.annotations.update(fields)
 
-    @contextmanager
-    def listening(self) -> Iterator[OutcomeCollector]:
-        from hermes_replay import _hooks
-
-        _hooks.add_listener(self)
-        try:
-            yield self
-        finally:
-            _hooks.remove_listener(self)
-
     @property
     def rewards(self) -> dict[str, float | None]:
         out: dict[str, float | None] = {}
@@ -120,3 +109,42 @@ class OutcomeCollector:
     @property
     def turns(self) -> int:
         return sum(int(o.get("turns_used") or 0) for o in self.outcomes.values())
+
+
+class _Sink(io.TextIOBase):
+    """Where an env's stdout/stderr go during a quiet run. Retargeted per run and never
+    closed, so logging handlers an env created during an earlier run keep working."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.target: Any = None
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        (self.target or sys.__stderr__).write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.target is not None:
+            self.target.flush()
+
+
+_SINK = _Sink()
+
+
+@contextmanager
+def redirected_to(log_path: Path | None) -> Iterator[None]:
+    """The env's stdout/stderr into ``log_path`` for the block (None: left where they are)."""
+    if log_path is None:
+        yield
+        return
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("w", encoding="utf-8") as fh:
+        _SINK.target = fh
+        try:
+            with redirect_stdout(_SINK), redirect_stderr(_SINK):
+                yield
+        finally:
+            _SINK.target = None

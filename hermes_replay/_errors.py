@@ -4,6 +4,7 @@
 
     HermesReplayError            base of everything below; catch this to catch all of it
      ├── CassetteError           the cassette file is missing, unreadable, corrupt or too new
+     ├── RecordingFailed         record: the env failed or recorded nothing; old cassette kept
      └── CassetteMiss            replay: requests had no matching recording (raised when the
           │                      ``cassette()`` block exits, listing every miss with a diff)
           └── UnusedRecordings   replay with ``strict=True``: recordings were never requested
@@ -16,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CassetteError", "CassetteMiss", "HermesReplayError", "Miss", "UnusedRecordings"]
+__all__ = ["CassetteError", "CassetteMiss", "HermesReplayError", "Miss", "RecordingFailed",
+           "UnusedRecordings"]
 
 
 class HermesReplayError(Exception):
@@ -48,6 +50,19 @@ class CassetteError(HermesReplayError):
         if hint:
             text += f"\n  next step: {hint}"
         super().__init__(text)
+
+
+class RecordingFailed(HermesReplayError):
+    """A recording run must not replace the cassette: the environment exited non-zero, or no
+    LLM request was recorded. The previous cassette (if any) is left as it was; what was
+    recorded is in ``<cassette>.partial``."""
+
+    def __init__(self, reason: str, *, cassette: str | Path) -> None:
+        self.reason = reason
+        self.cassette = str(cassette)
+        super().__init__(
+            f"{reason}; the previous cassette (if any) was left as it was, completed "
+            f"interactions are in {cassette}.partial")
 
 
 @dataclass(frozen=True)

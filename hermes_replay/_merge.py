@@ -154,7 +154,8 @@ def merge_cassettes(shards: Sequence[str | Path], output: str | Path, *,
     owner: dict[str, Path] = {}
     interactions: list[Interaction] = []
     outcomes: dict[str, dict[str, Any]] = {}
-    scopeless = 0
+    tool_calls = []
+    scopeless = scopeless_tools = 0
     for c in cassettes:
         ids = set(c.rollouts) | {i.rollout for i in c.interactions if i.rollout is not None}
         for rid in sorted(ids):
@@ -171,9 +172,14 @@ def merge_cassettes(shards: Sequence[str | Path], output: str | Path, *,
                 inter = inter.model_copy(update={"seq": scopeless})
                 scopeless += 1
             interactions.append(inter)
+        for call in c.tool_calls:
+            if call.rollout is None:
+                call = call.model_copy(update={"seq": scopeless_tools})
+                scopeless_tools += 1
+            tool_calls.append(call)
         outcomes.update({rid: dict(o) for rid, o in c.outcomes.items()})
     header = _merged_header(cassettes, output)
-    write_cassette(output, header, interactions, outcomes)
+    write_cassette(output, header, interactions, outcomes, tool_calls)
     notes = [f"{c.path}: incomplete, {len(c.interactions)} completed interaction(s) kept"
              for c in cassettes if not c.complete]
     return MergeResult(output, [c.path for c in cassettes], rollouts=len(owner),

@@ -7,6 +7,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from hermes_replay._errors import CassetteError
+
 __all__ = [
     "UnsafeEnvFile",
     "changed_rewards",
@@ -168,7 +170,7 @@ def _search_bases(cassette: Path) -> list[Path]:
     return bases
 
 
-class UnsafeEnvFile(ValueError):
+class UnsafeEnvFile(CassetteError):
     """``header.env_file`` points outside the project; a cassette is data and must not choose
     which file on the machine gets executed."""
 

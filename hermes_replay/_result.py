@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hermes_replay._errors import HermesReplayError
+    from hermes_replay._summary import ReplaySummary
 
 __all__ = ["RewardChange", "RolloutOutcome", "RunResult"]
 
@@ -64,6 +68,11 @@ class RunResult:
     unused: list[str] = field(default_factory=list)
     recorded_rewards: dict[str, float | None] = field(default_factory=dict)
     out_dir: Path | None = None
+    #: what stopped the run being a clean one (a miss, a refused recording …), if anything;
+    #: ``run_cassette`` raises it unless called with ``raise_errors=False``
+    error: HermesReplayError | None = field(default=None, compare=False, repr=False)
+    #: the cassette session's own counts (interactions, misses, unused, recorded …)
+    summary: ReplaySummary | None = field(default=None, compare=False, repr=False)
 
     @property
     def rewards(self) -> dict[str, float | None]:

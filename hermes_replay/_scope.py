@@ -5,59 +5,34 @@ requests are exactly what the model endpoint saw. ``asyncio`` copies the context
 every task it creates, so all requests made inside ``with rollout(...)`` (including
 those of tasks spawned there) carry the same scope.
 
-Identity must be stable across record and replay: environments derive it from the
-item's content, how many times that item has been drawn so far, and the group slot
-(``rollout_id_for``), never from uuids or clocks.
+Identity must be stable across record and replay; how an id is made is the environment
+layer's rule (``environments/_ids.py``), never a uuid or a clock. When the block ends, what
+the rollout reported goes to the session active in this context (``_active``), and to no other.
 """
 
 from __future__ import annotations
 
 import contextvars
-import hashlib
-import json
-import threading
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = [
-    "RolloutScope",
-    "current_rollout",
-    "item_fingerprint",
-    "rollout",
-    "rollout_id_for",
-    "task_id_for",
-]
+from hermes_replay import _active
+
+__all__ = ["RolloutScope", "current_rollout", "rollout"]
 
 _CURRENT: contextvars.ContextVar[RolloutScope | None] = contextvars.ContextVar(
     "hermes_replay_rollout", default=None
 )
 
-# A fixed namespace keeps task ids derived from rollout ids identical on every machine.
-_TASK_NAMESPACE = uuid.UUID("7b1f3c2e-5d4a-4e8b-9c6f-2a1d0e9b8c7f")
-
 
 @dataclass
 class RolloutScope:
-    """One rollout: its id, a per-rollout request counter, and what the env reported."""
+    """One rollout: its id and what the environment reported about it."""
 
     id: str
-    _seq: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     outcome: dict[str, Any] = field(default_factory=dict)
-
-    def next_sequence(self) -> int:
-        """Sequence number of the next LLM request in this rollout (0, 1, 2 …)."""
-        with self._lock:
-            n = self._seq
-            self._seq += 1
-            return n
-
-    @property
-    def requests_made(self) -> int:
-        return self._seq
 
     def report(self, **fields: Any) -> None:
         """Attach results (reward, turns, …) that a cassette stores beside the traffic."""
@@ -78,31 +53,11 @@ def rollout(rollout_id: str) -> Iterator[RolloutScope]:
         yield scope
     finally:
         _CURRENT.reset(token)
-        from hermes_replay import _hooks  # local import: keeps this module dependency-free
-
-        _hooks.rollout_finished(scope)
+        session = _active.current()
+        if session is not None:
+            session.rollout_finished(scope)
 
 
 def current_rollout() -> RolloutScope | None:
     """The scope of the running rollout, or None outside any rollout."""
     return _CURRENT.get()
-
-
-def item_fingerprint(item: Any) -> str:
-    """A short content hash of a dataset item (canonical JSON; falls back to repr)."""
-    try:
-        text = json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          default=repr)
-    except (TypeError, ValueError):
-        text = repr(item)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
-
-
-def rollout_id_for(item: Any, occurrence: int, slot: int, *, prefix: str = "train") -> str:
-    """Stable id: ``{prefix}-{item hash}-{occurrence}-{slot}``, e.g. ``train-3fa2c1d09b7e-0-2``."""
-    return f"{prefix}-{item_fingerprint(item)}-{occurrence}-{slot}"
-
-
-def task_id_for(rollout_id: str) -> str:
-    """Deterministic sandbox/task id for a rollout, so prompts and tool output match on replay."""
-    return str(uuid.uuid5(_TASK_NAMESPACE, rollout_id))

@@ -7,19 +7,21 @@ written and take no number, so SDK and tenacity retries never shift a replay. Re
 outside any rollout fall back to fingerprint + order of issue.
 
 Store (``_cassette``), matcher (``_matching``) and this policy are separate on purpose.
+This module is over 400 lines because its state (per-rollout cursors and issue counters,
+hits, new recordings, misses) is shared by every step of a request under one lock; the index
+and miss diagnosis (``_index``) and the record shapes (``_convert``) already live apart.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
-from hermes_replay import _hooks
 from hermes_replay._cassette import (
     Cassette,
     CassetteHeader,
@@ -49,13 +51,32 @@ from hermes_replay._redact import KEPT_HEADERS, redact_fields, redact_json
 from hermes_replay._scope import RolloutScope, current_rollout
 from hermes_replay._summary import OutcomeComparison, ReplayEvent, ReplaySummary
 from hermes_replay._tokenizer_store import TokenizerMismatch, mismatch, stored_dir, with_store
+from hermes_replay._toolcalls import ToolCall
+from hermes_replay._tools import ToolCallsDrifted, ToolLedger
 
-__all__ = ["DEFAULT_LLM_PATHS", "MODES", "Session"]
+__all__ = ["DEFAULT_LLM_PATHS", "MODES", "Observer", "Session", "cassette"]
 
 Mode = Literal["replay", "record", "passthrough", "auto"]
 MODES: tuple[str, ...] = ("replay", "record", "passthrough", "auto")
 DEFAULT_LLM_PATHS: tuple[str, ...] = ("/chat/completions", "/completions", "/generate",
                                       "/responses")
+
+
+class Observer(Protocol):
+    """Hears what the environment reports to a session (``Session.observe``)."""
+
+    def rollout_finished(self, scope: RolloutScope) -> None: ...
+
+    def annotate(self, fields: dict[str, Any]) -> None: ...
+
+
+def cassette(path: str | Path, mode: Mode = "replay", **options: Any) -> Session:
+    """Record or replay the LLM traffic inside the block: ``with cassette("c.jsonl"):``.
+
+    ``mode`` is ``"replay"`` (default), ``"record"``, ``"auto"`` or ``"passthrough"``; the
+    options and what each mode does are documented on :class:`Session`.
+    """
+    return Session(path, mode, **options)
 
 
 @dataclass
@@ -89,7 +110,36 @@ class _Exchange:
 
 
 class Session:
-    """An active (or finished) cassette; see ``hermes_replay.cassette`` for the options."""
+    """Record or replay all LLM traffic (httpx, httpx2/openai, aiohttp) inside the block.
+
+    Made by ``hermes_replay.cassette(path, mode, **options)``; used as ``with`` or
+    ``async with``. It is bound to the context that enters it: requests, rollout reports and
+    annotations from other threads or tasks with a cassette of their own never reach it.
+
+    Modes:
+
+    - ``"replay"``: LLM requests are answered from the cassette and never reach the network;
+      a request with no recording gets an HTTP 404 carrying the diagnostic, and the block
+      raises ``CassetteMiss`` listing every miss when it exits.
+    - ``"record"``: requests go live and are written; the file replaces ``path`` only when
+      the block exits cleanly (until then it is ``<path>.partial``).
+    - ``"auto"``: replay what is recorded, record what is missing, write the union.
+    - ``"passthrough"``: everything goes live and nothing is written.
+
+    Options: ``header`` (fields for the cassette header: env_name, env_file, command …);
+    ``strict`` (replay fails on recordings never used); ``ignore_paths`` (e.g.
+    ``"body.metadata"``, ``"body.messages[*].name"``) and ``normalizers`` (``(regex, repl)``
+    applied to body strings) for matching; ``default_ignores=False`` to match on
+    ``user``/``metadata``/``stream_options`` too; ``llm_paths`` (POST path suffixes that
+    are LLM traffic; everything else passes through untouched and is never written);
+    ``passthrough_hosts`` (hosts never intercepted); ``keep_headers`` (header names stored
+    as they are; every other header is dropped or redacted); ``on_event`` (progress callback).
+
+    Tool calls (made through ``hermes_replay.tool_call``) are recorded with their rollout; on
+    replay ``tools="replay"`` (default) answers them from the cassette and executes nothing,
+    ``tools="execute"`` runs them again and reports results that drifted (a failure only when
+    ``strict``); ``tool_overrides={"name": "execute"}`` sets the policy of single tools.
+    """
 
     def __init__(
         self,
@@ -105,6 +155,8 @@ class Session:
         passthrough_hosts: Iterable[str] = (),
         keep_headers: Iterable[str] = KEPT_HEADERS,
         on_event: Callable[[ReplayEvent], None] | None = None,
+        tools: str = "replay",
+        tool_overrides: Mapping[str, str] | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown cassette mode {mode!r}; choose one of {', '.join(MODES)}")
@@ -131,11 +183,13 @@ class Session:
         self._miss_index: dict[tuple[str | None, int, str], Miss] = {}
         self._failed_attempts = 0
         self._passthrough = 0
-        self._rollouts_seen: set[str] = set()
         self._tokenizer_error: TokenizerMismatch | None = None
         self._known_generation = 0
         self.miss_events = 0  # every miss, retries included (``misses`` lists distinct ones)
         self.write_error: CassetteError | None = None  # disk full etc.: the first one
+        self.tools = ToolLedger(self.path, mode, tools, dict(tool_overrides or {}),
+                                normalize=self.matcher._normalize, lock=self._lock)
+        self._observers: list[Observer] = []
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -174,9 +228,9 @@ class Session:
                 self._writer = CassetteWriter(self.path, self._header)
             except OSError as exc:
                 raise self._write_failed(exc, partial_path(self.path)) from None
+            self.tools.writer = self._writer
         self._active = True
-        _hooks.add_listener(self)
-        _intercept.activate(self)
+        _intercept.activate(self)  # binds this session to this context (``_active``)
 
     def _write_failed(self, exc: OSError, path: Path) -> CassetteError:
         """One clear error for a failed write (disk full, permissions): which file, why."""
@@ -201,7 +255,7 @@ class Session:
     def _close_writer(self) -> None:
         try:
             if self._writer is not None:
-                self._writer.close()
+                self._close_writer()
         except OSError:
             pass
 
@@ -210,6 +264,7 @@ class Session:
         existing = load_cassette(self.path)
         self._header = existing.header
         self._index = RecordingIndex.build(existing, self.matcher)
+        self.tools.load(existing)
         return existing
 
     def stop(self, exc: BaseException | None = None) -> None:
@@ -219,7 +274,6 @@ class Session:
             return
         self._active = False
         _intercept.deactivate(self)
-        _hooks.remove_listener(self)
         if self._writer is not None:
             if exc is None and self.write_error is not None:
                 self._close_writer()
@@ -231,7 +285,7 @@ class Session:
                     self._close_writer()
                     raise self._write_failed(error, self.path) from None
             else:
-                self._writer.close()
+                self._close_writer()
                 self._emit(ReplayEvent("interrupted", None, None, "", str(self._writer.partial)))
         if self.mode != "replay":
             return
@@ -245,6 +299,8 @@ class Session:
             raise CassetteMiss(self.misses, cassette=self.path)
         if self.strict and self.unused:
             raise UnusedRecordings(self.unused, cassette=self.path)
+        if self.strict and (self.tools.drift or self.tools.unused):
+            raise ToolCallsDrifted(self.tools.drift, self.tools.unused, self.path)
 
     # ------------------------------------------------------------------ interception
 
@@ -319,8 +375,6 @@ class Session:
         """The next order-of-issue number of ``rollout`` (caller holds the lock)."""
         issue = self._issued.get(rollout, 0)
         self._issued[rollout] = issue + 1
-        if rollout is not None:
-            self._rollouts_seen.add(rollout)
         return issue
 
     def _hit(self, rec: Recording, rollout: str | None, issue: int, request: dict[str, Any],
@@ -376,9 +430,27 @@ class Session:
         self._header = self._header.merged(
             {k: v for k, v in derived.items() if v and not current.get(k)})
 
-    # ------------------------------------------------------------------ hooks listener
+    # ------------------------------------------------------------------ tool calls
+
+    def tool_call(self, name: str, arguments: Any, run: Callable[[], Any], *,
+                  source: str = "agent") -> Any:
+        """Record, replay or execute one tool call (``hermes_replay.tool_call`` lands here)."""
+        scope = current_rollout()
+        rollout = scope.id if scope is not None else None
+        with self._lock:
+            turn = self._issued.get(rollout, 0) - 1  # the LLM turn this call answers
+        return self.tools.call(name, arguments, run, source=source, rollout=rollout, turn=turn)
+
+    # ------------------------------------------------------------------ environment reports
+
+    def observe(self, observer: Observer) -> None:
+        """Also tell ``observer`` what the environment reports to this session (finished
+        rollouts, annotations), as reported and before anything is redacted or written."""
+        self._observers.append(observer)
 
     def rollout_finished(self, scope: RolloutScope) -> None:
+        for observer in self._observers:
+            observer.rollout_finished(scope)
         if not scope.outcome:
             return
         outcome = redact_json(dict(scope.outcome))  # final messages echo model/tool text
@@ -387,6 +459,8 @@ class Session:
             self._journal(lambda w: w.outcome(scope.id, outcome))
 
     def annotate(self, fields: dict[str, Any]) -> None:
+        for observer in self._observers:
+            observer.annotate(dict(fields))
         fields = redact_fields(fields)
         fields = dict(fields)
         tokenizer = fields.get("tokenizer")
@@ -418,7 +492,8 @@ class Session:
 
     # ------------------------------------------------------------------ results
 
-    def _final_contents(self) -> tuple[list[Interaction], dict[str, dict[str, Any]]]:
+    def _final_contents(self) -> tuple[list[Interaction], dict[str, dict[str, Any]],
+                                       list[ToolCall]]:
         """What a clean close writes: this run's interactions (record), or the union (auto)."""
         touched = {r for r, _, _ in self._new if r is not None}
         out: list[Interaction] = []
@@ -446,14 +521,16 @@ class Session:
             for rank, (_, inter) in enumerate(items):
                 out.append(inter.model_copy(update={"seq": base + rank}))
         outcomes.update(self._new_outcomes)
-        return out, outcomes
+        touched |= {c.rollout for c in self.tools.new if c.rollout is not None}
+        return out, outcomes, self.tools.final(touched)
 
-    def _rescrubbed(self, interactions: list[Interaction], outcomes: dict[str, dict[str, Any]]
-                    ) -> tuple[list[Interaction], dict[str, dict[str, Any]]]:
+    def _rescrubbed(self, interactions: list[Interaction], outcomes: dict[str, dict[str, Any]],
+                    tool_calls: list[Any]) -> tuple[list[Interaction], dict[str, dict[str, Any]],
+                                                    list[Any]]:
         """Scrub again what was stored before a secret became known (a key first seen in a
         late response may have been echoed in an earlier turn); refingerprint what changed."""
         if KNOWN.generation == self._known_generation:
-            return interactions, outcomes
+            return interactions, outcomes, tool_calls
         out: list[Interaction] = []
         for inter in interactions:
             request, response = redact_json(inter.request), redact_json(inter.response)
@@ -465,7 +542,12 @@ class Session:
         fields = redact_fields(self._header.model_dump())
         self._header = self._header.merged(
             {k: v for k, v in fields.items() if k not in ("type", "schema_version")})
-        return out, {k: redact_json(v) for k, v in outcomes.items()}
+        calls = []
+        for call in tool_calls:
+            data = call.model_dump()
+            cleaned = redact_json(data)
+            calls.append(call if cleaned == data else type(call).model_validate(cleaned))
+        return out, {k: redact_json(v) for k, v in outcomes.items()}, calls
 
     @property
     def header(self) -> CassetteHeader:
@@ -479,7 +561,7 @@ class Session:
     @property
     def misses(self) -> list[Miss]:
         with self._lock:
-            return list(self._miss_index.values())
+            return list(self._miss_index.values()) + list(self.tools.misses)
 
     @property
     def unused(self) -> list[tuple[str | None, int]]:
@@ -502,12 +584,17 @@ class Session:
             return ReplaySummary(
                 mode=self.mode, cassette=str(self.path), rollouts=len(rollouts_hit),
                 interactions=len(self._hits) + len(self._new), turns=inside,
-                misses=list(self._miss_index.values()),
+                misses=list(self._miss_index.values()) + list(self.tools.misses),
                 unused=self._index.unused()
                 if self.mode in ("replay", "auto") else [],
                 recorded=len(self._new), failed_attempts=self._failed_attempts,
                 passthrough=self._passthrough,
                 outcomes=list(self.outcomes.values()),
+                tools_replayed=self.tools.replayed,
+                tools_executed=self.tools.executed,
+                tool_drift=list(self.tools.drift),
+                unused_tools=self.tools.unused
+                if self.mode in ("replay", "auto") else [],
             )
 
     def _emit(self, event: ReplayEvent) -> None:

@@ -63,6 +63,10 @@ class ReplaySummary:
     failed_attempts: int = 0
     passthrough: int = 0
     outcomes: list[OutcomeComparison] = field(default_factory=list)
+    tools_replayed: int = 0  # tool calls answered from the cassette (nothing executed)
+    tools_executed: int = 0  # tool calls that really ran (record, or ``tools="execute"``)
+    tool_drift: list[Any] = field(default_factory=list)  # ``_tools.ToolDrift`` per call
+    unused_tools: list[tuple[str | None, int]] = field(default_factory=list)
 
     @property
     def mean_reward(self) -> float | None:
@@ -86,6 +90,15 @@ class ReplaySummary:
         if self.failed_attempts:
             head += f", {self.failed_attempts} failed attempt(s) not written"
         yield head
+        if self.tools_replayed or self.tools_executed:
+            yield (f"tool calls: {self.tools_replayed} answered from the cassette, "
+                   f"{self.tools_executed} executed")
+        if self.tool_drift:
+            yield f"{len(self.tool_drift)} tool call(s) drifted from the recording:"
+            for drift in self.tool_drift[:10]:
+                yield from drift.describe().splitlines()
+        if self.unused_tools:
+            yield f"{len(self.unused_tools)} recorded tool call(s) never made"
         if self.mean_reward is not None:
             yield f"mean reward {self.mean_reward:.4g} over {len(self.outcomes)} rollout(s)"
         for rollout, old, new in self.changed_rewards:

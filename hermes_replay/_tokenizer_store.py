@@ -34,13 +34,13 @@ from hermes_replay._errors import CassetteError
 __all__ = [
     "STORE_DIR",
     "TokenizerMismatch",
+    "check_tokenizer",
     "describe",
     "mismatch",
     "store_root",
     "store_tokenizer",
     "stored_dir",
     "tokenizer_for_run",
-    "verify_for_replay",
     "with_store",
 ]
 
@@ -147,28 +147,32 @@ def stored_dir(cassette: str | Path, recorded: dict[str, Any] | None) -> Path | 
     return path if (path / "tokenizer.json").is_file() else None
 
 
-def tokenizer_for_run(name: str) -> str:
-    """The tokenizer an env should load: ``name``, or during a replay whose cassette stored the
-    tokenizer recorded under ``name``, that stored copy when ``name`` is no local folder."""
-    from hermes_replay import _intercept
+def _session() -> Any:
+    """The active cassette session of this context (a ``Session``), or None."""
+    from hermes_replay import _active
 
-    session = _intercept.current()
-    if session is None or getattr(session, "mode", None) != "replay" or os.path.isdir(name):
+    return _active.current()
+
+
+def tokenizer_for_run(name: str) -> str:
+    """The tokenizer an environment should load for ``tokenizer_name``: ``name`` itself, or —
+    during a replay whose cassette stored the tokenizer recorded under ``name`` and ``name`` is
+    no local folder (a hub id offline) — the stored copy. Public as
+    ``hermes_replay.tokenizer_for_run``."""
+    session = _session()
+    if session is None or session.mode != "replay" or os.path.isdir(name):
         return name
-    finder = getattr(session, "stored_tokenizer", None)
-    stored = finder(name) if finder is not None else None
+    stored = session.stored_tokenizer(name)
     return str(stored) if stored is not None else name
 
 
-def verify_for_replay(loaded: dict[str, Any]) -> None:
-    """Raise :class:`TokenizerMismatch` now if a replay is active and ``loaded`` differs from the
-    recorded tokenizer (an env calls this right after loading it, before any rollout)."""
-    from hermes_replay import _intercept
-
-    session = _intercept.current()
-    check = getattr(session, "check_tokenizer", None)
-    if check is not None:
-        check(loaded)
+def check_tokenizer(name: str) -> None:
+    """Raise :class:`TokenizerMismatch` now if a replay is active and tokenizer ``name`` is not
+    the one the cassette was recorded with (an env calls this right after choosing it, before
+    any rollout). Public as ``hermes_replay.check_tokenizer``."""
+    session = _session()
+    if session is not None:
+        session.check_tokenizer(describe(name))
 
 
 def mismatch(cassette: str | Path, recorded: dict[str, Any] | None,

@@ -179,6 +179,9 @@ def _check_record(record: dict[str, Any], line: int, state: _State,
         if reward is not None and (not isinstance(reward, (int, float)) or math.isnan(reward)):
             yield "schema", f"outcome reward must be a number, not {reward!r:.40}"
         return
+    if kind == "tool":
+        yield from _check_tool(record, state)
+        return
     if kind != "interaction":
         yield "schema", f"unknown record type {kind!r}"
         return
@@ -201,6 +204,21 @@ def _check_record(record: dict[str, Any], line: int, state: _State,
                 yield "integrity", (f"delta refers to turn {prev!r:.20} of rollout "
                                     f"{rollout!r}, not recorded on an earlier line")
     turns.setdefault(seq, line)
+
+
+def _check_tool(record: dict[str, Any], state: _State) -> Iterator[tuple[str, str]]:
+    rollout, seq, name = record.get("rollout"), record.get("seq"), record.get("name")
+    if rollout is not None and not isinstance(rollout, str):
+        yield "schema", "tool record: rollout must be a string or null"
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
+        yield "schema", f"tool record: seq must be a non-negative integer, not {seq!r:.20}"
+    if not isinstance(name, str) or not name:
+        yield "schema", "tool record needs a string name"
+    for marker, value in _markers(record):
+        if marker == "$blob" and value not in state.blobs:
+            yield "integrity", f"refers to blob {value!r:.40}, which no earlier line defines"
+        elif marker == "$delta":
+            yield "schema", "tool record: deltas are only allowed in interaction bodies"
 
 
 def _check_totals(path: Path, state: _State, partial: bool) -> Iterator[Finding]:

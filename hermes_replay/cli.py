@@ -32,7 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="hermes-replay",
         description="Record and replay the LLM traffic of Atropos agent environments.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    from hermes_replay._cli._runner import EnvArgsParser
+
+    # every sub-command may take `-- MODE [env flags]` (record, replay, passthrough do)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=EnvArgsParser)
     for name in COMMANDS:
         importlib.import_module(f"hermes_replay._cli.{name}").register(sub)
     return parser

@@ -25,7 +25,12 @@ import pytest
 if TYPE_CHECKING:
     from hermes_replay._result import RunResult
 
-MODES = ("replay", "record", "auto", "passthrough")
+
+
+def _modes() -> tuple[str, ...]:
+    from hermes_replay._session import MODES  # the one list of cassette modes
+
+    return MODES
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,7 +38,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--replay-mode",
         action="store",
-        choices=MODES,
+        choices=_modes(),
         default=None,
         help="replay (default): answer LLM requests only from cassettes, offline; record: run "
         "live and rewrite cassettes; auto: record only what is missing; passthrough: live, "
@@ -63,8 +68,8 @@ def replay_mode(request: pytest.FixtureRequest) -> str:
 def _effective_mode(request: pytest.FixtureRequest, fixture_mode: str) -> str:
     cli = request.config.getoption("--replay-mode")
     mode = cli or fixture_mode
-    if mode not in MODES:
-        raise pytest.UsageError(f"replay mode {mode!r} is not one of {', '.join(MODES)}")
+    if mode not in _modes():
+        raise pytest.UsageError(f"replay mode {mode!r} is not one of {', '.join(_modes())}")
     return mode
 
 

@@ -30,6 +30,8 @@ from openai.types.chat.chat_completion_message_function_tool_call import (
     Function,
 )
 
+from hermes_replay import tool_formats
+
 # openai 3.x: ``ChatCompletionMessageToolCall`` is a compatibility alias of the function-call
 # class (the union of function and custom calls is ``ChatCompletionMessageToolCallUnion``).
 # Import the concrete class so construction works on every 3.x release.
@@ -110,9 +112,8 @@ def _clean_content(content: str | None) -> str | None:
     return content or None
 
 
-def dumps_args(args: dict[str, Any]) -> str:
-    """Serialise arguments the one way every parser (and render) uses."""
-    return json.dumps(args, ensure_ascii=False)
+# arguments are serialised the one way every parser and renderer uses
+dumps_args = tool_formats.dumps_args
 
 
 def id_digest(name: str, arguments: str, index: int, text: str = "") -> bytes:

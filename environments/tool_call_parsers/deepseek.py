@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from hermes_replay import tool_formats
+
 from ._base import (
     ChatCompletionMessageToolCall,
     MalformedToolCall,
@@ -32,11 +34,9 @@ from ._base import (
 )
 from ._registry import register_parser
 
-CALLS_BEGIN = "<｜tool▁calls▁begin｜>"
-CALLS_END = "<｜tool▁calls▁end｜>"
-CALL_BEGIN = "<｜tool▁call▁begin｜>"
-CALL_END = "<｜tool▁call▁end｜>"
-SEP = "<｜tool▁sep｜>"
+CALLS_BEGIN, CALLS_END = tool_formats.DS_CALLS_BEGIN, tool_formats.DS_CALLS_END
+CALL_BEGIN, CALL_END = tool_formats.DS_CALL_BEGIN, tool_formats.DS_CALL_END
+SEP = tool_formats.DS_SEP
 
 
 @register_parser("deepseek_v3")
@@ -77,12 +77,7 @@ class DeepSeekV3ToolCallParser(ToolCallParser):
         return name, decode_object_prefix(rest)
 
     def render(self, content: str | None, calls: list[tuple[str, dict[str, Any]]]) -> str:
-        out = content or ""
-        if not calls:
-            return out
-        rendered = [self._render_call(name, args) for name, args in calls]
-        joiner = "\n" if self.typed else ""
-        return f"{out}{CALLS_BEGIN}{joiner.join(rendered)}{CALLS_END}"
+        return tool_formats.render_deepseek(content, calls, typed=self.typed)
 
     def _render_call(self, name: str, args: dict[str, Any]) -> str:
         if self.typed:

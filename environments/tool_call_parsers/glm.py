@@ -22,6 +22,8 @@ import json
 import re
 from typing import Any, ClassVar
 
+from hermes_replay import tool_formats
+
 from ._base import (
     ChatCompletionMessageToolCall,
     MalformedToolCall,
@@ -32,7 +34,7 @@ from ._base import (
 )
 from ._registry import register_parser
 
-OPEN, CLOSE = "<tool_call>", "</tool_call>"
+OPEN, CLOSE = tool_formats.HERMES_OPEN, tool_formats.HERMES_CLOSE
 KEY_OPEN = "<arg_key>"
 
 
@@ -49,10 +51,6 @@ def coerce_value(raw: str) -> Any:
         return value
     except Exception:
         return raw
-
-
-def render_value(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 @register_parser("glm45")
@@ -102,18 +100,7 @@ class Glm45ToolCallParser(ToolCallParser):
             text = stripped
 
     def render(self, content: str | None, calls: list[tuple[str, dict[str, Any]]]) -> str:
-        nl = self.newline
-        out = content or ""
-        for i, (name, args) in enumerate(calls):
-            if i or out:
-                out += "\n"
-            pairs = "".join(
-                f"<arg_key>{k}</arg_key>{nl}<arg_value>{render_value(v)}</arg_value>{nl}"
-                for k, v in args.items()
-            )
-            out += f"{OPEN}{name}{nl}{pairs}{CLOSE}"
-        return out
-
+        return tool_formats.render_glm(content, calls, newline=self.newline)
 
 @register_parser("glm47")
 class Glm47ToolCallParser(Glm45ToolCallParser):

@@ -13,15 +13,15 @@ malformed message -> ``(text, None)``.
 
 from __future__ import annotations
 
-import json
 from typing import Any, ClassVar
+
+from hermes_replay import tool_formats
 
 from ._base import (
     ChatCompletionMessageToolCall,
     MalformedToolCall,
     ToolCallParser,
     decode_prefix,
-    dumps_args,
     iter_tagged_blocks,
     make_call,
 )
@@ -38,8 +38,8 @@ def call_from_object(obj: Any, index: int) -> ChatCompletionMessageToolCall:
 
 @register_parser("hermes", "qwen")
 class HermesToolCallParser(ToolCallParser):
-    open_tag: ClassVar[str] = "<tool_call>"
-    close_tag: ClassVar[str] = "</tool_call>"
+    open_tag: ClassVar[str] = tool_formats.HERMES_OPEN
+    close_tag: ClassVar[str] = tool_formats.HERMES_CLOSE
 
     def _parse(self, text: str) -> tuple[str, list[ChatCompletionMessageToolCall]]:
         first = text.find(self.open_tag)
@@ -66,21 +66,12 @@ class HermesToolCallParser(ToolCallParser):
         return value if isinstance(value, list) else [value]
 
     def render(self, content: str | None, calls: list[tuple[str, dict[str, Any]]]) -> str:
-        # byte-identical to the project tokenizer's chat template (hermes_replay/_tokenizer.py)
-        out = content or ""
-        for i, (name, args) in enumerate(calls):
-            if i or out:
-                out += "\n"
-            out += (
-                f'{self.open_tag}\n{{"name": {json.dumps(name, ensure_ascii=False)}, '
-                f'"arguments": {dumps_args(args)}}}\n{self.close_tag}'
-            )
-        return out
-
+        return tool_formats.render_hermes(content, calls, open_tag=self.open_tag,
+                                          close_tag=self.close_tag)
 
 @register_parser("longcat")
 class LongcatToolCallParser(HermesToolCallParser):
     """LongCat-Flash: the hermes format inside ``<longcat_tool_call>`` tags."""
 
-    open_tag: ClassVar[str] = "<longcat_tool_call>"
-    close_tag: ClassVar[str] = "</longcat_tool_call>"
+    open_tag: ClassVar[str] = tool_formats.LONGCAT_OPEN
+    close_tag: ClassVar[str] = tool_formats.LONGCAT_CLOSE

@@ -15,22 +15,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from hermes_replay import tool_formats
+
 from ._base import (
     ChatCompletionMessageToolCall,
     MalformedToolCall,
     ToolCallParser,
     decode_object_prefix,
-    dumps_args,
     iter_tagged_blocks,
     make_call,
 )
 from ._registry import register_parser
 
-SECTION_BEGINS = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")
-SECTION_END = "<|tool_calls_section_end|>"
-CALL_BEGIN = "<|tool_call_begin|>"
-CALL_END = "<|tool_call_end|>"
-ARG_BEGIN = "<|tool_call_argument_begin|>"
+SECTION_BEGINS, SECTION_END = tool_formats.KIMI_SECTION_BEGINS, tool_formats.KIMI_SECTION_END
+CALL_BEGIN, CALL_END = tool_formats.KIMI_CALL_BEGIN, tool_formats.KIMI_CALL_END
+ARG_BEGIN = tool_formats.KIMI_ARG_BEGIN
 _ID_RE = re.compile(r"(?:functions\.)?(?P<name>.+?)(?::\d+)?")
 
 
@@ -63,11 +62,4 @@ class KimiK2ToolCallParser(ToolCallParser):
         return text[:content_end], calls
 
     def render(self, content: str | None, calls: list[tuple[str, dict[str, Any]]]) -> str:
-        out = content or ""
-        if not calls:
-            return out
-        body = "".join(
-            f"{CALL_BEGIN}functions.{name}:{i}{ARG_BEGIN}{dumps_args(args)}{CALL_END}"
-            for i, (name, args) in enumerate(calls)
-        )
-        return f"{out}{SECTION_BEGINS[0]}{body}{SECTION_END}"
+        return tool_formats.render_kimi_k2(content, calls)

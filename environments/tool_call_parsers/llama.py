@@ -11,21 +11,21 @@ token, a truncated call) is dropped.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
+
+from hermes_replay import tool_formats
 
 from ._base import (
     ChatCompletionMessageToolCall,
     MalformedToolCall,
     ToolCallParser,
     decode_prefix,
-    dumps_args,
 )
 from ._registry import register_parser
 from .hermes import call_from_object
 
-PYTHON_TAG = "<|python_tag|>"
+PYTHON_TAG = tool_formats.PYTHON_TAG
 _SEPARATORS = " \t\r\n;"
 _OBJECT_START = re.compile(r'\{\s*"')
 
@@ -83,14 +83,7 @@ class Llama3JsonToolCallParser(ToolCallParser):
         return -1
 
     def render(self, content: str | None, calls: list[tuple[str, dict[str, Any]]]) -> str:
-        body = "; ".join(
-            f'{{"name": {json.dumps(name, ensure_ascii=False)}, "parameters": {dumps_args(args)}}}'
-            for name, args in calls
-        )
-        if content and body:
-            return f"{content}\n{body}"
-        return content or body
-
+        return tool_formats.render_llama_json(content, calls)
 
 @register_parser("llama4_json")
 class Llama4JsonToolCallParser(Llama3JsonToolCallParser):

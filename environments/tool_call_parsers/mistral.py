@@ -12,9 +12,10 @@ generated ids here follow that shape (still derived from a hash, so deterministi
 
 from __future__ import annotations
 
-import json
 import string
 from typing import Any
+
+from hermes_replay import tool_formats
 
 from ._base import (
     ChatCompletionMessageToolCall,
@@ -22,13 +23,12 @@ from ._base import (
     ToolCallParser,
     decode_object_prefix,
     decode_prefix,
-    dumps_args,
     id_digest,
     make_call,
 )
 from ._registry import register_parser
 
-MARKER = "[TOOL_CALLS]"
+MARKER = tool_formats.MISTRAL_MARKER
 ARGS_MARKER = "[ARGS]"
 CALL_ID_MARKER = "[CALL_ID]"
 _ALNUM = string.ascii_letters + string.digits
@@ -123,13 +123,4 @@ class MistralToolCallParser(ToolCallParser):
         return make_call(name, args, index)
 
     def render(self, content: str | None, calls: list[tuple[str, dict[str, Any]]]) -> str:
-        out = content or ""
-        if not calls:
-            return out
-        if self.render_v11:
-            return out + "".join(f"{MARKER}{name}{dumps_args(args)}" for name, args in calls)
-        items = ", ".join(
-            f'{{"name": {json.dumps(name, ensure_ascii=False)}, "arguments": {dumps_args(args)}}}'
-            for name, args in calls
-        )
-        return f"{out}{MARKER} [{items}]"
+        return tool_formats.render_mistral(content, calls, v11=self.render_v11)

@@ -19,9 +19,10 @@ off is dropped, as is a parameter whose name tag was.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
+
+from hermes_replay import tool_formats
 
 from ._base import (
     ChatCompletionMessageToolCall,
@@ -32,9 +33,9 @@ from ._base import (
 )
 from ._registry import register_parser
 
-WRAP_OPEN, WRAP_CLOSE = "<tool_call>", "</tool_call>"
-FUNC_OPEN, FUNC_CLOSE = "<function=", "</function>"
-PARAM_OPEN, PARAM_CLOSE = "<parameter=", "</parameter>"
+WRAP_OPEN, WRAP_CLOSE = tool_formats.HERMES_OPEN, tool_formats.HERMES_CLOSE
+FUNC_OPEN, FUNC_CLOSE = tool_formats.QC_FUNC_OPEN, tool_formats.QC_FUNC_CLOSE
+PARAM_OPEN, PARAM_CLOSE = tool_formats.QC_PARAM_OPEN, tool_formats.QC_PARAM_CLOSE
 _FUNC_END = re.compile(re.escape(FUNC_CLOSE) + "|" + re.escape(FUNC_OPEN))
 _PARAM_END = re.compile("|".join(re.escape(t) for t in (PARAM_CLOSE, PARAM_OPEN, FUNC_CLOSE)))
 
@@ -44,10 +45,6 @@ def coerce_value(raw: str) -> Any:
         return loads_value(raw)
     except ValueError:
         return raw
-
-
-def _render_value(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def _unpad(value: str) -> str:
@@ -97,12 +94,4 @@ class Qwen3CoderToolCallParser(ToolCallParser):
         return make_call(name, args, index)
 
     def render(self, content: str | None, calls: list[tuple[str, dict[str, Any]]]) -> str:
-        out = content or ""
-        for i, (name, args) in enumerate(calls):
-            if i or out:
-                out += "\n"
-            params = "".join(
-                f"{PARAM_OPEN}{k}>\n{_render_value(v)}\n{PARAM_CLOSE}\n" for k, v in args.items()
-            )
-            out += f"{WRAP_OPEN}\n{FUNC_OPEN}{name}>\n{params}{FUNC_CLOSE}\n{WRAP_CLOSE}"
-        return out
+        return tool_formats.render_qwen3_coder(content, calls)

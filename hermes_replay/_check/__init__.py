@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hermes_replay._check._dynamic import Target, check_dynamic
+from hermes_replay._check._dynamic import Target
 from hermes_replay._check._findings import Finding, RuleRow, overall_exit_code
 from hermes_replay._check._report import render_json, render_table, to_records
+from hermes_replay._check._runs import check_dynamic
 from hermes_replay._check._static import RULES, check_static
 
 __all__ = [

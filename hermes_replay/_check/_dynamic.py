@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,33 +135,3 @@ def skipped_rows(display: str) -> list[RuleRow]:
                 kind="dynamic")
         for rule in ("process", "evaluate", "rewards")
     ]
-
-
-def check_dynamic(env_file: Path, display: str, target: Target,
-                  keep: Path | None = None) -> list[RuleRow]:
-    """The import row, then process/evaluate/rewards (run only with a cassette or endpoint).
-
-    The two runs start together with the import test (each is a separate process) so a check
-    waits for the slowest, not the sum; if the import fails their results are not reported.
-    """
-    if not target.available:
-        return [import_check(env_file, display), *skipped_rows(display)]
-    from hermes_replay._check import _runs  # subprocess plumbing, only needed here
-
-    work = keep or Path(tempfile.mkdtemp(prefix="hermes-check-"))
-    try:
-        futures = _runs.start_runs(env_file, target, target.api_key_env, work)
-        imported = import_check(env_file, display)
-        process, evaluate = futures["process"].result(), futures["evaluate"].result()
-        if imported.status == "fail":
-            return [imported, *[
-                RuleRow(rule, DYNAMIC_RULES[rule],
-                        [_finding(rule, "warn", display, "not run: the file does not import",
-                                  fix="fix the import row above, then check again")],
-                        kind="dynamic")
-                for rule in ("process", "evaluate", "rewards")
-            ]]
-        return [imported, *_runs.analyse_runs(display, target, process, evaluate)]
-    finally:
-        if keep is None:
-            shutil.rmtree(work, ignore_errors=True)

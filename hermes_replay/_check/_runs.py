@@ -1,4 +1,5 @@
-"""Run ``process`` and ``evaluate`` of an environment for the dynamic checks, in subprocesses.
+"""Run ``process`` and ``evaluate`` of an environment for the dynamic checks, in subprocesses,
+and ``check_dynamic``, which runs them beside the import test (``_dynamic``) and reads them.
 
 Offline, each mode replays a cassette: ``hermes-replay replay ENV --cassette C -- <the recorded
 command>`` with its output paths moved into a temporary folder. Live, each mode is recorded
@@ -13,15 +14,24 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hermes_replay._check import _outputs as outputs
-from hermes_replay._check._dynamic import DYNAMIC_RULES, Target, dynamic_finding, project_root
+from hermes_replay._check._dynamic import (
+    DYNAMIC_RULES,
+    Target,
+    dynamic_finding,
+    import_check,
+    project_root,
+    skipped_rows,
+)
 from hermes_replay._check._findings import RuleRow
 
 RUN_TIMEOUT = float(os.environ.get("HERMES_CHECK_TIMEOUT", "900"))
@@ -264,3 +274,31 @@ def analyse_runs(display: str, target: Target, process: ModeRun,
     return [_row("process", display, process_problems, process_fix),
             _row("evaluate", display, evaluate_problems, evaluate_fix),
             _row("rewards", display, reward_problems, rewards_fix)]
+
+
+def check_dynamic(env_file: Path, display: str, target: Target,
+                  keep: Path | None = None) -> list[RuleRow]:
+    """The import row, then process/evaluate/rewards (run only with a cassette or endpoint).
+
+    The two runs start together with the import test (each is a separate process) so a check
+    waits for the slowest, not the sum; if the import fails their results are not reported.
+    """
+    if not target.available:
+        return [import_check(env_file, display), *skipped_rows(display)]
+    work = keep or Path(tempfile.mkdtemp(prefix="hermes-check-"))
+    try:
+        futures = start_runs(env_file, target, target.api_key_env, work)
+        imported = import_check(env_file, display)
+        process, evaluate = futures["process"].result(), futures["evaluate"].result()
+        if imported.status == "fail":
+            return [imported, *[
+                RuleRow(rule, DYNAMIC_RULES[rule],
+                        [dynamic_finding(rule, "warn", display, "not run: the file does not import",
+                                  fix="fix the import row above, then check again")],
+                        kind="dynamic")
+                for rule in ("process", "evaluate", "rewards")
+            ]]
+        return [imported, *analyse_runs(display, target, process, evaluate)]
+    finally:
+        if keep is None:
+            shutil.rmtree(work, ignore_errors=True)

@@ -5,8 +5,9 @@ A and B are each a cassette (``.jsonl``), a replay result (``result.json``, writ
 output folder (its ``metrics.json`` + ``samples.jsonl``). A is the old side, B the new.
 
 Shown: per-rollout reward changes (A → B, delta) and other outcome changes, rollouts only in
-A / only in B, the first diverging turn of each transcript (two cassettes), and metric
-deltas. Colors only on a terminal and never with NO_COLOR.
+A / only in B, the first diverging turn of each transcript and the first differing recorded
+tool call of each rollout (two cassettes), and metric deltas. Colors only on a terminal and
+never with NO_COLOR.
 
 ``--json`` prints one document instead (``schema_version`` 1)::
 
@@ -14,6 +15,7 @@ deltas. Colors only on a terminal and never with NO_COLOR.
      "compared_rollouts", "rewards": [{"rollout","phase","a","b","delta","fields"}],
      "only_in_a": [ids], "only_in_b": [ids],
      "divergences": [{"rollout","turn","field","diff"}],
+     "tool_divergences": [{"rollout","turn","field","diff"}],   # first differing tool call
      "metrics": [{"name","a","b","delta"}], "notes": [str]}
 
 Exit codes: 0 equal, 1 they differ, 2 usage errors (an unreadable input says which and why).
@@ -157,6 +159,16 @@ def render_report(report: Any, style: Style, *, limit: int = DEFAULT_LIMIT) -> l
             out.append(f"  … {len(rest)} more: "
                        + _ids([f"{d.rollout}#{d.turn}" for d in rest])
                        + " (--limit 0 shows all)")
+    if report.tool_divergences:
+        out += ["", style(f"first differing tool call: {len(report.tool_divergences)} "
+                          "rollout(s)", "bold", "yellow")]
+        shown = report.tool_divergences if limit <= 0 else report.tool_divergences[:limit]
+        for d in shown:
+            out.append(f"  {style(d.rollout, 'bold')} · after turn {d.turn} · {d.field}")
+            out.extend("    " + line for line in _diff_lines(d.diff, style))
+        if len(report.tool_divergences) > len(shown):
+            out.append(f"  … {len(report.tool_divergences) - len(shown)} more (--limit 0 "
+                       "shows all)")
     if report.metrics:
         out += ["", style(f"metrics: {len(report.metrics)} of {report.compared_metrics} "
                           "changed", "bold", "yellow")]
@@ -193,6 +205,8 @@ def _verdict(report: Any, style: Style) -> str:
         parts.append(f"{len(report.only_a)} rollout(s) only in A, {len(report.only_b)} only in B")
     if report.divergences:
         parts.append(f"{len(report.divergences)} transcript(s) diverge")
+    if report.tool_divergences:
+        parts.append(f"{len(report.tool_divergences)} rollout(s) with a differing tool call")
     if report.metrics:
         parts.append(f"{len(report.metrics)} metric(s) changed")
     if report.a.misses or report.b.misses:

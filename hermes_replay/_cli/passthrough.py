@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from hermes_replay._cli._provider import SERVER_TYPES
 from hermes_replay._cli._render import Style
-from hermes_replay._cli._runner import add_env_command, run_with_cassette
+from hermes_replay._cli._runner import add_env_command, run_with_progress
 from hermes_replay._cli.record import prepare_live_run
 
 
@@ -47,14 +48,12 @@ def run(args: argparse.Namespace) -> int:
         return prepared
     env_args, endpoint, secret = prepared
     env_file = Path(args.env_file)
-    summary, _ = run_with_cassette(
-        mode="passthrough",
-        env_file=env_file,
-        argv=[*env_args, *endpoint.env_flags(), *secret],
-        cassette_path=None,
-        options={},
-        label=f"running {env_file.name}",
-    )
+    from hermes_replay._run import run_env
+
+    summary, _ = run_with_progress(
+        partial(run_env, env_file, [*env_args, *endpoint.env_flags(), *secret], cassette=None,
+                mode="passthrough"),
+        mode="passthrough", cassette=None, label=f"running {env_file.name}")
     print("\n".join(summary.lines(Style(sys.stdout))))
     if summary.error and not summary.exit_code:
         return 1

@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 import textwrap
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from hermes_replay._cli._runner import (
     default_cassette_path,
     redact_command,
     relative_to_cwd,
-    run_with_cassette,
+    run_with_progress,
 )
 
 USAGE = (
@@ -192,14 +193,12 @@ def run(args: argparse.Namespace) -> int:
     replaces = " (replaces it only if the run succeeds)" if cassette.exists() else ""
     print(f"hermes-replay record: {env_file} {env_args[0]} against {where} -> {cassette}"
           f"{replaces}", file=sys.stderr)
-    summary, _ = run_with_cassette(
-        mode="record",
-        env_file=env_file,
-        argv=[*public, *secret],
-        cassette_path=cassette,
-        options={"header": header},
-        label=f"recording {env_file.name}",
-    )
+    from hermes_replay._run import run_env
+
+    summary, _ = run_with_progress(
+        partial(run_env, env_file, [*public, *secret], cassette=cassette, mode="record",
+                header=header),
+        mode="record", cassette=cassette, label=f"recording {env_file.name}")
     style = Style(sys.stdout)
     print("\n".join(summary.lines(style)))
     if summary.error is None and summary.exit_code == 0:

@@ -14,12 +14,10 @@ Exit codes: 0 all replayed (changed rewards are shown, not fatal unless --fail-o
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,17 +27,10 @@ from hermes_replay._cli._runner import (
     add_env_command,
     check_env_args,
     default_cassette_path,
-    run_with_cassette,
+    run_with_progress,
 )
-from hermes_replay._plan import (
-    UnsafeEnvFile,
-    changed_rewards,
-    find_cassettes,
-    find_env_file,
-    recorded_rewards,
-    redirect_outputs,
-    replay_argv,
-)
+from hermes_replay._plan import find_cassettes, replay_argv
+from hermes_replay._stall import DEFAULT_MAX_MISSES
 
 NOTHING_RECORDED = "nothing recorded yet — record one with: hermes-replay record"
 
@@ -88,11 +79,11 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--allow-network", action="store_true",
         help="let the environment reach hosts other than loopback (default: refused — replay "
-        "is offline, and a connection or DNS lookup fails at once naming the host)")
+        "is offline; a connection or DNS lookup fails at once, naming the host)")
     p.add_argument(
-        "--max-misses", type=int, default=None, metavar="N",
-        help="stop a replay after N misses with no request answered in between (default "
-        "25; 0 = never): offline, a run that keeps missing would never finish")
+        "--max-misses", type=int, default=DEFAULT_MAX_MISSES, metavar="N",
+        help=f"stop a replay after N misses with no request answered in between (default "
+        f"{DEFAULT_MAX_MISSES}; 0 = never): offline, a run that keeps missing never finishes")
     p.add_argument(
         "-v", "--verbose",
         action="store_true",
@@ -102,14 +93,8 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-# --allow-network / --max-misses of this invocation, for every run it makes
-_GUARDS: dict[str, Any] = {}
-
-
 def run(args: argparse.Namespace) -> int:
-    _GUARDS.clear()
     if args.env_args is not None:
-        _GUARDS.update(allow_network=args.allow_network, max_misses=args.max_misses)
         return _run_env(args)
     if str(args.target).endswith(".py"):
         print(
@@ -124,60 +109,22 @@ def run(args: argparse.Namespace) -> int:
               f"cassette directly, pass it as the argument: hermes-replay replay {args.cassette}",
               file=sys.stderr)
         return 2
-    _GUARDS.update(allow_network=args.allow_network, max_misses=args.max_misses)
     return replay_all(Path(args.target), out=args.out, strict=args.strict,
-                      fail_on_change=args.fail_on_change, verbose=args.verbose)
+                      fail_on_change=args.fail_on_change, verbose=args.verbose,
+                      guards=_guards(args))
+
+
+def _guards(args: argparse.Namespace) -> dict[str, Any]:
+    """What keeps a replay offline and bounded (see ``_offline``), from the flags."""
+    return {"block_network": not args.allow_network, "max_misses": args.max_misses}
 
 
 # --------------------------------------------------------------------------- one run
 
 
-def replay_once(
-    env_file: Path,
-    argv: list[str],
-    cassette: Path,
-    *,
-    strict: bool,
-    label: str,
-    log_path: Path | None = None,
-    result_dir: Path | None = None,
-) -> RunSummary:
-    """Replay once; with ``result_dir``, also write its ``result.json`` (for ``diff``)."""
-    recorded = recorded_rewards(cassette)
-    summary, collector = run_with_cassette(
-        mode="replay",
-        env_file=env_file,
-        argv=argv,
-        cassette_path=cassette,
-        options={"strict": strict},
-        label=label,
-        log_path=log_path,
-        **_GUARDS,
-    )
-    summary.changed = changed_rewards(recorded, collector.rewards)
-    if result_dir is not None:
-        _write_result(argv, cassette, collector, recorded, summary.exit_code, result_dir)
-    return summary
-
-
-def _write_result(argv: list[str], cassette: Path, collector: Any,
-                  recorded: dict[str, float | None], code: int, result_dir: Path) -> None:
-    from hermes_replay._result import RolloutOutcome, RunResult
-    from hermes_replay._result_io import write_run_result
-    from hermes_replay._run import read_eval_metrics, read_groups
-
-    result = RunResult(
-        command=list(argv), exit_code=code, cassette=cassette,
-        env_name=collector.annotations.get("env_name"),
-        rollouts=[RolloutOutcome.from_outcome(rid, o) for rid, o in collector.outcomes.items()],
-        groups=read_groups(argv), eval_metrics=read_eval_metrics(argv),
-        recorded_rewards=recorded, out_dir=result_dir,
-    )
-    write_run_result(result, result_dir)
-
-
 def _run_env(args: argparse.Namespace) -> int:
     from hermes_replay._cli.record import check_env_file
+    from hermes_replay._run import run_env
 
     problem = check_env_file("replay", args.target) or check_env_args(
         "replay", args.target, args.env_args
@@ -202,10 +149,11 @@ def _run_env(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    recorded_cmd = _header_command(cassette)
-    argv = replay_argv(recorded_cmd, list(args.env_args))
-    summary = replay_once(env_file, argv, cassette, strict=args.strict,
-                          label=f"replaying {cassette}")
+    argv = replay_argv(_header_command(cassette), list(args.env_args))
+    summary, _ = run_with_progress(
+        partial(run_env, env_file, argv, cassette=cassette, mode="replay", strict=args.strict,
+                **_guards(args)),
+        mode="replay", cassette=cassette, label=f"replaying {cassette}")
     print("\n".join(summary.lines(Style(sys.stdout))))
     return _exit_code([summary], args.fail_on_change)
 
@@ -248,7 +196,8 @@ def _fresh_out_dir() -> Path:
 
 
 def replay_all(
-    target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False
+    target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False,
+    guards: dict[str, Any] | None = None,
 ) -> int:
     if not target.exists() and target != Path("cassettes"):
         print(
@@ -272,7 +221,8 @@ def replay_all(
     rows: list[_Row] = []
     for cassette in cassettes:
         rel = cassette.relative_to(target) if target.is_dir() else Path(cassette.name)
-        summary, mode = _replay_cassette(cassette, out / rel.with_suffix(""), strict, verbose)
+        summary, mode = _replay_cassette(cassette, out / rel.with_suffix(""), strict, verbose,
+                                         guards)
         rows.append(_Row(str(cassette), mode, summary))
         print("\n".join(summary.lines(style)))
         if summary.exit_code in (130, 143):  # Ctrl-C/SIGTERM: stop, still show what was done
@@ -289,9 +239,11 @@ def replay_all(
 
 
 def _replay_cassette(
-    cassette: Path, out_dir: Path, strict: bool, verbose: bool
+    cassette: Path, out_dir: Path, strict: bool, verbose: bool,
+    guards: dict[str, Any] | None = None,
 ) -> tuple[RunSummary, str]:
     from hermes_replay import CassetteError, load_cassette
+    from hermes_replay._run import run_cassette
 
     fail = RunSummary(mode="replay", cassette=str(cassette))
     try:
@@ -315,32 +267,12 @@ def _replay_cassette(
             f"{' '.join(command)}`"
         )
         return fail, "serve"
-    try:
-        env_file = find_env_file(header.env_file, cassette)
-    except UnsafeEnvFile as exc:
-        fail.error = str(exc)
-        print(f"hermes-replay replay: {exc}", file=sys.stderr)
-        return fail, command[0]
-    if env_file is None:
-        fail.error = (
-            f"recorded env file {header.env_file} not found in {Path.cwd()} or the cassette's "
-            "project root (the folder with pyproject.toml/.git); run from the directory it "
-            "was recorded in"
-        )
-        return fail, command[0]
     out_dir = out_dir.resolve()
-    argv = replay_argv(redirect_outputs(command, out_dir))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    # Run where it was recorded (the folder env_file is relative to), so other relative paths
-    # in the command (--config, datasets) resolve as they did.
-    recorded = Path(header.env_file)
-    base = Path.cwd() if recorded.is_absolute() else env_file.parents[len(recorded.parts) - 1]
-    env_path, cassette_path = env_file.resolve(), cassette.resolve()  # before the chdir
-    with _working_dir(base):
-        summary = replay_once(env_path, argv, cassette_path, strict=strict,
-                              label=f"replaying {cassette.parent.name}/{cassette.name}",
-                              log_path=None if verbose else out_dir / "env.log",
-                              result_dir=out_dir)
+    log = None if verbose else out_dir / "env.log"
+    summary, _ = run_with_progress(
+        partial(run_cassette, cassette, out_dir=out_dir, strict=strict, **(guards or {})),
+        mode="replay", cassette=cassette, log_path=log,
+        label=f"replaying {cassette.parent.name}/{cassette.name}")
     summary.cassette = str(cassette)
     if summary.log:
         summary.log = _shown(Path(summary.log))
@@ -353,19 +285,6 @@ def _shown(path: Path) -> str:
         return str(path.relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
-
-
-@contextmanager
-def _working_dir(path: Path) -> Iterator[None]:
-    saved = Path.cwd()
-    if path.resolve() == saved.resolve():
-        yield
-        return
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(saved)
 
 
 def _final_table(rows: list[_Row], style: Style) -> str:

@@ -1,7 +1,8 @@
 """``hermes-replay show PATH [--rollout ID] [--turn N] [--raw] [--full]`` — a readable transcript.
 
 System/user/assistant/tool messages in order, tool calls with pretty JSON arguments, tool
-results (long ones cut, with a note), reasoning, then reward and outcome. Colors only on a
+results (long ones cut, with a note), reasoning, then the recorded tool calls (what ran, exit
+code, duration; the reward's own calls with their results), reward and outcome. Colors only on a
 terminal and never with NO_COLOR.
 """
 
@@ -112,6 +113,34 @@ class Transcript:
                 k += 1
             else:
                 self.message(msg)
+
+    def tool_calls(self, calls: list[Any]) -> None:
+        """The recorded tool calls: each agent call in one line (its result is in the
+        transcript above), each reward-time call with its arguments and result."""
+        if not calls:
+            return
+        self._rule(f"recorded tool calls ({len(calls)})", "yellow")
+        for call in calls:
+            code = "" if call.exit_code is None else f" · exit {call.exit_code}"
+            raised = "" if call.raised is None else f" · raised {call.raised.get('type')}"
+            where = f"after turn {call.turn}" if call.source == "agent" else "reward"
+            head = (f"#{call.seq} {call.name} · {where}{code}{raised} · "
+                    f"{call.duration_ms:.0f} ms")
+            self.out.append("  " + self.s(sanitize(head), "yellow"))
+            if call.source == "agent":
+                one_line = json.dumps(call.arguments, ensure_ascii=False)
+                self.out.append("    " + sanitize(one_line if self.full or len(one_line) < 160
+                                                  else one_line[:159] + "…"))
+                continue
+            args = _pretty_args(call.arguments)
+            self.out.extend("    " + sanitize(line) for line in args.splitlines())
+            if call.raised is None and call.result is not None:
+                result = call.result if isinstance(call.result, str) else json.dumps(
+                    call.result, ensure_ascii=False)
+                self.out.append("    " + self.s("→", "dim"))
+                self.out.extend("    " + sanitize(line) for line in
+                                self._cut(_pretty_tool_result(result),
+                                          TOOL_RESULT_LIMIT).splitlines())
 
     def outcome(self, outcome: dict[str, Any]) -> None:
         self._rule("outcome")
@@ -297,6 +326,8 @@ def run(args: argparse.Namespace) -> int:
                       file=sys.stderr)
                 return 2
             _render_turn(t, record, args.turn)
+            t.tool_calls([c for c in getattr(record, "tool_calls", [])
+                          if c.source == "agent" and c.turn == args.turn])
             continue
         threads = [] if isinstance(record, SimpleNamespace) else conversations(record)
         for number, (indexes, msgs) in enumerate(threads):
@@ -310,6 +341,7 @@ def run(args: argparse.Namespace) -> int:
             for turn in range(len(record.interactions)):
                 _render_turn(t, record, turn)
         if not isinstance(record, SimpleNamespace):
+            t.tool_calls(record.tool_calls)
             t.outcome(dict(record.outcome or {}))
     print("\n".join(t.out))
     return 0
@@ -326,6 +358,9 @@ def _print_raw(records: list[Any], turn: int | None) -> int:
             inters = [inters[turn]]
         for inter in inters:
             print(json.dumps(inter.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        for call in getattr(record, "tool_calls", []):
+            if turn is None or (call.source == "agent" and call.turn == turn):
+                print(json.dumps(call.record(), indent=2, ensure_ascii=False))
         if turn is None and record.outcome:
             print(json.dumps({"rollout": record.id, "outcome": record.outcome}, indent=2,
                              ensure_ascii=False))

@@ -5,10 +5,11 @@
 - aiohttp — ``ClientSession._request`` (atroposlib's vLLM/SGLang ``/generate``)
 
 Adapters translate their library's request into a ``WireRequest`` and ask the active
-``Handler`` (the cassette session) what to do; the handler never sees a library type.
-Installation is reference counted: the first active cassette patches, the last one to
-leave restores the originals. Nothing is patched at import time, and a library that is not
-imported yet is patched when it is imported inside the block, not imported to be patched.
+``Handler`` (the cassette session of this context, from ``_active``) what to do; the handler
+never sees a library type. Installation is reference counted: the first active cassette
+patches, the last one to leave restores the originals. Nothing is patched at import time,
+and a library that is not imported yet is patched when it is imported inside the block, not
+imported to be patched.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import importlib
 import importlib.abc
 import sys
 import threading
-from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal, Protocol
+
+from hermes_replay import _active
 
 __all__ = ["Exchange", "Handler", "WireRequest", "WireResponse", "activate", "current",
            "deactivate", "installed"]
@@ -70,15 +72,11 @@ class Handler(Protocol):
 @dataclass
 class _State:
     lock: threading.RLock = field(default_factory=threading.RLock)
-    handlers: list[Handler] = field(default_factory=list)
+    active: bool = False  # a cassette is open somewhere in the process
     installed: list[str] = field(default_factory=list)
 
 
 _STATE = _State()
-# The cassette opened in *this* context (thread / task) wins over one opened elsewhere, so
-# two cassettes active at once in one process (two threads, two tasks) never swap traffic.
-_CONTEXT: ContextVar[Handler | None] = ContextVar("hermes_replay_handler", default=None)
-_TOKENS: dict[int, Token] = {}
 
 
 # client library -> its adapter module. A library is patched when a cassette opens if it
@@ -93,7 +91,7 @@ def _adapter(library: str) -> Any:
 
 def _install(library: str) -> None:
     """Patch ``library`` if a cassette is active and it is not patched yet (lock held)."""
-    if _STATE.handlers and library not in _STATE.installed and _adapter(library).install():
+    if _STATE.active and library not in _STATE.installed and _adapter(library).install():
         _STATE.installed.append(library)
 
 
@@ -147,11 +145,10 @@ _HOOK = _PatchOnImport()
 
 
 def activate(handler: Handler) -> None:
-    """Make ``handler`` the active one (innermost wins); patch the libraries on first use."""
+    """Bind ``handler`` to this context (see ``_active``); patch the libraries on first use."""
     with _STATE.lock:
-        _STATE.handlers.append(handler)
-        _TOKENS[id(handler)] = _CONTEXT.set(handler)
-        if len(_STATE.handlers) == 1:
+        if _active.enter(handler):  # type: ignore[arg-type]
+            _STATE.active = True
             for library in _LIBRARIES:
                 if _imported(library):
                     _install(library)
@@ -161,15 +158,8 @@ def activate(handler: Handler) -> None:
 
 def deactivate(handler: Handler) -> None:
     with _STATE.lock:
-        if handler in _STATE.handlers:
-            _STATE.handlers.remove(handler)
-        token = _TOKENS.pop(id(handler), None)
-        if token is not None:
-            try:
-                _CONTEXT.reset(token)
-            except ValueError:  # closed from another context: current() skips it anyway
-                pass
-        if not _STATE.handlers:
+        if _active.leave(handler):  # type: ignore[arg-type]
+            _STATE.active = False
             if _HOOK in sys.meta_path:
                 sys.meta_path.remove(_HOOK)
             for library in _STATE.installed:
@@ -178,11 +168,8 @@ def deactivate(handler: Handler) -> None:
 
 
 def current() -> Handler | None:
-    handlers = _STATE.handlers
-    mine = _CONTEXT.get()
-    if mine is not None and mine in handlers:
-        return mine
-    return handlers[-1] if handlers else None
+    """The handler for a request made in this context (``_active.current``)."""
+    return _active.current()  # type: ignore[return-value]
 
 
 def installed() -> tuple[str, ...]:

@@ -38,15 +38,13 @@ the stand-in can be mistaken for a model's output.
 
 from hermes_replay.scripted_endpoint._faults import FAULT_KINDS, FaultPlan
 from hermes_replay.scripted_endpoint._openai import SYSTEM_FINGERPRINT
+from hermes_replay.scripted_endpoint._registry import get_script, list_scripts, register_script
 from hermes_replay.scripted_endpoint._script import (
     Conversation,
     NoRuleMatched,
     Reply,
     Rule,
     Script,
-    get_script,
-    list_scripts,
-    register_script,
 )
 from hermes_replay.scripted_endpoint._server import ScriptedEndpoint
 

@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any
 
+from hermes_replay import tool_formats
+
 _TURN = re.compile(r"<\|im_start\|>(\w+)\n(.*?)(?:<\|im_end\|>|$)", re.S)
 _TOOLS = re.compile(r"<tools>(.*?)</tools>", re.S)
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.S)
@@ -121,43 +123,12 @@ def render_reply(
     reasoning: str | None,
     fmt: str,
 ) -> str:
-    """The reply as raw model text, tool calls written in parser format ``fmt``.
-
-    Uses ``environments.tool_call_parsers.get_parser(fmt).render(content, calls)`` when the
-    parsers package provides it; otherwise (and only for ``hermes``/``qwen``) renders Hermes tags.
-    """
+    """The reply as raw model text, tool calls written in format ``fmt`` by the same renderer
+    the tool-call parsers use (``hermes_replay.tool_formats``)."""
     prefix = f"<think>{reasoning}</think>\n" if reasoning else ""
-    if calls:
-        body = _render_with_parser(content, calls, fmt)
-        if body is None:
-            body = render_hermes(content, calls)
-    else:
-        body = content or ""
-    return prefix + body
-
-
-def _render_with_parser(
-    content: str | None, calls: list[tuple[str, dict[str, Any]]], fmt: str
-) -> str | None:
+    if not calls:
+        return prefix + (content or "")
     try:
-        from environments.tool_call_parsers import get_parser
-    except ImportError:
-        if fmt not in ("hermes", "qwen"):
-            raise ValueError(
-                f"scripted endpoint: raw_tool_format {fmt!r} needs environments.tool_call_parsers, "
-                "which is not importable; use raw_tool_format='hermes'"
-            ) from None
-        return None
-    parser = get_parser(fmt)
-    render = getattr(parser, "render", None)
-    if render is None:
-        return None
-    return str(render(content, calls))
-
-
-def render_hermes(content: str | None, calls: list[tuple[str, dict[str, Any]]]) -> str:
-    parts = [content.strip()] if content and content.strip() else []
-    for name, args in calls:
-        payload = json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
-        parts.append(f"<tool_call>\n{payload}\n</tool_call>")
-    return "\n".join(parts)
+        return prefix + tool_formats.render(fmt, content, calls)
+    except KeyError as exc:
+        raise ValueError(f"scripted endpoint: raw_tool_format {fmt!r}: {exc.args[0]}") from None

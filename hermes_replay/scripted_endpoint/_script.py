@@ -6,16 +6,15 @@ request, parsed once) and a seeded :class:`random.Random`, so a rule can vary it
 samples (temperature > 0) while staying reproducible.
 
 Scripts are registered by name through :func:`register_script` (a decorator on a factory that
-returns a :class:`Script`) and looked up with :func:`get_script`.
+returns a :class:`Script`) and looked up with ``get_script`` (both in ``_registry``).
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 _JUDGE_WORDS = ("score", "grade", "rate ", "rating", "judge", "evaluate")
@@ -190,66 +189,3 @@ def _text(content: Any) -> str:
             str(p.get("text", "")) for p in content if isinstance(p, dict)
         )
     return str(content)
-
-
-# --- registry -------------------------------------------------------------------------------
-
-_REGISTRY: dict[str, Callable[[], Script]] = {}
-SCRIPTS: Mapping[str, Callable[[], Script]] = MappingProxyType(_REGISTRY)
-
-
-def register_script(name: str) -> Callable[[Callable[[], Script]], Callable[[], Script]]:
-    """Decorator: register a factory returning a :class:`Script` under ``name``.
-
-    Names are unique; registering one twice raises ``ValueError`` (two modules fighting over a
-    name is always a bug).
-    """
-
-    def decorate(factory: Callable[[], Script]) -> Callable[[], Script]:
-        if name in _REGISTRY and _REGISTRY[name] is not factory:
-            raise ValueError(
-                f"scripted endpoint: a script named {name!r} is already registered "
-                f"(by {_REGISTRY[name].__module__}); pick another name"
-            )
-        _REGISTRY[name] = factory
-        return factory
-
-    return decorate
-
-
-def _load_builtin_scripts() -> None:
-    """Import the bundled script modules (lazily, so importing the package stays cheap)."""
-    import importlib
-
-    importlib.import_module("hermes_replay.scripted_endpoint.scripts.generic")
-    try:
-        importlib.import_module("hermes_replay.scripted_endpoint.scripts.examples")
-    except ModuleNotFoundError as exc:
-        # Only swallow the absence of the examples module itself, never its own broken imports.
-        if exc.name != "hermes_replay.scripted_endpoint.scripts.examples":
-            raise
-
-
-def list_scripts() -> list[str]:
-    _load_builtin_scripts()
-    return sorted(_REGISTRY)
-
-
-def get_script(name: str) -> Script:
-    """Build the script registered as ``name``.
-
-    ``"examples"`` falls back to ``"generic"`` while the examples module does not exist yet.
-    Unknown names raise ``KeyError`` listing the registered ones.
-    """
-    _load_builtin_scripts()
-    if name == "examples" and name not in _REGISTRY:
-        name = "generic"
-    try:
-        factory = _REGISTRY[name]
-    except KeyError:
-        raise KeyError(
-            f"scripted endpoint: no script named {name!r}; registered: "
-            f"{', '.join(sorted(_REGISTRY))}. Register one with "
-            "@register_script(name) in a module that is imported before the endpoint starts."
-        ) from None
-    return factory()

@@ -16,8 +16,9 @@ from aiohttp import web
 from hermes_replay.scripted_endpoint import _generate, _openai
 from hermes_replay.scripted_endpoint._engine import Engine
 from hermes_replay.scripted_endpoint._faults import FaultInjector, FaultPlan, check_kinds
+from hermes_replay.scripted_endpoint._registry import get_script
 from hermes_replay.scripted_endpoint._sampling import Sampler
-from hermes_replay.scripted_endpoint._script import NoRuleMatched, Script, get_script
+from hermes_replay.scripted_endpoint._script import NoRuleMatched, Script
 from hermes_replay.scripted_endpoint._tokens import TokenizerUnavailable
 
 _JSON = web.RequestKey("json", object)  # the parsed body, read once by the middleware
@@ -51,6 +52,10 @@ class ScriptedEndpoint:
         self._faults = FaultInjector(faults)
         self._engine = Engine(self.script, self._sampler, raw_tool_format)
         self.requests: list[tuple[str, Any]] = []
+        #: POST requests being answered right now, and the most there ever were at once (how a
+        #: test sees that a client really sends in parallel, without timing anything)
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
@@ -158,6 +163,7 @@ class ScriptedEndpoint:
     def reset(self) -> None:
         """Forget requests, sample counters, latency/fault draws and scheduled faults."""
         self.requests.clear()
+        self.max_in_flight = 0
         self._sampler.reset()
         self._faults.reset()
 
@@ -175,7 +181,17 @@ class ScriptedEndpoint:
                 return _error(400, f"request body of POST {request.path} must be a JSON object")
         self.requests.append((request.path, body))
         request[_JSON] = body
-        delay = self._sampler.next_latency() if request.method == "POST" else 0.0
+        if request.method != "POST":
+            return await self._answer(request, handler, 0.0)
+        self.in_flight += 1  # only ever touched on the endpoint's own event loop
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self._answer(request, handler, self._sampler.next_latency())
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, request: web.Request, handler: Any,
+                      delay: float) -> web.StreamResponse:
         if delay:
             await asyncio.sleep(delay)
         fault = self._faults.decide(request.path)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import hermes_replay
 from environments._config import default_server_configs
-from hermes_replay import _hooks
 
 
 def make_env(cls: type, base_url: str, *, server_type: str = "openai", **overrides: Any) -> Any:
@@ -19,11 +19,13 @@ def make_env(cls: type, base_url: str, *, server_type: str = "openai", **overrid
 
 
 class Recorder:
-    """A hermes_replay hooks listener that keeps what environments report."""
+    """Keeps what environments report to the active cassette: a passthrough session (nothing
+    is written or blocked) observed for the block."""
 
     def __init__(self) -> None:
         self.scopes: list[Any] = []
         self.annotations: list[dict[str, Any]] = []
+        self._session = hermes_replay.cassette("(not written)", mode="passthrough")
 
     def rollout_finished(self, scope: Any) -> None:
         self.scopes.append(scope)
@@ -32,11 +34,12 @@ class Recorder:
         self.annotations.append(fields)
 
     def __enter__(self) -> Recorder:
-        _hooks.add_listener(self)
+        self._session.__enter__()
+        self._session.observe(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _hooks.remove_listener(self)
+        self._session.__exit__(None, None, None)
 
 
 def unmasked_text(tokenizer: Any, tokens: list[int], masks: list[int]) -> str:

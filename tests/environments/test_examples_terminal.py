@@ -10,10 +10,10 @@ from _hermes_env_helpers import make_env
 from atroposlib.envs.base import BaseEnv
 
 from environments import _examples
+from environments._ids import task_id_for
 from environments.agent_loop import AgentResult
 from environments.terminal_test_env import BUILTIN_TASKS, TerminalTestEnv
 from environments.tool_context import ToolContext
-from hermes_replay._scope import task_id_for
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 from hermes_replay.scripted_endpoint.scripts.examples import SOLUTIONS
 

@@ -112,59 +112,71 @@ def test_call_tool_returns_error_text_when_the_tool_raises(task_id, monkeypatch)
     assert result == {"error": "Tool 'explode' raised ValueError: bad input"}
 
 
-async def _ticks_during(coro, interval: float = 0.02) -> tuple[int, float]:
-    """How often another coroutine got to run while ``coro`` was running."""
-    ticks = 0
-    done = asyncio.Event()
-
-    async def ticker():
-        nonlocal ticks
-        while not done.is_set():
-            await asyncio.sleep(interval)
-            ticks += 1
-
-    ticking = asyncio.create_task(ticker())
-    await asyncio.sleep(0)  # let the ticker start
-    started = time.monotonic()
-    try:
-        await coro
-    finally:
-        done.set()
-    await ticking
-    return ticks, time.monotonic() - started
+# A shell loop that waits (at most ~10 s) for a file to appear in its workspace, then says
+# whether it did: a rendezvous that proves two things ran at once without timing anything.
+def _wait_for(name: str) -> str:
+    return (f"i=0; while [ ! -e {name} ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i+1)); done; "
+            f"[ -e {name} ] && echo met || echo alone")
 
 
 async def test_async_terminal_does_not_stall_other_rollouts(task_id):
+    """While one call waits in its sandbox, the event loop is free to run another that lets it
+    finish; a stalled loop could not create the file the first one waits for."""
     ctx = ToolContext(task_id)
-    ticks, elapsed = await _ticks_during(ctx.aterminal("sleep 0.6"))
-    # A stalled loop would tick at most once; a free one ~30 times.
-    assert ticks >= 10, (ticks, elapsed)
+    try:
+        waiting = asyncio.create_task(ctx.aterminal(_wait_for("GO")))
+        await ctx.awrite_file("GO", "")  # runs only if the loop is not blocked
+        result = await waiting
+        assert result["exit_code"] == 0 and result["output"].strip() == "met"
+    finally:
+        await ctx.acleanup()
 
 
 async def test_sync_terminal_on_the_loop_works_but_blocks_and_warns(task_id, caplog, monkeypatch):
-    """The documented trade-off: the seed's sync call still works, at the cost of the loop."""
+    """The documented trade-off: the seed's sync call still works, at the cost of the loop: a
+    task that would let it finish never gets to run while it waits."""
     monkeypatch.setattr(tool_context_module, "_warned_blocking", False)
     ctx = ToolContext(task_id)
+    released: list[str] = []
+
+    async def release():
+        released.append("ran")
+        await ctx.awrite_file("GO", "")
 
     async def sync_call():
-        return ctx.terminal("sleep 0.4; echo done")
+        return ctx.terminal(_wait_for("GO").replace("-lt 500", "-lt 20"))
 
-    with caplog.at_level(logging.WARNING):
-        ticks, _ = await _ticks_during(sync_call())
-    assert ticks <= 2
+    try:
+        helper = asyncio.create_task(release())
+        with caplog.at_level(logging.WARNING):
+            result = await sync_call()
+        assert result["output"].strip() == "alone" and released == []  # the loop was blocked
+        await helper
+    finally:
+        await ctx.acleanup()
     assert "await ctx.aterminal" in caplog.text
 
 
 async def test_two_rollouts_scoring_concurrently_overlap(task_id):
-    """Two rewards each running a 0.5 s verification finish in about the time of one."""
+    """Two rewards' verifications run at the same time: each says it is ready and waits for a
+    go that the test gives only once both are ready, so run one after the other, the first
+    would wait alone."""
     a, b = ToolContext(f"{task_id}-a"), ToolContext(f"{task_id}-b")
+
+    async def ready(ctx: ToolContext) -> None:
+        for _ in range(500):
+            try:
+                await ctx.aread_file("READY")
+                return
+            except Exception:  # not there yet
+                await asyncio.sleep(0.02)
+
     try:
-        started = time.monotonic()
-        await a.aterminal("sleep 0.5")
-        single = time.monotonic() - started
-        started = time.monotonic()
-        await asyncio.gather(a.aterminal("sleep 0.5"), b.aterminal("sleep 0.5"))
-        assert time.monotonic() - started < 1.6 * single
+        runs = [asyncio.create_task(ctx.aterminal("touch READY; " + _wait_for("GO")))
+                for ctx in (a, b)]
+        await asyncio.gather(ready(a), ready(b))
+        await asyncio.gather(a.awrite_file("GO", ""), b.awrite_file("GO", ""))
+        assert [(await run)["output"].strip() for run in runs] == ["met", "met"]
     finally:
         await a.acleanup()
         await b.acleanup()

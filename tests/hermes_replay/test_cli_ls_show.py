@@ -195,7 +195,7 @@ def test_replay_all_skips_foreign_and_fails_on_missing_env(tmp_path: Path, capsy
     build_cassette(tmp_path / "cassettes" / "demo_env" / "process.jsonl")  # env file absent
     assert main(["replay", "cassettes", "--out", "o2"]) == 1
     out = capsys.readouterr().out
-    assert "recorded env file environments/demo_env.py not found" in out and "ERROR" in out
+    assert "recorded env file environments/demo_env.py was not found" in out and "ERROR" in out
 
 
 def test_show_splits_a_judge_call_into_its_own_conversation(tmp_path: Path, capsys) -> None:

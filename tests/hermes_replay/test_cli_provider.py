@@ -15,6 +15,7 @@ from hermes_replay._cli._provider import (
     ask_endpoint,
     endpoint_from_args,
 )
+from hermes_replay._result import RunResult
 from hermes_replay.cli import main
 
 
@@ -130,14 +131,11 @@ def test_record_interactive_choice_reaches_the_run(env_file, capsys, monkeypatch
     monkeypatch.setattr("sys.stdin", FakeTTY("2\nhttp://gpu:8000/v1\nm\n"))
     seen: dict = {}
 
-    def fake_run(**kwargs):
-        seen.update(kwargs)
-        from hermes_replay._cli._render import RunSummary
-        from hermes_replay._cli._runner import OutcomeCollector
+    def fake_run(env_file, argv, **kwargs):
+        seen.update(kwargs, argv=argv)
+        return RunResult(command=list(argv))
 
-        return RunSummary(mode="record", cassette=str(kwargs["cassette_path"])), OutcomeCollector()
-
-    monkeypatch.setattr("hermes_replay._cli.record.run_with_cassette", fake_run)
+    monkeypatch.setattr("hermes_replay._run.run_env", fake_run)
     monkeypatch.chdir(env_file.parent)
     assert main(["record", env_file.name, "--", "process"]) == 0
     err = capsys.readouterr().err
@@ -145,29 +143,26 @@ def test_record_interactive_choice_reaches_the_run(env_file, capsys, monkeypatch
            "--endpoint http://gpu:8000/v1 --model m --server-type vllm -- process" in err
     assert seen["argv"] == ["process", "--openai.base_url", "http://gpu:8000/v1",
                             "--openai.model_name", "m", "--openai.server_type", "vllm"]
-    assert seen["cassette_path"] == Path("cassettes/never_run_env/process.jsonl")
-    assert seen["options"]["header"]["env_file"] == "never_run_env.py"
-    assert seen["options"]["header"]["endpoint_type"] == "vllm"
+    assert seen["cassette"] == Path("cassettes/never_run_env/process.jsonl")
+    assert seen["header"]["env_file"] == "never_run_env.py"
+    assert seen["header"]["endpoint_type"] == "vllm"
 
 
 def test_record_key_never_reaches_header_or_output(env_file, capsys, monkeypatch) -> None:
     monkeypatch.setenv("TEST_KEY_VAR", "sk-very-secret")
     seen: dict = {}
 
-    def fake_run(**kwargs):
-        seen.update(kwargs)
-        from hermes_replay._cli._render import RunSummary
-        from hermes_replay._cli._runner import OutcomeCollector
+    def fake_run(env_file, argv, **kwargs):
+        seen.update(kwargs, argv=argv)
+        return RunResult(command=list(argv))
 
-        return RunSummary(mode="record", cassette="c"), OutcomeCollector()
-
-    monkeypatch.setattr("hermes_replay._cli.record.run_with_cassette", fake_run)
+    monkeypatch.setattr("hermes_replay._run.run_env", fake_run)
     code = main(["record", str(env_file), "--endpoint", "https://api.x/v1", "--model", "m",
                  "--api-key-env", "TEST_KEY_VAR", "--", "process", "--openai.api_key", "typed"])
     assert code == 0
     captured = capsys.readouterr()
     assert "sk-very-secret" in " ".join(seen["argv"])  # handed to the env in-process only
-    header = str(seen["options"]["header"])
+    header = str(seen["header"])
     assert "sk-very-secret" not in header and "typed" not in header
     assert "sk-very-secret" not in captured.out + captured.err
     monkeypatch.delenv("TEST_KEY_VAR")

@@ -209,7 +209,7 @@ def test_example_env_record_then_replay_is_byte_identical(tmp_path, monkeypatch,
     assert "8 rollouts recorded" in out
     live = (tmp_path / "data" / "g.jsonl").read_bytes()
     assert live.count(b"\n") == 2  # two scored groups
-    # The endpoint is stopped: replay twice, each byte-identical to the live run (issue 4.8).
+    # The endpoint is stopped: replay twice, each byte-identical to the live run.
     for out_dir in ("replayed", "replayed-again"):
         assert main(["replay", "--out", out_dir]) == 0
         out = capsys.readouterr().out

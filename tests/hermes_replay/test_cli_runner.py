@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from hermes_replay._cli._render import Progress, RunSummary, Style
-from hermes_replay._cli._runner import redact_command, run_env_file
+from hermes_replay._cli._runner import redact_command
 from hermes_replay._cli.replay import NOTHING_RECORDED
+from hermes_replay._envrun import run_env_file
 from hermes_replay._plan import (
     changed_rewards,
     find_cassettes,
@@ -204,7 +205,10 @@ def test_progress_ticker_and_line_clearing_stream() -> None:
     stream = io.StringIO()
     p = Progress(stream, label="rec", tty=True)
     p.start()
-    _time.sleep(1.3)  # the ticker redraws with no events at all
+    for _ in range(500):  # the ticker redraws with no events at all (once a second)
+        if "rec: 0 rollouts done" in stream.getvalue():
+            break
+        _time.sleep(0.02)
     assert "rec: 0 rollouts done" in stream.getvalue()
     env_out = io.StringIO()
     LineClearingStream(env_out, p).write("env says hi\n")

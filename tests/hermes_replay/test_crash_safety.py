@@ -35,7 +35,7 @@ from hermes_replay._verify import verify_file
 
 RUNS = 40
 INTERACTIONS = 12
-SEED = 8  # issue 8; fixed so a failure can be replayed
+SEED = 8  # fixed so a failure can be replayed
 
 ZYGOTE = r'''
 import json, os, sys

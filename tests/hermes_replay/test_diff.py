@@ -28,7 +28,8 @@ def _copy(src: Path, dst: Path, *, outcomes=None, interactions=None) -> Path:
     inters = list(c.interactions)
     if interactions:
         inters = interactions(inters)
-    write_cassette(dst, c.header, inters, outs)
+    kept = {i.rollout for i in inters} | set(outs)  # a dropped rollout loses its tool calls
+    write_cassette(dst, c.header, inters, outs, [t for t in c.tool_calls if t.rollout in kept])
     return dst
 
 
@@ -169,7 +170,8 @@ def test_json_schema(tmp_path, capsys):
     assert code == 1
     doc = json.loads(out)
     assert set(doc) == {"schema_version", "equal", "a", "b", "compared_rollouts", "rewards",
-                        "only_in_a", "only_in_b", "divergences", "metrics", "notes"}
+                        "only_in_a", "only_in_b", "divergences", "tool_divergences", "metrics",
+                        "notes"}
     assert doc["schema_version"] == 1 and doc["equal"] is False
     assert doc["a"] == {"path": str(PROCESS), "kind": "cassette", "env_name": "terminal-test",
                         "rollouts": 12, "misses": []}

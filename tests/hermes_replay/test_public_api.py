@@ -8,10 +8,12 @@ import hermes_replay
 def test_all_is_sorted_and_exactly_the_public_names() -> None:
     assert hermes_replay.__all__ == sorted(hermes_replay.__all__)
     assert set(hermes_replay.__all__) == {
-        "Cassette", "CassetteError", "CassetteMiss", "HermesReplayError", "ReplayEvent",
-        "ReplaySummary", "RolloutOutcome", "RunResult", "Session", "UnusedRecordings",
-        "__version__", "annotate", "cassette", "current_rollout", "load_cassette", "rollout",
-        "run_cassette", "scrub",
+        "Cassette", "CassetteError", "CassetteMiss", "HermesReplayError", "RecordingFailed",
+        "ReplayEvent", "ReplaySummary", "RolloutOutcome", "RolloutScope", "RunResult",
+        "Session", "TokenizerMismatch", "ToolCallMiss", "ToolCallsDrifted", "UnusedRecordings",
+        "__version__", "annotate", "bundled_tokenizer_path", "cassette", "check_tokenizer",
+        "current_rollout", "describe_tokenizer", "load_cassette", "rollout", "run_cassette",
+        "scrub", "tokenizer_for_run", "tool_call",
     }
     for name in hermes_replay.__all__:
         assert getattr(hermes_replay, name) is not None
@@ -21,7 +23,11 @@ def test_exception_tree() -> None:
     assert issubclass(hermes_replay.CassetteError, hermes_replay.HermesReplayError)
     assert issubclass(hermes_replay.CassetteMiss, hermes_replay.HermesReplayError)
     assert issubclass(hermes_replay.UnusedRecordings, hermes_replay.CassetteMiss)
+    assert issubclass(hermes_replay.RecordingFailed, hermes_replay.HermesReplayError)
+    assert issubclass(hermes_replay.TokenizerMismatch, hermes_replay.CassetteError)
     assert not issubclass(hermes_replay.CassetteMiss, hermes_replay.CassetteError)
+    assert issubclass(hermes_replay.ToolCallMiss, hermes_replay.HermesReplayError)
+    assert issubclass(hermes_replay.ToolCallsDrifted, hermes_replay.HermesReplayError)
 
 
 def test_importing_patches_nothing() -> None:

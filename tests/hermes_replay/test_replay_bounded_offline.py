@@ -29,7 +29,7 @@ from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
 def test_dns_of_a_remote_name_is_refused_before_any_lookup() -> None:
     with block_network():
-        with pytest.raises(NetworkBlocked, match="huggingface.co"):
+        with pytest.raises(NetworkBlocked, match=r"huggingface\.co"):
             socket.getaddrinfo("huggingface.co", 443)
         assert socket.getaddrinfo("localhost", 80)  # loopback names still resolve
         assert socket.getaddrinfo("127.0.0.1", 80)

@@ -22,7 +22,7 @@ import pytest
 
 from hermes_replay import cassette as open_cassette
 from hermes_replay._cassette import CassetteHeader, Interaction, load_cassette, write_cassette
-from hermes_replay._cli._runner import run_env_file
+from hermes_replay._envrun import run_env_file
 from hermes_replay._merge import (
     MergeError,
     expand_shards,

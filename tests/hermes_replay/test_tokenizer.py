@@ -1,6 +1,6 @@
 """The shipped tokenizer: deterministic rebuild, offline loading, chat template, trainer masks.
 
-The last group is the guard of issue 2: atroposlib's ``tokenize_for_trainer`` must give a flat
+The last group guards against transformers 5: atroposlib's ``tokenize_for_trainer`` must give a flat
 list of token ids and masks that are -100 everywhere except on assistant output. Under
 transformers 5 ``apply_chat_template`` returns a ``BatchEncoding`` and that function silently
 produces garbage; these tests fail if that behaviour comes back (see

@@ -1,5 +1,6 @@
 """Bundled scripts for the scripted endpoint (a stand-in for a model, not a model).
 
-``generic`` lives here; ``examples`` (rules for the example environments) is written by the
-environments' authors in ``examples.py`` and registered the same way, with ``@register_script``.
+``generic`` (any tools, any prompt) and ``examples`` (rules for the example environments) are
+named in ``_registry._BUNDLED`` and loaded on first lookup; your own scripts register with
+``@register_script``.
 """

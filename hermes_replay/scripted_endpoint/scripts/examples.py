@@ -30,7 +30,6 @@ from hermes_replay.scripted_endpoint._script import (
     Reply,
     Rule,
     Script,
-    register_script,
 )
 from hermes_replay.scripted_endpoint.scripts.generic import generic_rules
 
@@ -228,6 +227,5 @@ def example_rules() -> list[Rule]:
     ]
 
 
-@register_script("examples")
 def examples() -> Script:
     return Script("examples", [*example_rules(), *generic_rules()])

@@ -27,7 +27,6 @@ from hermes_replay.scripted_endpoint._script import (
     Reply,
     Rule,
     Script,
-    register_script,
 )
 
 _OPENERS = (
@@ -172,6 +171,5 @@ def generic_rules() -> list[Rule]:
     ]
 
 
-@register_script("generic")
 def generic() -> Script:
     return Script("generic", generic_rules())

@@ -1,4 +1,5 @@
-"""Hostile cassettes that the loader, the writer or ``replay`` did not yet handle (issue 8).
+"""Hostile cassettes at the limits of parsing: deep nesting, huge integers, invalid UTF-8,
+control characters in ids, planted symlinks.
 
 Same contract as ``test_hostile_cassettes``: a ``CassetteError`` naming file:line and the
 next step; nothing executed; nothing outside the cassette's folder touched.

@@ -1,4 +1,4 @@
-"""Bad model output that still crashed a rollout when issue 8 was worked on (see the report).
+"""A malformed ``choices`` never fails the group.
 
 A server (or proxy) answering ``"choices": {...}`` — an object, not a list — made
 ``HermesAgentLoop`` raise ``KeyError: 0`` out of ``run()``, which fails the whole group.

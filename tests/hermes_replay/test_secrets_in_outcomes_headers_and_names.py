@@ -1,4 +1,5 @@
-"""Secrets that still reached disk when issue 8 was worked on (see the report for the fix).
+"""Secrets are scrubbed from what rollouts report, from header fields, and under every
+credential name spelling.
 
 - What a rollout *reports* (``scope.report(messages=…)``, as every environment does) is
   written as an outcome record without redaction: a key the model echoed is redacted in the

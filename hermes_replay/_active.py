@@ -1,0 +1,86 @@
+"""Which cassette session is active *here*: the one place that answers it.
+
+Interception, rollout outcome reports, ``annotate`` and the tokenizer check all ask
+:func:`current`. A session is bound to the context (thread / asyncio task) that opened it, so two
+cassettes open at once in one process — two threads, two tasks — never see each other's traffic
+or events. A context that opened none (a worker thread the env started without copying its
+context) falls back to the only active session in the process; with several active and none of
+its own, it gets none rather than a guess.
+
+This module imports nothing from the package, so every other module may import it.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextvars import ContextVar, Token
+from typing import Any, Protocol
+
+__all__ = ["ActiveSession", "annotate", "current", "enter", "leave", "sessions"]
+
+
+class ActiveSession(Protocol):
+    """What the rest of the package may ask of the active session."""
+
+    mode: str
+
+    def wants(self, method: str, url: str) -> bool: ...
+
+    def begin(self, request: Any) -> Any: ...
+
+    def rollout_finished(self, scope: Any) -> None: ...
+
+    def annotate(self, fields: dict[str, Any]) -> None: ...
+
+
+_LOCK = threading.Lock()
+_ACTIVE: list[ActiveSession] = []
+_CONTEXT: ContextVar[ActiveSession | None] = ContextVar("hermes_replay_session", default=None)
+_TOKENS: dict[int, Token[ActiveSession | None]] = {}
+
+
+def enter(session: ActiveSession) -> bool:
+    """Bind ``session`` to this context; True when it is the first active one in the process."""
+    with _LOCK:
+        _ACTIVE.append(session)
+        _TOKENS[id(session)] = _CONTEXT.set(session)
+        return len(_ACTIVE) == 1
+
+
+def leave(session: ActiveSession) -> bool:
+    """Unbind ``session``; True when no session is active any more."""
+    with _LOCK:
+        if session in _ACTIVE:
+            _ACTIVE.remove(session)
+        token = _TOKENS.pop(id(session), None)
+        if token is not None:
+            try:
+                _CONTEXT.reset(token)
+            except ValueError:  # left from another context; current() ignores it anyway
+                pass
+        return not _ACTIVE
+
+
+def current() -> ActiveSession | None:
+    """This context's session if it is still active, else the process's only active one."""
+    mine = _CONTEXT.get()
+    active = _ACTIVE
+    if mine is not None and mine in active:
+        return mine
+    return active[0] if len(active) == 1 else None
+
+
+def sessions() -> tuple[ActiveSession, ...]:
+    """All active sessions (diagnostics and tests)."""
+    with _LOCK:
+        return tuple(_ACTIVE)
+
+
+def annotate(**fields: Any) -> None:
+    """Tell the active cassette about the run: env name, tokenizer, model …
+
+    A no-op when no cassette is active, so environments may call it unconditionally.
+    """
+    session = current()
+    if session is not None:
+        session.annotate(dict(fields))

@@ -1,0 +1,114 @@
+"""Two cassettes open at once in one process — two threads, or two asyncio tasks — each hold
+exactly their own traffic, rollout outcomes and annotations: a session is bound to the context
+that opened it (``hermes_replay._active``), and nothing reported in one reaches the other."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import httpx
+from _reliability_helpers import EchoServer
+
+import hermes_replay
+from hermes_replay import _active
+from hermes_replay._cassette import load_cassette
+
+
+def _assert_only_its_own(path: Path, name: str, n: int) -> None:
+    cassette = load_cassette(path)
+    want = [f"{name}-{i}" for i in range(n)]
+    assert sorted(cassette.rollouts) == want, f"{path.name} holds {sorted(cassette.rollouts)}"
+    assert sorted(cassette.outcomes) == want, f"{path.name} outcomes {sorted(cassette.outcomes)}"
+    assert all(o["reward"] == float(ord(name)) for o in cassette.outcomes.values())
+    assert cassette.header.env_name == f"env-{name}"
+
+
+def test_two_threads_each_record_only_their_own(tmp_path: Path) -> None:
+    barrier = threading.Barrier(2, timeout=20)
+    errors: list[BaseException] = []
+
+    def worker(name: str, base: str) -> None:
+        try:
+            with hermes_replay.cassette(tmp_path / f"{name}.jsonl", "record"):
+                barrier.wait()  # both cassettes are active from here on
+                hermes_replay.annotate(env_name=f"env-{name}")
+                with httpx.Client() as client:
+                    for i in range(4):
+                        with hermes_replay.rollout(f"{name}-{i}") as scope:
+                            client.post(base + "/chat/completions",
+                                        json={"messages": [{"role": "user", "content": name}]})
+                            scope.report(reward=float(ord(name)))
+                barrier.wait()  # neither closes before the other is done
+        except BaseException as exc:
+            errors.append(exc)
+            barrier.abort()
+
+    with EchoServer() as server:
+        base = f"http://127.0.0.1:{server.port}/v1"
+        threads = [threading.Thread(target=worker, args=(n, base)) for n in ("a", "b")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    assert not errors, errors
+    for name in ("a", "b"):
+        _assert_only_its_own(tmp_path / f"{name}.jsonl", name, 4)
+
+
+def test_two_asyncio_tasks_each_record_only_their_own(tmp_path: Path) -> None:
+    async def task(name: str, base: str, both_open: asyncio.Barrier) -> None:
+        async with hermes_replay.cassette(tmp_path / f"{name}.jsonl", "record"):
+            await both_open.wait()
+            hermes_replay.annotate(env_name=f"env-{name}")
+            async with httpx.AsyncClient() as client:
+                for i in range(3):
+                    with hermes_replay.rollout(f"{name}-{i}") as scope:
+                        await client.post(base + "/chat/completions", json={"messages": [
+                            {"role": "user", "content": name}]})
+                        scope.report(reward=float(ord(name)))
+                    await asyncio.sleep(0)  # interleave with the other task
+            await both_open.wait()
+
+    async def main(base: str) -> None:
+        both_open = asyncio.Barrier(2)
+        await asyncio.gather(task("a", base, both_open), task("b", base, both_open))
+
+    with EchoServer() as server:
+        asyncio.run(main(f"http://127.0.0.1:{server.port}/v1"))
+    for name in ("a", "b"):
+        _assert_only_its_own(tmp_path / f"{name}.jsonl", name, 3)
+
+
+def test_a_context_without_its_own_session_gets_the_only_one_else_none(tmp_path: Path) -> None:
+    """A thread the env starts without copying its context still reaches the one open cassette;
+    with two open and none of its own, it reaches neither (no guessing)."""
+    seen: list[object] = []
+
+    def look() -> None:
+        seen.append(_active.current())
+
+    with hermes_replay.cassette(tmp_path / "one.jsonl", "passthrough") as one:
+        t = threading.Thread(target=look)
+        t.start()
+        t.join()
+        opened = threading.Event()
+        release = threading.Event()
+
+        def other() -> None:
+            with hermes_replay.cassette(tmp_path / "two.jsonl", "passthrough"):
+                opened.set()
+                release.wait(10)
+
+        t2 = threading.Thread(target=other)
+        t2.start()
+        assert opened.wait(10)
+        t3 = threading.Thread(target=look)
+        t3.start()
+        t3.join()
+        assert _active.current() is one  # this context's own still wins
+        release.set()
+        t2.join()
+    assert seen == [one, None]
+    assert _active.current() is None

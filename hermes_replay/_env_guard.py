@@ -72,7 +72,8 @@ def _module_file(module: str, level: int, here: Path, roots: list[Path]) -> Path
 
 def env_classes(path: Path, roots: list[Path] | None = None, _depth: int = 0,
                 _seen: set[Path] | None = None) -> list[str]:
-    """Names of the environment classes ``path`` defines (read, not imported)."""
+    """Names of the environment classes ``path`` defines, or imports and runs with
+    ``X.cli()`` (read, not imported)."""
     seen = _seen if _seen is not None else set()
     path = path.resolve()
     if path in seen or _depth > _MAX_DEPTH:
@@ -108,6 +109,14 @@ def env_classes(path: Path, roots: list[Path] | None = None, _depth: int = 0,
         return resolved[name]
 
     found: list[str] = []
+    # ``from environments.x import XEnv`` + ``XEnv.cli()``: an env file that runs an
+    # environment class defined elsewhere (the class, read from its module, decides)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "cli" and isinstance(node.func.value, ast.Name):
+            name = node.func.value.id
+            if name not in classes and name not in found and is_env_base(name):
+                found.append(name)
     changed = True
     while changed:  # a class may derive from one defined further down the file
         changed = False

@@ -31,6 +31,12 @@ MIN_LENGTH = 6
 _WHOLE_WORD_BELOW = 16
 
 
+# Shell variables whose names look like credentials but hold none (PWD: the working
+# directory, not a password).
+_NOT_SECRET_VARS = frozenset({"PWD", "OLDPWD", "GPG_TTY", "SSH_AUTH_SOCK", "SSH_AGENT_PID",
+                              "KRB5CCNAME", "XAUTHORITY", "GIT_ASKPASS", "SSH_ASKPASS"})
+
+
 class KnownSecrets:
     """A set of secret values and one compiled pattern finding any of them."""
 
@@ -102,7 +108,7 @@ class KnownSecrets:
         """Values of credential-named environment variables (``OPENAI_API_KEY``, ``HF_TOKEN``,
         ``AWS_SECRET_ACCESS_KEY`` …) — what a tool printing its environment would show."""
         for name, value in (os.environ if environ is None else environ).items():
-            if is_secret_name(name, "env"):
+            if name.upper() not in _NOT_SECRET_VARS and is_secret_name(name, "env"):
                 self.add(value, name.lower())
 
     def _compiled(self) -> re.Pattern[str] | None:

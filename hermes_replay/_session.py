@@ -255,7 +255,7 @@ class Session:
     def _close_writer(self) -> None:
         try:
             if self._writer is not None:
-                self._close_writer()
+                self._writer.close()
         except OSError:
             pass
 

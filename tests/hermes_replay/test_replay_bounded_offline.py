@@ -156,6 +156,14 @@ def test_env_classes_are_found_by_reading_source(tmp_path: Path) -> None:
                    "class Later(Mine):\n    pass\nclass Mine(MyBase):\n    pass\n")
     assert env_classes(env, roots=[tmp_path]) == ["Mine", "Later"]
     assert not (tmp_path / "RAN").exists()  # read, never run
+    runner = tmp_path / "run_env.py"  # imports an env class and runs its CLI
+    runner.write_text("from environments.terminal_test_env import TerminalTestEnv\n"
+                      "from argparse import ArgumentParser\n"
+                      "if __name__ == '__main__':\n    TerminalTestEnv.cli()\n")
+    assert env_classes(runner, roots=[tmp_path]) == ["TerminalTestEnv"]
+    fake = tmp_path / "fake.py"  # .cli() of something that is no environment
+    fake.write_text("from argparse import ArgumentParser as Tool\nTool.cli()\n")
+    assert env_classes(fake, roots=[tmp_path]) == []
     script = tmp_path / "build.py"
     script.write_text("class Builder(object):\n    pass\nprint('side effect')\n")
     with pytest.raises(NotAnEnvFile, match="defines no environment class"):

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from environments.tools import cleanup_task, dispatch_tool, get_sandbox, tool_result_error
-from hermes_replay import current_rollout, scrub, tool_call
+from hermes_replay import RequestNotRecorded, current_rollout, scrub, tool_call
 
 __all__ = ["AgentResult", "HermesAgentLoop", "ToolError", "resize_tool_pool", "tool_pool_size"]
 
@@ -312,6 +312,10 @@ class HermesAgentLoop:
         for turn in range(1, self.max_turns + 1):
             try:
                 response = await self.server.chat_completion(**self._request_kwargs(history))
+            except RequestNotRecorded as miss:
+                # a replay miss ends this rollout at once; the replay fails with the diff
+                log.error("%s: replay miss, ending the rollout: %s", self._where(turn), miss)
+                return
             except Exception as exc:
                 log.error(
                     "%s: chat_completion failed, ending the rollout (check the endpoint, "

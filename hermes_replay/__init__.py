@@ -10,8 +10,9 @@ Public API (everything else is private and may change)::
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
     run_cassette(path, out_dir=…) -> RunResult  # re-run a recorded env command (replay_run)
     scrub(value) -> value                       # any str/JSON with every known secret removed
-    HermesReplayError > CassetteError, RecordingFailed, CassetteMiss > UnusedRecordings,
-        ToolCallMiss, ToolCallsDrifted   (see _errors, _tools)
+    HermesReplayError > CassetteError, RecordingFailed, ReplayFailed,
+        CassetteMiss > UnusedRecordings, ToolCallMiss, ToolCallsDrifted   (see _errors, _tools)
+    RequestNotRecorded (a BaseException: a replay miss, raised at the request; see _errors)
 
 Tokenizer hooks for environment base classes (a cassette carries its tokenizer)::
 
@@ -28,6 +29,8 @@ from hermes_replay._errors import (
     CassetteMiss,
     HermesReplayError,
     RecordingFailed,
+    ReplayFailed,
+    RequestNotRecorded,
     UnusedRecordings,
 )
 from hermes_replay._redact import scrub
@@ -50,7 +53,9 @@ __all__ = [
     "HermesReplayError",
     "RecordingFailed",
     "ReplayEvent",
+    "ReplayFailed",
     "ReplaySummary",
+    "RequestNotRecorded",
     "RolloutOutcome",
     "RolloutScope",
     "RunResult",

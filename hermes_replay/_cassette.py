@@ -87,6 +87,8 @@ class CassetteHeader(BaseModel):
     model: str | None = None
     sampling: dict[str, Any] = Field(default_factory=dict)
     tokenizer: dict[str, Any] | None = None
+    #: what ``random`` and numpy were seeded with before the environment started
+    seed: int | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
     def merged(self, fields: dict[str, Any]) -> CassetteHeader:

@@ -31,7 +31,6 @@ from hermes_replay._sse import redact_events
 __all__ = [
     "header_fields_from",
     "interaction_kind",
-    "miss_response",
     "same_request",
     "stored_request",
     "stored_response",
@@ -245,13 +244,3 @@ def header_fields_from(inter: Any, llm_paths: tuple[str, ...]) -> dict[str, Any]
     if inter.kind == "generate":
         derived["endpoint_type"] = "sglang" if "input_ids" in body else "vllm"
     return derived
-
-
-def miss_response(message: str) -> WireResponse:
-    """HTTP 404 with the miss diagnostic: a status the openai SDK does not retry, and an
-    explicit ``x-should-retry: false``, so the diagnostic reaches the caller at once."""
-    payload = {"error": {"message": message, "type": "hermes_replay_cassette_miss",
-                         "code": "cassette_miss", "param": None}}
-    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-    return WireResponse(404, [("content-type", "application/json"), ("x-should-retry", "false")],
-                        body=body, reason="hermes-replay: no recording for this request")

@@ -8,9 +8,11 @@ interpreter: the env's openai/httpx/aiohttp clients are patched only here. Used 
 from __future__ import annotations
 
 import io
+import logging
 import runpy
 import sys
 import traceback
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -132,6 +134,39 @@ class _Sink(io.TextIOBase):
 
 
 _SINK = _Sink()
+
+
+class _ToCurrentStderr(logging.Handler):
+    """Writes to whatever ``sys.stderr`` is at the time of the record: the env log during a
+    quiet run, the terminal with ``-v``."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:  # logging must never break a run
+            self.handleError(record)
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+@contextmanager
+def library_output_with_env() -> Iterator[None]:
+    """Library log records (INFO and up) and warnings go where the env's own output goes, so a
+    quiet run stays quiet (atroposlib's config dump and UserWarnings land in the env log, not
+    on the terminal or in pytest's warning summary) and a failed run's log tail has them."""
+    handler = _ToCurrentStderr(logging.INFO)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            yield
+    finally:
+        root.removeHandler(handler)
 
 
 @contextmanager

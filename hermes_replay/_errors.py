@@ -5,11 +5,18 @@
     HermesReplayError            base of everything below; catch this to catch all of it
      ├── CassetteError           the cassette file is missing, unreadable, corrupt or too new
      ├── RecordingFailed         record: the env failed or recorded nothing; old cassette kept
+     ├── ReplayFailed            replay: the env exited non-zero or raised, or recorded rollouts
+     │                           never ran — a replay that did not really run never passes
      └── CassetteMiss            replay: requests had no matching recording (raised when the
           │                      ``cassette()`` block exits, listing every miss with a diff)
           └── UnusedRecordings   replay with ``strict=True``: recordings were never requested
 
-Every message says what happened, where (file:line, rollout, turn) and the next step.
+    RequestNotRecorded           (a BaseException) raised *inside* the code under test at the
+                                 request that missed; the block then raises CassetteMiss
+
+Every message says what happened, where (file:line, rollout, turn) and the next step. Turns
+are numbered from 1, as the agent loop counts model calls (``turn N`` is a rollout's N-th
+request; the cassette's 0-based ``seq`` is N - 1).
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["CassetteError", "CassetteMiss", "HermesReplayError", "Miss", "RecordingFailed",
-           "UnusedRecordings"]
+           "ReplayFailed", "RequestNotRecorded", "UnusedRecordings"]
 
 
 class HermesReplayError(Exception):
@@ -69,55 +76,118 @@ class RecordingFailed(HermesReplayError):
 class Miss:
     """One replayed request that found no recording.
 
-    ``turn`` is the request's sequence number within its rollout (0-based), or its order of
-    issue among scope-less requests. ``diff`` compares it with the nearest recording
-    (``nearest`` names that recording as ``(rollout, seq)``) and is empty if there is none.
+    ``seq`` is the request's 0-based sequence number within its rollout (its order of issue
+    among scope-less requests); messages show it as ``turn`` (seq + 1). ``diff`` compares it
+    with the nearest recording (``nearest`` names that recording as ``(rollout, seq)``) and is
+    empty if there is none.
     """
 
     cassette: str
     rollout: str | None
-    turn: int
+    seq: int
     method: str
     path: str
     reason: str
     nearest: tuple[str | None, int] | None = None
     diff: str = ""
 
-    def describe(self) -> str:
+    @property
+    def turn(self) -> int:
+        """The 1-based turn, as every message, log line, ``ls``, ``show`` and ``diff`` count."""
+        return self.seq + 1
+
+    def headline(self) -> str:
         where = f"rollout {self.rollout!r}" if self.rollout else "outside any rollout"
-        lines = [f"{self.cassette}: {where}, turn {self.turn}: {self.method} {self.path}",
-                 f"  {self.reason}"]
+        return f"{where}, turn {self.turn}: {self.method} {self.path}"
+
+    def describe(self, max_diff_lines: int | None = None) -> str:
+        """The miss with its reason and diff (``max_diff_lines`` shortens a long diff)."""
+        lines = [f"{self.cassette}: {self.headline()}", f"  {self.reason}"]
         if self.nearest is not None:
             rollout, seq = self.nearest
             name = f"rollout {rollout!r}" if rollout else "scope-less request"
-            lines.append(f"  nearest recording: {name}, turn {seq}")
-        if self.diff:
-            lines.extend("    " + line for line in self.diff.splitlines())
+            lines.append(f"  nearest recording: {name}, turn {seq + 1}")
+        diff = self.diff.splitlines()
+        if max_diff_lines is not None and len(diff) > max_diff_lines:
+            diff = [*diff[:max_diff_lines], f"… {len(diff) - max_diff_lines} more diff line(s)"]
+        lines.extend("    " + line for line in diff)
         return "\n".join(lines)
 
 
+# The next step in Python; the CLI and the pytest plugin say the same with their own means
+# (``record --missing-only``, ``--replay-mode auto``), see ``miss_hint``.
 _MISS_HINT = (
-    "next step: if the change is intended, re-record (`hermes-replay record …`, or mode='auto' to "
-    "record only what is missing); if a field is volatile, ignore it with "
-    "cassette(..., ignore_paths=[...]) or normalize it with normalizers=[(regex, repl)]."
+    "next step: if the change is intended, record only what is missing with "
+    "cassette(..., mode=\"auto\") (it keeps the old file until it succeeds); if a field is "
+    "volatile, ignore it with cassette(..., ignore_paths=[\"body.metadata\"]) or normalize it "
+    "with normalizers=[(regex, replacement)]."
 )
 
 
 class CassetteMiss(HermesReplayError):
     """Replay met requests that have no matching recording.
 
-    During the run each miss was answered with an HTTP 404 carrying the same diagnostic (so
-    SDK retries do not hide it); the ``cassette()`` block raises this when it exits.
+    During the run each miss ended its request at once with ``RequestNotRecorded`` (no retry
+    layer sees it); the ``cassette()`` block raises this when it exits. ``hint`` is the next
+    step, phrased for where the user is (Python by default).
     """
 
-    def __init__(self, misses: list[Miss], *, cassette: str | Path | None = None) -> None:
+    def __init__(self, misses: list[Miss], *, cassette: str | Path | None = None,
+                 hint: str = _MISS_HINT) -> None:
         self.misses = list(misses)
         self.cassette = str(cassette) if cassette is not None else None
+        self.hint = hint
         head = f"{len(self.misses)} request(s) had no matching recording"
         if self.cassette:
             head += f" in {self.cassette}"
         body = "\n".join(m.describe() for m in self.misses)
-        super().__init__(f"{head}:\n{body}\n{_MISS_HINT}")
+        super().__init__(f"{head}:\n{body}\n{hint}")
+
+
+class ReplayFailed(HermesReplayError):
+    """A replay that did not really run: the environment exited non-zero or raised, or some
+    recorded rollouts never ran. Its rewards prove nothing, so it is never a pass.
+
+    ``what`` says what happened, ``exit_code`` is the env's, ``never_ran`` the recorded rollout
+    ids that made no request, ``log_tail`` the last lines of ``log`` (the env's output).
+    """
+
+    def __init__(self, cassette: str | Path, what: str, *, exit_code: int,
+                 never_ran: list[str], recorded: int, log: Path | None,
+                 log_tail: list[str], hint: str) -> None:
+        self.cassette = str(cassette)
+        self.what, self.exit_code, self.never_ran = what, exit_code, list(never_ran)
+        self.log, self.log_tail, self.hint = log, list(log_tail), hint
+        lines = [f"{cassette}: the replay did not really run: {what}"]
+        if never_ran:
+            shown = ", ".join(never_ran[:6]) + (f" and {len(never_ran) - 6} more"
+                                                if len(never_ran) > 6 else "")
+            lines.append(f"  {len(never_ran)} of {recorded} recorded rollout(s) never ran: "
+                         f"{shown}")
+        if log_tail:
+            lines.append(f"  last lines of {log}:")
+            lines.extend(f"    | {line}" for line in log_tail)
+        elif log is None:
+            lines.append("  (the environment's output went to the terminal, above)")
+        lines.append(f"  next step: {hint}")
+        super().__init__("\n".join(lines))
+
+
+class RequestNotRecorded(BaseException):
+    """Raised inside the code under test, at the replayed request that has no recording.
+
+    A ``BaseException`` on purpose, like ``asyncio.CancelledError`` and pytest's outcomes:
+    retry layers catch ``Exception`` (atroposlib's tenacity retries every request 3 x 3 times
+    with backoff, about 16 s per miss), and a miss is a verdict on the test, not an endpoint
+    error to retry or to score as a failed rollout. Agent loops may catch it to end just the
+    affected rollout (``HermesAgentLoop`` does); the ``cassette()`` block raises
+    ``CassetteMiss`` with every miss and its diff when it exits.
+    """
+
+    def __init__(self, miss: Miss) -> None:
+        self.miss = miss
+        super().__init__(f"{miss.cassette}: {miss.headline()} has no recording ({miss.reason}); "
+                         "the cassette block raises CassetteMiss with the diff when it exits")
 
 
 class UnusedRecordings(CassetteMiss):

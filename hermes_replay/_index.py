@@ -110,7 +110,7 @@ class RecordingIndex:
         diff = ""
         if nearest is not None:
             n = nearest.inter
-            label = f"recorded (rollout {n.rollout or '-'}, turn {n.seq})"
+            label = f"recorded (rollout {n.rollout or '-'}, turn {n.seq + 1})"
             diff = unified_request_diff(nearest.lines(matcher), lines, label, "request")
         return Miss(str(path), rollout, turn, request["method"], urlsplit(request["url"]).path,
                     reason, nearest.inter.key if nearest is not None else None, diff)

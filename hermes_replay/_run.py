@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from hermes_replay._errors import CassetteError, HermesReplayError, RecordingFailed
+from hermes_replay._isolation import tool_isolation
 from hermes_replay._plan import flag_value
 from hermes_replay._result import RolloutOutcome, RunResult
+from hermes_replay._seed import run_seed, seed_globals
 from hermes_replay._stall import DEFAULT_MAX_MISSES
 
 __all__ = ["read_eval_metrics", "read_groups", "run_cassette", "run_env"]
@@ -40,17 +42,23 @@ def run_cassette(
     raise_errors: bool = True,
     output: AbstractContextManager[Any] | None = None,
     on_rollout: Callable[[str, dict[str, Any]], None] | None = None,
+    trust_cassette: bool = False,
+    seed: int | None = None,
     max_misses: int = DEFAULT_MAX_MISSES,
     **options: Any,
 ) -> RunResult:
     """Re-run the command recorded in cassette ``path`` (or ``command``) in ``mode``.
 
-    Misses raise ``CassetteMiss`` when the run ends (with a diff per request); with
-    ``raise_errors=False`` the error is returned in ``result.error`` instead. In replay mode
+    Misses raise ``CassetteMiss`` when the run ends (with a diff per request); a replay that did
+    not really run (the env exited non-zero or raised, recorded rollouts never ran) raises
+    ``ReplayFailed``. ``raise_errors=False`` is the explicit opt-out for callers that want the
+    raw result: the error is then returned in ``result.error`` instead. In replay mode
     non-loopback sockets and DNS lookups are refused unless ``block_network=False``, and a run
     that misses ``max_misses`` times with no progress stops with ``ReplayStalled``. The env's
     own output goes to ``out_dir/env.log`` unless ``output`` (a context manager redirecting
     it) is given.
+    Tool commands that execute run inside bubblewrap unless ``trust_cassette=True``; ``seed``
+    overrides the recorded seed (see :func:`run_env`).
     """
     from hermes_replay._cassette import load_cassette
     from hermes_replay._plan import find_env_file, redirect_outputs, replay_argv
@@ -84,7 +92,8 @@ def run_cassette(
                          output=output, log_path=out / "env.log", strict=strict,
                          block_network=block_network, on_rollout=on_rollout,
                          env_name=header.env_name, raise_errors=False,
-                         max_misses=max_misses, **options)
+                         as_recorded=command is None, trust_cassette=trust_cassette,
+                         seed=seed, max_misses=max_misses, **options)
     result.out_dir = out
     result.recorded_rewards = {
         rid: (None if rec.outcome.get("reward") is None else float(rec.outcome["reward"]))
@@ -109,17 +118,33 @@ def run_env(
     on_rollout: Callable[[str, dict[str, Any]], None] | None = None,
     env_name: str | None = None,
     raise_errors: bool = False,
+    as_recorded: bool = False,
+    trust_cassette: bool = False,
+    seed: int | None = None,
     max_misses: int = DEFAULT_MAX_MISSES,
     **options: Any,
 ) -> RunResult:
     """Run ``env_file`` with ``argv`` (``[mode, flags…]``) inside a cassette session.
 
-    A miss, a bad cassette or a refused recording is ``result.error`` (raised instead with
-    ``raise_errors=True``). ``KeyboardInterrupt`` propagates. ``cassette=None`` only for
-    ``passthrough``, which reads and writes nothing. ``options`` go to the session.
+    A miss, a bad cassette, a refused recording or a replay that did not really run
+    (``ReplayFailed``: the env exited non-zero or raised, or recorded rollouts never ran) is
+    ``result.error`` (raised instead with ``raise_errors=True``); ``as_recorded`` says ``argv``
+    is the cassette's own command, so every recorded rollout must run. ``KeyboardInterrupt``
+    propagates. ``cassette=None`` only for ``passthrough``, which reads and writes nothing.
+    ``options`` go to the session.
+
+    Tools that execute run inside bubblewrap (``_isolation``); ``trust_cassette=True`` runs
+    them on the host. Before the environment starts, ``random`` and numpy are seeded
+    (``_seed``): with ``seed``, else the recorded seed, else (recording) a new one, which the
+    header keeps.
     """
     import hermes_replay
-    from hermes_replay._envrun import OutcomeCollector, redirected_to, run_env_file
+    from hermes_replay._envrun import (
+        OutcomeCollector,
+        library_output_with_env,
+        redirected_to,
+        run_env_file,
+    )
     from hermes_replay._netblock import block_network as _block
     from hermes_replay._scrub_outputs import scrubbed_run
     from hermes_replay._stall import stall_guard
@@ -139,9 +164,12 @@ def run_env(
             if block_network if block_network is not None else mode == "replay":
                 stack.enter_context(_block())
             captured = stack.enter_context(capture_wandb())
+            stack.enter_context(tool_isolation(mode, trust_cassette))
             session = stack.enter_context(hermes_replay.cassette(path, mode=mode, **options))  # type: ignore[arg-type]
             session.observe(collector)
+            _seed_run(session, mode, seed)
             stack.enter_context(output if output is not None else redirected_to(log_path))
+            stack.enter_context(library_output_with_env())
             if mode == "replay":  # a run that keeps missing is stopped (ReplayStalled)
                 stack.enter_context(stall_guard(session, max_misses=max_misses))
             else:  # live: real keys around, so what it prints and writes is scrubbed
@@ -153,10 +181,27 @@ def run_env(
                 _check_recording(code, session, path)
     except HermesReplayError as exc:
         error = exc
+    if mode == "replay" and error is None and session is not None and cassette is not None:
+        from hermes_replay._verdict import replay_verdict
+
+        log = log_path if log_path is not None and log_path.is_file() else None
+        error = replay_verdict(cassette, session.summary(), code, env_file, argv, log,
+                               as_recorded=as_recorded)
     result = _result(argv, code, error, session, collector, captured, cassette, env_name)
     if raise_errors and error is not None:
         raise error
     return result
+
+
+def _seed_run(session: Any, mode: str, given: int | None) -> None:
+    """Seed the generators for this run; a recording keeps the seed in its header."""
+    recorded = session.header.seed if mode in ("replay", "auto") else None
+    seed = run_seed(mode, given, recorded)
+    if seed is None:
+        return
+    if mode in ("record", "auto") and recorded != seed:
+        session.annotate({"seed": seed})
+    seed_globals(seed)
 
 
 def _check_recording(code: int, session: Any, path: Path) -> None:

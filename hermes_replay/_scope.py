@@ -13,6 +13,7 @@ the rollout reported goes to the session active in this context (``_active``), a
 from __future__ import annotations
 
 import contextvars
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,11 +21,32 @@ from typing import Any
 
 from hermes_replay import _active
 
-__all__ = ["RolloutScope", "current_rollout", "rollout"]
+__all__ = ["ROLLOUT_ID_RULE", "RolloutScope", "current_rollout", "rollout", "rollout_id_problem"]
 
 _CURRENT: contextvars.ContextVar[RolloutScope | None] = contextvars.ContextVar(
     "hermes_replay_rollout", default=None
 )
+
+# One rule for rollout ids, checked where they are made (``rollout``) and where a cassette is
+# checked (``verify``), so recording can never write an id that ``verify`` then rejects. Ids
+# name folders and are printed by ls/show/miss reports: no path parts, no control characters.
+ROLLOUT_ID_RULE = ("a rollout id is 1-256 characters with no path separators ('/', '\\'), "
+                   "no '..' and no control characters (e.g. 'train-3fa2c1d09b7e-0-2')")
+_ROLLOUT_BAD = re.compile(r"[\x00-\x1f\x7f/\\]|\.\.")
+
+
+def rollout_id_problem(rollout_id: object) -> str | None:
+    """Why ``rollout_id`` breaks ``ROLLOUT_ID_RULE``, or None when it is a good id."""
+    if not isinstance(rollout_id, str):
+        return f"rollout id must be a string, not {type(rollout_id).__name__}"
+    if not rollout_id:
+        return "rollout id is empty"
+    if len(rollout_id) > 256:
+        return f"rollout id is {len(rollout_id)} characters long"
+    bad = _ROLLOUT_BAD.search(rollout_id)
+    if bad is not None:
+        return f"rollout id {rollout_id[:60]!r} contains {bad.group()!r}"
+    return None
 
 
 @dataclass
@@ -43,10 +65,12 @@ class RolloutScope:
 def rollout(rollout_id: str) -> Iterator[RolloutScope]:
     """Mark every LLM request made inside the block as belonging to ``rollout_id``.
 
-    Usable in sync and async code alike (``with rollout("x"): await ...``).
+    Usable in sync and async code alike (``with rollout("x"): await ...``). An id that
+    ``verify`` would flag is refused here, before anything is recorded under it.
     """
-    if not isinstance(rollout_id, str) or not rollout_id:
-        raise ValueError(f"rollout id must be a non-empty string, got {rollout_id!r}")
+    problem = rollout_id_problem(rollout_id)
+    if problem is not None:
+        raise ValueError(f"{problem}; {ROLLOUT_ID_RULE}")
     scope = RolloutScope(rollout_id)
     token = _CURRENT.set(scope)
     try:

@@ -35,13 +35,18 @@ from hermes_replay._convert import (
     header_fields_from,
     interaction_kind,
     is_failed_attempt,
-    miss_response,
     same_request,
     stored_request,
     stored_response,
     wire_response,
 )
-from hermes_replay._errors import CassetteError, CassetteMiss, Miss, UnusedRecordings
+from hermes_replay._errors import (
+    CassetteError,
+    CassetteMiss,
+    Miss,
+    RequestNotRecorded,
+    UnusedRecordings,
+)
 from hermes_replay._health import health_reply, is_health_ping
 from hermes_replay._index import Recording, RecordingIndex
 from hermes_replay._intercept import WireRequest, WireResponse
@@ -291,6 +296,10 @@ class Session:
             return
         if exc is None and self._tokenizer_error is not None:
             raise self._tokenizer_error  # raised at annotate too, unless the env swallowed it
+        if isinstance(exc, RequestNotRecorded):
+            # the code under test let the miss through (no agent loop ended the rollout):
+            # the block's verdict, with every miss and its diff, replaces it
+            raise CassetteMiss(self.misses, cassette=self.path) from exc
         if exc is not None:
             if self.misses and hasattr(exc, "add_note"):
                 exc.add_note(str(CassetteMiss(self.misses, cassette=self.path)))
@@ -349,12 +358,10 @@ class Session:
                 if self.mode == "replay":
                     self.miss_events += 1
                     miss = self._miss(rollout, request, fp)
-                    self._emit(ReplayEvent("miss", rollout, miss.turn, wire.method,
-                                           request["url"], 404))
-                    return _Exchange(self, "replay", rollout, issue, request, fp,
-                                     response=miss_response(
-                                         "hermes-replay cassette miss (the cassette block "
-                                         "raises CassetteMiss on exit): " + miss.describe()))
+                    self._emit(ReplayEvent("miss", rollout, miss.seq, wire.method,
+                                           request["url"], None, detail=miss.reason))
+                    # ends this request now: no retry layer (all catch Exception) sees it
+                    raise RequestNotRecorded(miss)
         if self.write_error is not None:  # nothing more can be written: stop the run now
             raise self.write_error
         return _Exchange(self, "record", rollout, issue, request, fp)
@@ -577,10 +584,20 @@ class Session:
             return {r: OutcomeComparison(r, self._recorded_outcomes.get(r),
                                          self._new_outcomes.get(r)) for r in ids}
 
+    @property
+    def recorded_rollouts(self) -> list[str]:
+        """The rollout ids the cassette held when the session started (replay and auto)."""
+        ids = [r for r in self._index.by_rollout if r is not None]
+        return ids + [r for r in self._recorded_outcomes if r not in self._index.by_rollout]
+
     def summary(self) -> ReplaySummary:
         with self._lock:
             rollouts_hit = {r for r, _, _ in [*self._hits, *self._new] if r is not None}
             inside = sum(1 for r, _, _ in [*self._hits, *self._new] if r is not None)
+            # a rollout ran if it asked for anything (hit or miss) or reported an outcome
+            ran = rollouts_hit | {m.rollout for m in self._miss_index.values()} | set(
+                self._new_outcomes)
+            recorded = self.recorded_rollouts if self.mode in ("replay", "auto") else []
             return ReplaySummary(
                 mode=self.mode, cassette=str(self.path), rollouts=len(rollouts_hit),
                 interactions=len(self._hits) + len(self._new), turns=inside,
@@ -590,6 +607,8 @@ class Session:
                 recorded=len(self._new), failed_attempts=self._failed_attempts,
                 passthrough=self._passthrough,
                 outcomes=list(self.outcomes.values()),
+                recorded_rollouts=len(recorded),
+                never_ran=[r for r in recorded if r not in ran],
                 tools_replayed=self.tools.replayed,
                 tools_executed=self.tools.executed,
                 tool_drift=list(self.tools.drift),

@@ -49,7 +49,9 @@ class ReplaySummary:
     """The result of one cassette session; ``lines()`` renders it for a terminal.
 
     ``interactions``: LLM requests served from the cassette or recorded; ``turns``: those
-    made inside a rollout scope; ``unused``: recordings never requested, as (rollout, seq).
+    made inside a rollout scope; ``unused``: recordings never requested, as (rollout, seq);
+    ``recorded_rollouts``: how many rollouts the cassette held (replay, auto); ``never_ran``:
+    those of them that made no request at all in this run.
     """
 
     mode: str
@@ -63,6 +65,8 @@ class ReplaySummary:
     failed_attempts: int = 0
     passthrough: int = 0
     outcomes: list[OutcomeComparison] = field(default_factory=list)
+    recorded_rollouts: int = 0
+    never_ran: list[str] = field(default_factory=list)
     tools_replayed: int = 0  # tool calls answered from the cassette (nothing executed)
     tools_executed: int = 0  # tool calls that really ran (record, or ``tools="execute"``)
     tool_drift: list[Any] = field(default_factory=list)  # ``_tools.ToolDrift`` per call

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -37,6 +36,7 @@ from hermes_replay._cassette import SCHEMA_VERSION, load_cassette
 from hermes_replay._errors import CassetteError
 from hermes_replay._format import blob_id
 from hermes_replay._known_secrets import KNOWN
+from hermes_replay._scope import ROLLOUT_ID_RULE, rollout_id_problem
 from hermes_replay._secret_scan import scan_command, scan_string, scan_value
 
 __all__ = ["Finding", "find_cassettes", "scan_value", "verify_file", "verify_paths"]
@@ -64,9 +64,6 @@ class Finding:
 
 # ----------------------------------------------------------------------------- structure
 
-_ROLLOUT_BAD = re.compile(r"[\x00-\x1f\x7f/\\]|\.\.")
-
-
 def _check_header(record: dict[str, Any]) -> Iterator[str]:
     version = record.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
@@ -91,10 +88,8 @@ def _check_interaction(record: dict[str, Any]) -> Iterator[str]:
     rollout = record.get("rollout")
     if rollout is not None and not isinstance(rollout, str):
         yield f"rollout must be a string or null, not {type(rollout).__name__}"
-    elif isinstance(rollout, str) and (not rollout or len(rollout) > 256
-                                       or _ROLLOUT_BAD.search(rollout)):
-        yield (f"rollout id {rollout[:60]!r} is empty, too long, or has path separators, "
-               "'..' or control characters")
+    elif isinstance(rollout, str) and rollout_id_problem(rollout) is not None:
+        yield f"{rollout_id_problem(rollout)}; {ROLLOUT_ID_RULE}"
     seq = record.get("seq")
     if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
         yield f"seq must be a non-negative integer, not {seq!r:.40}"

@@ -9,6 +9,10 @@ files are identical across runs and machines.
 
     def test_rewards(replay_run, snapshot):
         assert replay_run() == snapshot(extension_class=RolloutSnapshotExtension)
+
+A run with no rollouts, or one that failed (``replay_run(raise_errors=False)`` hands those
+back), is refused: its table would be empty or partial, and accepting it with
+``--snapshot-update`` would hide every later reward change.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
+from hermes_replay._errors import HermesReplayError
 from hermes_replay._result import RunResult
 
 __all__ = ["RolloutSnapshotExtension", "render_run"]
@@ -65,6 +70,21 @@ def render_run(result: RunResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _refuse_a_run_that_proves_nothing(result: RunResult) -> None:
+    where = f"{result.cassette}: " if result.cassette else ""
+    if result.error is not None:
+        raise HermesReplayError(
+            f"{where}refusing to snapshot a run that failed "
+            f"({type(result.error).__name__}: {str(result.error).splitlines()[0]}); next step: "
+            "fix what the error says — a failed run's rewards are not a reference")
+    if not result.rollouts:
+        raise HermesReplayError(
+            f"{where}refusing to snapshot a run with no rollouts (exit code "
+            f"{result.exit_code}): an empty table would accept any later reward change; next "
+            "step: make the replay run its rollouts (see the env log in "
+            f"{result.out_dir or 'the run folder'})")
+
+
 class RolloutSnapshotExtension(SingleFileSnapshotExtension):
     """Stores ``RunResult`` objects as ``<test name>.rollouts.txt`` beside the test."""
 
@@ -73,6 +93,7 @@ class RolloutSnapshotExtension(SingleFileSnapshotExtension):
 
     def serialize(self, data: Any, **kwargs: Any) -> str:
         if isinstance(data, RunResult):
+            _refuse_a_run_that_proves_nothing(data)
             return render_run(data)
         if isinstance(data, str):
             return data

@@ -15,3 +15,31 @@ for _key, _value in {
 
 # pytester runs real pytest sessions for the plugin's own tests.
 pytest_plugins = ["pytester"]
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def _calc_recording(tmp_path_factory: pytest.TempPathFactory):
+    from _calc_project import record_project
+
+    return record_project(tmp_path_factory.mktemp("calc-recorded"))
+
+
+@pytest.fixture
+def calc_project(_calc_recording, tmp_path, monkeypatch):
+    """A fresh copy of a project holding ``calc_tool_env`` (a user env with its own tool) and
+    its recorded process cassette (4 rollouts); the working directory is its root. Tools the
+    env registers are dropped afterwards, so other tests see the built-in toolsets only."""
+    from _calc_project import copy_project
+
+    from environments.tools import registry
+
+    # the env registers its tool in the process-wide registry: gone again after the test
+    monkeypatch.setattr(registry, "_TOOLS", dict(registry._TOOLS))
+    monkeypatch.setattr(registry, "_TASK_CLEANUPS", list(registry._TASK_CLEANUPS))
+    monkeypatch.delenv("CALC_ENV_LEAK", raising=False)
+    root = copy_project(_calc_recording, tmp_path / "project")
+    monkeypatch.chdir(root)
+    return root

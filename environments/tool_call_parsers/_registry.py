@@ -1,12 +1,16 @@
 """Name -> parser class registry, filled by the ``@register_parser`` decorator.
 
 Names are matched case-insensitively. Duplicates are refused so that two modules cannot silently
-fight over one name (the last import would otherwise win, depending on import order).
+fight over one name (the last import would otherwise win, depending on import order); the same
+class definition registered again (an environment file run twice in one process) is accepted and
+the newest class kept.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+from environments._definition import definition_of
 
 from ._base import ToolCallParser
 
@@ -36,14 +40,18 @@ def register_parser(name: str, *aliases: str) -> Callable[[ParserClass], ParserC
             raise TypeError(
                 f"@register_parser({name!r}) must decorate a ToolCallParser subclass, not {cls!r}"
             )
-        taken = [n for n in names if n in _PARSERS]
+        mine = definition_of(cls)
+        taken = [n for n in names if n in _PARSERS and _PARSERS[n] is not cls
+                 and definition_of(_PARSERS[n]).key != mine.key]
         if taken:
             holders = ", ".join(
-                f"{n!r} by {_PARSERS[n].__module__}.{_PARSERS[n].__qualname__}" for n in taken
+                f"{n!r} by {_PARSERS[n].__module__}.{_PARSERS[n].__qualname__} "
+                f"({definition_of(_PARSERS[n]).location})" for n in taken
             )
             raise ValueError(
                 f"tool-call parser name already registered: {holders}. Pick another name for "
-                f"{cls.__module__}.{cls.__qualname__} (names are global to the process)."
+                f"{cls.__module__}.{cls.__qualname__} ({mine.location}); names are global to "
+                "the process."
             )
         for n in names:
             _PARSERS[n] = cls

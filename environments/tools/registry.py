@@ -1,9 +1,12 @@
 """The tool registry: tools in OpenAI function-schema form, grouped in toolsets.
 
 A tool is a plain sync function ``fn(args: dict, task_id: str) -> str``; what it returns is
-the text the model reads. Tools are registered once at import (``register_tool``, usable as
-a decorator); duplicates are refused so two modules cannot silently replace each other's
-tool. The agent loop runs tools in a thread pool, so a tool may block (subprocess, disk).
+the text the model reads. Tools are registered at import (``register_tool``, usable as a
+decorator). Registering the same definition again — an environment file run twice in one
+process — is accepted and the newest function kept (so each run uses its own module
+globals); a different function under a taken name is refused, naming both definitions, so two
+modules cannot silently replace each other's tool. The agent loop runs tools in a thread
+pool, so a tool may block (subprocess, disk).
 
 Error rule (``tool_result_error``) — one rule for every tool, so ``AgentResult.tool_errors``
 counts every failure and not only crashes:
@@ -26,6 +29,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
+
+from environments._definition import definition_of
 
 __all__ = [
     "Tool",
@@ -77,15 +82,29 @@ def register_tool(
     def add(func: ToolFunction) -> ToolFunction:
         tool = Tool(name=name, toolset=toolset, schema=_normalise_schema(name, schema), fn=func)
         with _LOCK:
-            if name in _TOOLS:
+            old = _TOOLS.get(name)
+            if old is not None and not _same_tool(old, tool):
+                what = ("the same function with another toolset or schema"
+                        if _same_fn(old.fn, func) else "a different definition")
                 raise ValueError(
-                    f"tool {name!r} is already registered (toolset {_TOOLS[name].toolset!r}); "
-                    "pick another name"
+                    f"tool {name!r} is already registered (toolset {old.toolset!r}) by "
+                    f"{definition_of(old.fn).location}; refusing {what} at "
+                    f"{definition_of(func).location}. Next step: pick another name for one of "
+                    "them (tool names are global to the process)."
                 )
-            _TOOLS[name] = tool
+            _TOOLS[name] = tool  # same definition again: the newest function wins
         return func
 
     return add(fn) if fn is not None else add
+
+
+def _same_fn(old: Any, new: Any) -> bool:
+    return old is new or definition_of(old).key == definition_of(new).key
+
+
+def _same_tool(old: Tool, new: Tool) -> bool:
+    """The same source registered again (a module body run twice), with the same schema."""
+    return _same_fn(old.fn, new.fn) and old.toolset == new.toolset and old.schema == new.schema
 
 
 def tool_registry() -> Mapping[str, Tool]:
@@ -170,8 +189,17 @@ def tool_result_error(result: str) -> str | None:
 
 
 def register_task_cleanup(fn: Callable[[str], None]) -> Callable[[str], None]:
-    """Register per-task state to drop when a task is cleaned up (todo lists, sandboxes)."""
-    _TASK_CLEANUPS.append(fn)
+    """Register per-task state to drop when a task is cleaned up (todo lists, sandboxes).
+
+    The same definition registered again (its module run twice) replaces the old hook rather
+    than running twice.
+    """
+    with _LOCK:
+        for i, old in enumerate(_TASK_CLEANUPS):
+            if _same_fn(old, fn):
+                _TASK_CLEANUPS[i] = fn
+                return fn
+        _TASK_CLEANUPS.append(fn)
     return fn
 
 

@@ -72,6 +72,13 @@ def register(sub: Any) -> None:
         help="one of several workers recording at once: write <cassette>.shards/NAME.jsonl "
         "(no locking; join them with `hermes-replay merge`). 'auto' = <host>-<pid>",
     )
+    p.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        help="seed Python's random and numpy with N before the environment starts (default: a "
+        "new seed); the header keeps it and replay seeds the same",
+    )
     g = p.add_argument_group("endpoint (never assumed)")
     g.add_argument("--endpoint", metavar="URL", help="base URL, e.g. http://localhost:8000/v1")
     g.add_argument("--model", metavar="NAME", help="model name the endpoint serves")
@@ -197,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
 
     summary, _ = run_with_progress(
         partial(run_env, env_file, [*public, *secret], cassette=cassette, mode="record",
-                header=header),
+                header=header, seed=args.seed),
         mode="record", cassette=cassette, label=f"recording {env_file.name}")
     style = Style(sys.stdout)
     print("\n".join(summary.lines(style)))

@@ -85,6 +85,12 @@ def register(sub: Any) -> None:
         help=f"stop a replay after N misses with no request answered in between (default "
         f"{DEFAULT_MAX_MISSES}; 0 = never): offline, a run that keeps missing never finishes")
     p.add_argument(
+        "--trust-cassette",
+        action="store_true",
+        help="run tool commands the cassette makes execute on this host WITHOUT kernel "
+        "isolation (default: inside bubblewrap; only for cassettes you trust)",
+    )
+    p.add_argument(
         "-v", "--verbose",
         action="store_true",
         help="show each environment's own output (default for CASSETTE_OR_DIR: into "
@@ -111,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     return replay_all(Path(args.target), out=args.out, strict=args.strict,
                       fail_on_change=args.fail_on_change, verbose=args.verbose,
-                      guards=_guards(args))
+                      trust_cassette=args.trust_cassette, guards=_guards(args))
 
 
 def _guards(args: argparse.Namespace) -> dict[str, Any]:
@@ -152,7 +158,7 @@ def _run_env(args: argparse.Namespace) -> int:
     argv = replay_argv(_header_command(cassette), list(args.env_args))
     summary, _ = run_with_progress(
         partial(run_env, env_file, argv, cassette=cassette, mode="replay", strict=args.strict,
-                **_guards(args)),
+                trust_cassette=args.trust_cassette, **_guards(args)),
         mode="replay", cassette=cassette, label=f"replaying {cassette}")
     print("\n".join(summary.lines(Style(sys.stdout))))
     return _exit_code([summary], args.fail_on_change)
@@ -197,7 +203,7 @@ def _fresh_out_dir() -> Path:
 
 def replay_all(
     target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False,
-    guards: dict[str, Any] | None = None,
+    trust_cassette: bool = False, guards: dict[str, Any] | None = None,
 ) -> int:
     if not target.exists() and target != Path("cassettes"):
         print(
@@ -222,7 +228,7 @@ def replay_all(
     for cassette in cassettes:
         rel = cassette.relative_to(target) if target.is_dir() else Path(cassette.name)
         summary, mode = _replay_cassette(cassette, out / rel.with_suffix(""), strict, verbose,
-                                         guards)
+                                         trust_cassette=trust_cassette, guards=guards)
         rows.append(_Row(str(cassette), mode, summary))
         print("\n".join(summary.lines(style)))
         if summary.exit_code in (130, 143):  # Ctrl-C/SIGTERM: stop, still show what was done
@@ -239,7 +245,7 @@ def replay_all(
 
 
 def _replay_cassette(
-    cassette: Path, out_dir: Path, strict: bool, verbose: bool,
+    cassette: Path, out_dir: Path, strict: bool, verbose: bool, *, trust_cassette: bool = False,
     guards: dict[str, Any] | None = None,
 ) -> tuple[RunSummary, str]:
     from hermes_replay import CassetteError, load_cassette
@@ -270,7 +276,8 @@ def _replay_cassette(
     out_dir = out_dir.resolve()
     log = None if verbose else out_dir / "env.log"
     summary, _ = run_with_progress(
-        partial(run_cassette, cassette, out_dir=out_dir, strict=strict, **(guards or {})),
+        partial(run_cassette, cassette, out_dir=out_dir, strict=strict,
+                trust_cassette=trust_cassette, **(guards or {})),
         mode="replay", cassette=cassette, log_path=log,
         label=f"replaying {cassette.parent.name}/{cassette.name}")
     summary.cassette = str(cassette)

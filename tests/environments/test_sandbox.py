@@ -1,4 +1,9 @@
-"""The local sandbox backend: isolation per task id, timeouts, output cap, real cleanup."""
+"""The local sandbox backend: isolation per task id, timeouts, output cap, real cleanup.
+
+These tests pin the folder-and-process-group sandbox (``HERMES_SANDBOX=none``): its host paths,
+pids and background jobs are what they inspect. The same backend inside bubblewrap is proved
+in ``test_sandbox_isolation.py``.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,11 @@ from environments.tools.sandbox import (
     sandbox_root,
 )
 from environments.tools.sandbox.local import group_members
+
+
+@pytest.fixture(autouse=True)
+def _without_kernel_isolation(monkeypatch):
+    monkeypatch.setenv("HERMES_SANDBOX", "none")
 
 
 @pytest.fixture
@@ -213,7 +223,7 @@ def test_docker_backend_says_it_is_not_available():
 
 
 def test_unknown_backend_and_backend_mismatch_are_errors(task_id):
-    with pytest.raises(ValueError, match="available: docker, local"):
+    with pytest.raises(ValueError, match="available: bwrap, docker, local"):
         get_sandbox("test-sandbox-x", backend="kubernetes")
     get_sandbox(task_id, backend="local")
     with pytest.raises(ValueError, match="already has a 'local' sandbox"):

@@ -651,3 +651,31 @@ def test_qwen3_coder_calls() -> None:
 def test_qwen3_coder_is_tolerant(text: str) -> None:
     _, calls = parse("qwen3_coder", text)
     assert calls == [("f", {"a": "x", "b": 2})]
+
+
+_PARSER_MODULE = """
+from environments.tool_call_parsers import ToolCallParser, register_parser
+
+@register_parser("mine_fmt")
+class MineParser(ToolCallParser):
+    def _parse(self, text):
+        return text, None
+
+    def render(self, content, calls):
+        return content or ""
+"""
+
+
+@pytest.mark.usefixtures("scratch_registry")
+def test_a_module_run_twice_registers_its_parser_again(tmp_path) -> None:
+    import runpy
+
+    module = tmp_path / "parser_module.py"
+    module.write_text(_PARSER_MODULE, encoding="utf-8")
+    runpy.run_path(str(module))
+    second = runpy.run_path(str(module))  # same class source: accepted, the newest kept
+    assert type(get_parser("mine_fmt")) is second["MineParser"]
+    module.write_text(_PARSER_MODULE.replace("return text, None", "return None, None"),
+                      encoding="utf-8")
+    with pytest.raises(ValueError, match=r"'mine_fmt' by .*MineParser \(.*parser_module\.py:"):
+        runpy.run_path(str(module))

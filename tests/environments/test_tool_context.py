@@ -182,7 +182,8 @@ async def test_two_rollouts_scoring_concurrently_overlap(task_id):
         await b.acleanup()
 
 
-def test_cleanup_removes_processes_and_files_and_is_idempotent(task_id):
+def test_cleanup_removes_processes_and_files_and_is_idempotent(task_id, monkeypatch):
+    monkeypatch.setenv("HERMES_SANDBOX", "none")  # a background job outliving its command
     ctx = ToolContext(task_id)
     pid = int(ctx.terminal("sleep 1000 >/dev/null 2>&1 & echo $!")["output"])
     base = get_sandbox(task_id).base_dir

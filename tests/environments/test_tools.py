@@ -100,6 +100,74 @@ def test_register_tool_refuses_duplicates_and_mismatched_names(private_registry)
         register_tool("x", "other", {"name": "y"}, lambda a, t: "")
 
 
+_TOOL_MODULE = """
+from environments.tools import register_task_cleanup, register_tool
+
+CALLS = []
+
+@register_tool("adder", "mine", {"parameters": {"type": "object", "properties": {}}})
+def adder(args, task_id):
+    CALLS.append(task_id)
+    return str(len(CALLS))
+
+@register_task_cleanup
+def forget(task_id):
+    CALLS.clear()
+"""
+
+
+def test_a_module_run_twice_registers_its_tool_once_with_its_own_globals(
+        private_registry, tmp_path):
+    """Running an env file twice in one process re-executes ``register_tool`` with a new
+    function object from the same source: accepted, and the second run's function (with the
+    second run's module globals) is the one dispatched."""
+    import runpy
+
+    module = tmp_path / "tool_module.py"
+    module.write_text(_TOOL_MODULE, encoding="utf-8")
+    hooks_before = len(registry_module._TASK_CLEANUPS)
+    first = runpy.run_path(str(module))
+    assert dispatch_tool("adder", {}, "t") == "1" and first["CALLS"] == ["t"]
+    second = runpy.run_path(str(module))  # no "already registered"
+    assert tool_registry()["adder"].fn is second["adder"]
+    assert dispatch_tool("adder", {}, "t") == "1"  # fresh globals: no count carried over
+    assert first["CALLS"] == ["t"] and second["CALLS"] == ["t"]
+    assert list(toolsets()["mine"]) == ["adder"]
+    assert len(registry_module._TASK_CLEANUPS) == hooks_before + 1  # the hook once, not twice
+    register_tool("adder", "mine", {"parameters": {"type": "object", "properties": {}}},
+                  second["adder"])  # the very same function again: a no-op
+    assert tool_registry()["adder"].fn is second["adder"]
+
+
+def test_a_different_function_under_a_taken_name_names_both_definitions(
+        private_registry, tmp_path):
+    import runpy
+
+    module = tmp_path / "tool_module.py"
+    module.write_text(_TOOL_MODULE, encoding="utf-8")
+    runpy.run_path(str(module))
+
+    def adder(args, task_id):  # same name, other source
+        return "0"
+
+    with pytest.raises(ValueError) as info:
+        register_tool("adder", "mine", {"parameters": {"type": "object", "properties": {}}},
+                      adder)
+    message = str(info.value)
+    assert "tool_module.py:6 (adder)" in message  # the registered one
+    line = adder.__code__.co_firstlineno
+    assert f"test_tools.py:{line} (" in message and "adder)" in message  # the refused one
+    assert "Next step" in message
+    # an edited module body (same place, other code) is a different definition too
+    module.write_text(_TOOL_MODULE.replace("str(len(CALLS))", "str(-len(CALLS))"),
+                      encoding="utf-8")
+    with pytest.raises(ValueError, match="already registered"):
+        runpy.run_path(str(module))
+    # the same function offered with another schema is refused, and says so
+    with pytest.raises(ValueError, match="same function with another toolset or schema"):
+        register_tool("adder", "other", {}, tool_registry()["adder"].fn)
+
+
 def test_tool_registry_is_read_only():
     with pytest.raises(TypeError):
         tool_registry()["new"] = None  # type: ignore[index]

@@ -138,12 +138,17 @@ def test_replay_env_form_and_strict(project: Path, capsys) -> None:
     _record(capsys)
     assert main(["replay", "envs/tiny_env.py", "--", "process", "--env.total_steps", "3"]) == 0
     assert "3 rollouts replayed" in capsys.readouterr().out
-    # fewer rollouts than recorded: reported as unused; --strict makes it fail
+    # fewer rollouts than recorded, because the user asked for fewer: reported as unused;
+    # --strict makes it fail (replaying the recorded command itself must run them all)
     assert main(["replay", "envs/tiny_env.py", "--", "process", "--env.total_steps", "2"]) == 0
     out = capsys.readouterr().out
     assert "1 unused recordings" in out and "unused: train-item2-0-0#0" in out
     assert main(["replay", "envs/tiny_env.py", "--strict", "--", "process",
                  "--env.total_steps", "2"]) == 1
+    # ... but a command that runs none of them is never a pass
+    assert main(["replay", "envs/tiny_env.py", "--", "process", "--env.total_steps", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "ran 0 of the 3 recorded rollouts" in err and "3 of 3 recorded rollout(s)" in err
     assert main(["replay", "envs/tiny_env.py", "--cassette", "nope.jsonl", "--", "process"]) == 2
     assert "no cassette at nope.jsonl" in capsys.readouterr().err
 

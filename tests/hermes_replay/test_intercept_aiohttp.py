@@ -63,14 +63,11 @@ async def test_replayed_response_behaves_like_aiohttp_own(tmp_path: Path) -> Non
             assert await r.json() == __import__("json").loads(raw)
             assert await r.text() == raw.decode()
             assert b"".join([c async for c in r.content.iter_any()]) == raw
-        # a miss: 404 that raise_for_status turns into ClientResponseError
+        # a miss ends the request at once (no retry layer catches it); the block says why
         with pytest.raises(hermes_replay.CassetteMiss) as info:
             async with hermes_replay.cassette(path, "replay"):
-                async with s.post(url, json={**VLLM, "max_tokens": 9}) as r:
-                    assert r.status == 404
-                    with pytest.raises(aiohttp.ClientResponseError):
-                        r.raise_for_status()
-                    assert "body.max_tokens" in (await r.json())["error"]["message"]
+                with pytest.raises(hermes_replay.RequestNotRecorded):
+                    await s.post(url, json={**VLLM, "max_tokens": 9})
         assert "-body.max_tokens: 8" in str(info.value)
         assert "+body.max_tokens: 9" in str(info.value)
 

@@ -83,7 +83,7 @@ def test_replay_never_reaches_the_network_for_llm_paths(tmp_path: Path) -> None:
             assert client.post(url, json=BODY).json()["choices"][0]["message"]["content"]
             with pytest.raises(hermes_replay.CassetteMiss):
                 with hermes_replay.cassette(path, "replay"):
-                    assert client.post(url, json={**BODY, "model": "x"}).status_code == 404
+                    client.post(url, json={**BODY, "model": "x"})
         assert len(server.requests) == before
 
 

@@ -129,14 +129,19 @@ def test_patched_only_inside_the_block(tmp_path: Path) -> None:
     assert (tmp_path / "c.jsonl").exists() and not (tmp_path / "inner.jsonl").exists()
 
 
-def test_sdk_sees_a_non_retried_404_on_a_miss(tmp_path: Path) -> None:
+def test_a_miss_ends_the_sdk_request_at_once_without_retries(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     base, _ = _record(path, lambda base: openai.OpenAI(base_url=base, api_key="x")
                       .chat.completions.create(model="m", messages=MESSAGES))
     client = openai.OpenAI(base_url=base, api_key="x", max_retries=5)
-    with pytest.raises(hermes_replay.CassetteMiss):
-        with hermes_replay.cassette(path, "replay") as session:
-            with pytest.raises(openai.NotFoundError) as info:
+    events: list[hermes_replay.ReplayEvent] = []
+    with pytest.raises(hermes_replay.CassetteMiss) as info:
+        with hermes_replay.cassette(path, "replay", on_event=events.append) as session:
+            with pytest.raises(hermes_replay.RequestNotRecorded) as signal:
                 client.chat.completions.create(model="other-model", messages=MESSAGES)
-    assert 'body.model: "m"' in str(info.value) and 'body.model: "other-model"' in str(info.value)
-    assert len(session.misses) == 1  # one miss, not one per SDK retry
+    assert "outside any rollout, turn 1: POST /v1/chat/completions has no recording" in str(
+        signal.value)
+    text = str(info.value)
+    assert 'body.model: "m"' in text and 'body.model: "other-model"' in text
+    assert [e.kind for e in events] == ["miss"]  # the SDK's 5 retries never happened
+    assert len(session.misses) == 1

@@ -103,14 +103,14 @@ def test_replay_miss_names_cassette_rollout_turn_and_changed_line(tmp_path: Path
             run(base, SYSTEM)
     with pytest.raises(hermes_replay.CassetteMiss) as info:
         with hermes_replay.cassette(path, "replay") as session:
-            with pytest.raises(openai.NotFoundError):
+            with pytest.raises(hermes_replay.RequestNotRecorded):
                 run(base, SYSTEM.replace("Always run the tests.", "Never run the tests."))
     text = str(info.value)
-    assert str(path) in text and "rollout 'train-abc-0-3', turn 0" in text
+    assert str(path) in text and "rollout 'train-abc-0-3', turn 1" in text
     assert "-body.messages[0].content | Always run the tests." in text
     assert "+body.messages[0].content | Never run the tests." in text
     (miss,) = session.misses
-    assert (miss.rollout, miss.turn, miss.nearest) == ("train-abc-0-3", 0, ("train-abc-0-3", 0))
+    assert (miss.rollout, miss.turn, miss.nearest) == ("train-abc-0-3", 1, ("train-abc-0-3", 0))
     assert "differs from the recording of this turn" in miss.reason
     assert session.unused == [("train-abc-0-3", 0), ("train-abc-0-3", 1)]
 
@@ -129,7 +129,7 @@ def test_miss_in_an_unknown_rollout_points_at_the_nearest_recording(tmp_path: Pa
     with pytest.raises(hermes_replay.CassetteMiss) as info:
         with hermes_replay.cassette(path, "replay"):
             with hermes_replay.rollout("c"):
-                with pytest.raises(openai.NotFoundError):
+                with pytest.raises(hermes_replay.RequestNotRecorded):
                     client.chat.completions.create(model="m", messages=[
                         {"role": "user", "content": "I like bananas!"}])
     (miss,) = info.value.misses
@@ -173,7 +173,7 @@ def test_stored_fingerprints_are_reused_only_under_the_same_matcher(tmp_path: Pa
     offline = openai.OpenAI(base_url=base_url, api_key="x", max_retries=0)  # endpoint stopped
     with pytest.raises(hermes_replay.CassetteMiss, match="temperature"):
         with hermes_replay.cassette(path), hermes_replay.rollout("r"):
-            with pytest.raises(openai.NotFoundError):
+            with pytest.raises(hermes_replay.RequestNotRecorded):
                 offline.chat.completions.create(
                     model="m", temperature=0.5, messages=[{"role": "user", "content": "hi"}])
     # … and a hit once the user ignores it: the stored fingerprints are not trusted then.

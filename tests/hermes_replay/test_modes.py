@@ -199,12 +199,26 @@ def test_outcomes_are_recorded_and_compared_on_replay(tmp_path: Path) -> None:
     assert "reward changed: b: 0.0 -> 1.0" in list(summary.lines())
 
 
-def test_a_miss_is_noted_on_the_error_that_ended_the_block(tmp_path: Path) -> None:
+def test_a_miss_the_caller_let_through_becomes_the_blocks_cassette_miss(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     base, _ = _record(path, {"a": ["one"]})
-    with pytest.raises(openai.NotFoundError) as info:
+    with pytest.raises(hermes_replay.CassetteMiss) as info:
         with hermes_replay.cassette(path, "replay"):
             _ask(base, "a", ["something else"])
+    assert isinstance(info.value.__cause__, hermes_replay.RequestNotRecorded)
+    assert "1 request(s) had no matching recording" in str(info.value)
+    assert "something else" in str(info.value)
+
+
+def test_a_miss_is_noted_on_another_error_that_ended_the_block(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    base, _ = _record(path, {"a": ["one"]})
+    with pytest.raises(KeyError) as info:
+        with hermes_replay.cassette(path, "replay"):
+            try:
+                _ask(base, "a", ["something else"])
+            except hermes_replay.RequestNotRecorded:
+                raise KeyError("the test's own error") from None
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "1 request(s) had no matching recording" in notes and "something else" in notes
 

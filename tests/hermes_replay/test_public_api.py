@@ -9,11 +9,12 @@ def test_all_is_sorted_and_exactly_the_public_names() -> None:
     assert hermes_replay.__all__ == sorted(hermes_replay.__all__)
     assert set(hermes_replay.__all__) == {
         "Cassette", "CassetteError", "CassetteMiss", "HermesReplayError", "RecordingFailed",
-        "ReplayEvent", "ReplaySummary", "RolloutOutcome", "RolloutScope", "RunResult",
-        "Session", "TokenizerMismatch", "ToolCallMiss", "ToolCallsDrifted", "UnusedRecordings",
-        "__version__", "annotate", "bundled_tokenizer_path", "cassette", "check_tokenizer",
-        "current_rollout", "describe_tokenizer", "load_cassette", "rollout", "run_cassette",
-        "scrub", "tokenizer_for_run", "tool_call",
+        "ReplayEvent", "ReplayFailed", "ReplaySummary", "RequestNotRecorded", "RolloutOutcome",
+        "RolloutScope", "RunResult", "Session", "TokenizerMismatch", "ToolCallMiss",
+        "ToolCallsDrifted", "UnusedRecordings", "__version__", "annotate",
+        "bundled_tokenizer_path", "cassette", "check_tokenizer", "current_rollout",
+        "describe_tokenizer", "load_cassette", "rollout", "run_cassette", "scrub",
+        "tokenizer_for_run", "tool_call",
     }
     for name in hermes_replay.__all__:
         assert getattr(hermes_replay, name) is not None

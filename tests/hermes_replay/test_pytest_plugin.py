@@ -16,17 +16,17 @@ ROOT = Path(__file__).resolve().parents[2]
 CASSETTE = ROOT / "cassettes" / "multi_signal_env" / "process.jsonl"
 ENV_FILE = ROOT / "environments" / "multi_signal_env.py"
 
-SNAPSHOT_TEST = """
-import pytest
-from hermes_replay.snapshot import RolloutSnapshotExtension
 
-@pytest.mark.cassette("cassettes/multi_signal_env/process.jsonl")
-def test_rewards(replay_run, snapshot):
-    result = replay_run()
-    assert result.exit_code == 0 and not result.misses
-    assert result.rewards, "a replay that scored nothing proves nothing"
-    assert result == snapshot(extension_class=RolloutSnapshotExtension)
-"""
+
+def _readme_example() -> str:
+    """The README's example test, exactly as a user would copy it."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## The pytest plugin"):]
+    start = section.index("```python\n") + len("```python\n")
+    return section[start:section.index("```", start)]
+
+
+SNAPSHOT_TEST = _readme_example()
 
 
 @pytest.fixture
@@ -60,9 +60,25 @@ def test_changed_reward_shows_as_a_diff_naming_the_rollout(project: pytest.Pytes
             if re.match(r"^E\s+[-+]\s+train-\S+\s+\d\.\d{4}\s", line)]
     assert {line.split()[1] for line in diff} == {"-", "+"}, changed.outlines[-40:]
 
-    # --snapshot-update accepts the change; the next run is green again.
+    # --snapshot-update accepts the change in one step; the next run is green again.
     project.runpytest("--snapshot-update", "-p", "no:cacheprovider").assert_outcomes(passed=1)
     project.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_a_test_that_failed_before_its_snapshot_keeps_it(project: pytest.Pytester) -> None:
+    project.runpytest("--snapshot-update", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    snap = next(project.path.rglob("*.rollouts.txt"))
+    good = snap.read_text()
+    # the prompt changes: every request misses, replay_run raises before the snapshot
+    env = project.path / "environments" / "multi_signal_env.py"
+    env.write_text(env.read_text().replace("Compute it with the terminal", "Compute it"))
+    for flags in ((), ("--snapshot-update",)):
+        broken = project.runpytest(*flags, "-p", "no:cacheprovider")
+        broken.assert_outcomes(failed=1)
+        text = "\n".join(broken.outlines)
+        assert "CassetteMiss" in text and "Compute it with the terminal" in text
+        assert "Deleted" not in text and "unused" not in text
+        assert snap.read_text() == good  # the good reference survives
 
 
 def test_missing_marker_is_a_clear_usage_error(pytester: pytest.Pytester) -> None:

@@ -103,7 +103,7 @@ def test_a_swallowed_failure_is_a_miss_on_replay_never_a_fake_success(
     assert _statuses(path) == [200]
     with pytest.raises(hermes_replay.CassetteMiss) as info:
         with hermes_replay.cassette(path, "replay"):
-            with pytest.raises(openai.NotFoundError):
+            with pytest.raises(hermes_replay.RequestNotRecorded):
                 _ask(endpoint.base_url, retries=3, rollout="failed")
     assert "rollout 'failed'" in str(info.value) and "has no rollout" in str(info.value)
 

@@ -56,3 +56,21 @@ def test_changed_rewards_against_recording():
     run.recorded_rewards = {"train-aaa-0-0": 1.0, "train-bbb-0-1": 0.5}
     assert run.changed_rewards() == {"train-bbb-0-1": (0.5, 0.25)}
     assert run.mean_reward == pytest.approx(0.625)
+
+
+def test_a_run_with_no_rollouts_or_an_error_is_never_a_snapshot(tmp_path):
+    from pathlib import Path
+
+    from hermes_replay import HermesReplayError, ReplayFailed
+
+    ext = RolloutSnapshotExtension()
+    empty = RunResult(env_name="demo", exit_code=0, cassette=Path("c.jsonl"), out_dir=tmp_path)
+    with pytest.raises(HermesReplayError, match=r"c\.jsonl: refusing to snapshot a run with no "
+                                                r"rollouts \(exit code 0\)"):
+        ext.serialize(empty)
+    failed = _run(0.5)
+    failed.error = ReplayFailed("c.jsonl", "the environment exited with code 1", exit_code=1,
+                                never_ran=[], recorded=2, log=None, log_tail=[], hint="fix it")
+    with pytest.raises(HermesReplayError, match="refusing to snapshot a run that failed "
+                                                r"\(ReplayFailed: c\.jsonl: the replay"):
+        ext.serialize(failed)

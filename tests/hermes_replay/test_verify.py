@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 from _reliability_helpers import line_of, read_records, record_sample, write_records
 
@@ -290,3 +291,38 @@ def test_secret_in_a_damaged_line_is_still_found(sample: Path, tmp_path: Path) -
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     findings = {(f.line, f.kind) for f in verify_file(path)}
     assert {(3, "schema"), (3, "secret")} <= findings
+
+
+# -- one rule for rollout ids ------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", ["item-0/slot-0", "a\\b", "up..down", "tab\there", "", "x" * 257])
+def test_rollout_refuses_an_id_verify_would_flag(bad: str) -> None:
+    import hermes_replay
+    from hermes_replay._scope import ROLLOUT_ID_RULE
+
+    with pytest.raises(ValueError) as info:
+        with hermes_replay.rollout(bad):
+            pass
+    assert ROLLOUT_ID_RULE in str(info.value)
+
+
+def test_every_id_recording_accepts_verifies_clean(tmp_path: Path) -> None:
+    """Odd but allowed ids (spaces, unicode, dots, colons, the longest) record and verify."""
+    from _reliability_helpers import FAKE_KEY
+
+    import hermes_replay
+    from hermes_replay.scripted_endpoint import ScriptedEndpoint
+
+    ids = ["item 0 · slot 0", "ünï-cödé", "v1.2:slot#3", "x" * 256, "eval-abc-0-0"]
+    path = tmp_path / "odd-ids.jsonl"
+    with ScriptedEndpoint(script="generic", seed=0) as ep:
+        client = openai.OpenAI(base_url=ep.base_url, api_key=FAKE_KEY, max_retries=0)
+        with hermes_replay.cassette(path, "record"):
+            for rid in ids:
+                with hermes_replay.rollout(rid) as scope:
+                    client.chat.completions.create(
+                        model="m", messages=[{"role": "user", "content": rid}])
+                    scope.report(reward=1.0)
+        client.close()
+    assert sorted(hermes_replay.load_cassette(path).rollouts) == sorted(ids)
+    assert verify_file(path) == []

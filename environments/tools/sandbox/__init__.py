@@ -12,19 +12,30 @@ from .base import (
     register_backend,
 )
 from .docker import DockerSandbox
-from .local import LocalSandbox, sandbox_root
+from .isolation import (
+    ISOLATION_VAR,
+    IsolationUnavailableError,
+    SandboxLimits,
+    isolation_mode,
+)
+from .local import IsolatedSandbox, LocalSandbox, sandbox_root
 
 __all__ = [
+    "ISOLATION_VAR",
     "BackendNotAvailableError",
     "DockerSandbox",
+    "IsolatedSandbox",
+    "IsolationUnavailableError",
     "LocalSandbox",
     "RunResult",
     "SandboxBackend",
+    "SandboxLimits",
     "active_sandboxes",
     "available_backends",
     "cleanup_all_sandboxes",
     "cleanup_sandbox",
     "get_sandbox",
+    "isolation_mode",
     "register_backend",
     "sandbox_root",
 ]

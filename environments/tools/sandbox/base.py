@@ -22,6 +22,8 @@ import threading
 from dataclasses import dataclass
 from typing import ClassVar
 
+from environments._definition import definition_of
+
 __all__ = [
     "BackendNotAvailableError",
     "RunResult",
@@ -120,8 +122,13 @@ def register_backend(cls: type[SandboxBackend]) -> type[SandboxBackend]:
     """Class decorator: make a backend available under ``cls.name``. Duplicates are refused."""
     if not cls.name:
         raise ValueError(f"{cls.__qualname__} has no `name`; set the class attribute first")
-    if cls.name in _BACKENDS and _BACKENDS[cls.name] is not cls:
-        raise ValueError(f"terminal backend {cls.name!r} is already registered")
+    old = _BACKENDS.get(cls.name)
+    # the same class definition again (its module run twice in one process) replaces the old
+    if old is not None and old is not cls and definition_of(old).key != definition_of(cls).key:
+        raise ValueError(
+            f"terminal backend {cls.name!r} is already registered by "
+            f"{definition_of(old).location}; refusing {definition_of(cls).location}. Next step: "
+            "give one of them another `name`.")
     _BACKENDS[cls.name] = cls
     return cls
 

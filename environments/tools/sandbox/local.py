@@ -24,11 +24,15 @@ only then removes the directory.
 Command output goes to an unlinked temporary file, not a pipe: a pipe stays open while any
 background child holds it, so ``server &`` would otherwise hang the call until the timeout.
 
-Isolation is by directory and process group, not a security boundary: a command can still
-``cd /`` and read the host. File tools (``resolve``) refuse paths that resolve outside the
-working directory, symlinks included. The environment is minimal (PATH, locale, HOME, TMPDIR)
-so host secrets such as API keys are not passed to the agent's shell; the running
-interpreter's directory is first on PATH, so ``python``/``pytest`` are the ones of this venv.
+Kernel isolation: where bubblewrap works (and ``HERMES_SANDBOX`` is not ``none``), each command
+runs inside bwrap with the working directory bound at a real ``/workspace`` — read-only host
+system, no network, own pid namespace, rlimits, a workspace quota (see ``_bwrap`` and
+``isolation``). Background jobs then end with their command. Without bwrap, isolation is by
+directory and process group only: a command can ``cd /``, read the host and use the network.
+Either way file tools (``resolve``) refuse paths that resolve outside the working directory,
+symlinks included, and the environment is minimal (PATH, locale, HOME, TMPDIR) so host
+secrets such as API keys are not passed to the agent's shell; the running interpreter's
+directory is first on PATH, so ``python``/``pytest`` are the ones of this venv.
 """
 
 from __future__ import annotations
@@ -49,16 +53,20 @@ import tempfile
 import threading
 import time
 
+from ._bwrap import WORKSPACE, bwrap_argv, pick_sandbox_uid, tree_bytes
+from ._limits import SandboxLimits
+from ._output import read_capped
+from ._procs import MARKER_VAR, children_of, group_members, scan, signal_group, signal_pid
 from .base import RunResult, SandboxBackend, cleanup_all_sandboxes, register_backend
+from .isolation import decide_isolation
 
-__all__ = ["VIRTUAL_WORKDIR", "LocalSandbox", "sandbox_root"]
+__all__ = ["VIRTUAL_WORKDIR", "IsolatedSandbox", "LocalSandbox", "group_members", "sandbox_root"]
 
 log = logging.getLogger(__name__)
 
 _ROOT: str | None = None
 _ROOT_PID: int | None = None
 _ROOT_LOCK = threading.Lock()
-_MARKER_VAR = "HERMES_SANDBOX_ID"
 #: how the agent sees its working directory (see the module docstring)
 VIRTUAL_WORKDIR = "/workspace"
 _VIRTUAL_RE = re.compile(r"(?<![\w./~-])/workspace(?![\w.-])")
@@ -126,87 +134,6 @@ def _slug(task_id: str) -> str:
     return f"{clean}-{digest}"
 
 
-def _live_processes() -> list[tuple[int, int, int]]:
-    """(pid, pgid, sid) of every non-zombie process, from ``/proc``; [] where there is none."""
-    found = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                raw = fh.read().decode(errors="replace")
-        except OSError:
-            continue
-        # fields after the ")" closing the command name: state ppid pgrp session ...
-        fields = raw[raw.rfind(")") + 2 :].split()
-        if len(fields) < 4 or fields[0] == "Z":
-            continue
-        found.append((int(entry), int(fields[2]), int(fields[3])))
-    return found
-
-
-def _has_marker(pid: int, needle: bytes) -> bool:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            return needle in fh.read().split(b"\0")
-    except OSError:
-        return False
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes in process group ``pgid``."""
-    if not os.path.isdir("/proc"):
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return []
-        return [pgid]
-    return [pid for pid, pg, _sid in _live_processes() if pg == pgid]
-
-
-def _scan(pgids: set[int], marker: str) -> tuple[set[int], set[int]]:
-    """The sandbox's live process groups and its live processes, in one pass over /proc.
-
-    A pid number is reused once its process is gone, so a remembered pgid is trusted only
-    while a member still proves it is ours: it carries the sandbox marker, or it is in the
-    session our command opened (session id == pgid, set by ``start_new_session``).
-    """
-    if not os.path.isdir("/proc"):  # no /proc (macOS): trust the remembered groups
-        live = {pg for pg in pgids if group_members(pg)}
-        return live, set(live)
-    needle = f"{_MARKER_VAR}={marker}".encode()
-    groups: set[int] = set()
-    pids: set[int] = set()
-    by_group: dict[int, list[int]] = {}
-    for pid, pg, sid in _live_processes():
-        if pid == os.getpid():
-            continue
-        marked = _has_marker(pid, needle)
-        if marked:
-            pids.add(pid)
-        if pg in pgids:
-            by_group.setdefault(pg, []).append(pid)
-            if marked or sid == pg:
-                groups.add(pg)
-    for pg in groups:
-        pids.update(by_group[pg])
-    return groups, pids
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def _signal_pid(pid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, sig)
-
-
 @register_backend
 class LocalSandbox(SandboxBackend):
     """A directory and the process groups of one task on this machine."""
@@ -217,14 +144,21 @@ class LocalSandbox(SandboxBackend):
     #: seconds between SIGTERM and SIGKILL at cleanup
     kill_grace: float = 1.0
 
-    def __init__(self, task_id: str) -> None:
+    def __init__(self, task_id: str, isolation: str | None = None) -> None:
         super().__init__(task_id)
+        #: True when commands run inside bubblewrap (see ``isolation``); decided once, here
+        self.isolated = decide_isolation(task_id, isolation)
+        #: rlimits and workspace quota of isolated commands (tests shrink them)
+        self.limits = SandboxLimits()
         self.base_dir = os.path.join(sandbox_root(), _slug(task_id))
         self.work_dir = os.path.join(self.base_dir, "work")
         self.tmp_dir = os.path.join(self.work_dir, ".tmp")
         os.makedirs(self.work_dir, exist_ok=True)
         os.makedirs(self.tmp_dir, exist_ok=True)
         self._work_real = os.path.realpath(self.work_dir)
+        # As root, isolated commands run as a uid of their own that owns only the workspace.
+        self._uid = pick_sandbox_uid() if self.isolated else None
+        self._give_to_sandbox(self.work_dir)
         self._marker = secrets.token_hex(8)
         self._pgids: set[int] = set()
         self._lock = threading.Lock()
@@ -233,20 +167,33 @@ class LocalSandbox(SandboxBackend):
     # -- processes -------------------------------------------------------------------------
 
     def _env(self, extra: dict[str, str] | None) -> dict[str, str]:
+        home, tmp = self.work_dir, self.tmp_dir
         path = os.environ.get("PATH", os.defpath)
+        if self.isolated:  # the paths as the command sees them inside bwrap
+            home, tmp = WORKSPACE, f"{WORKSPACE}/.tmp"
+            path = "/usr/local/bin:/usr/bin:/bin"
         env = {
             "PATH": os.pathsep.join([os.path.dirname(sys.executable), path]),
-            "HOME": self.work_dir,
-            "TMPDIR": self.tmp_dir,
-            "TMP": self.tmp_dir,
-            "TEMP": self.tmp_dir,
+            "HOME": home,
+            "TMPDIR": tmp,
+            "TMP": tmp,
+            "TEMP": tmp,
             "LANG": os.environ.get("LANG", "C.UTF-8"),
             "TERM": "dumb",
             "PYTHONDONTWRITEBYTECODE": "1",
         }
         env.update(extra or {})
-        env[_MARKER_VAR] = self._marker
+        env[MARKER_VAR] = self._marker
         return env
+
+    def _argv(self, cmd: str, workdir: str, env: dict[str, str] | None) -> list[str]:
+        shell = shutil.which("bash") or "/bin/sh"
+        if not self.isolated:
+            return [shell, "-c", self.to_host(cmd)]
+        inside = os.path.relpath(workdir, self._work_real)
+        chdir = WORKSPACE if inside == "." else f"{WORKSPACE}/{inside}"
+        return bwrap_argv([shell, "-c", cmd], work_dir=self.work_dir, chdir=chdir,
+                          env=self._env(env), limits=self.limits, uid=self._uid)
 
     def run(
         self,
@@ -261,14 +208,17 @@ class LocalSandbox(SandboxBackend):
             )
         timeout = self.default_timeout if timeout is None else timeout
         workdir = self.resolve(cwd) if cwd else self.work_dir
-        shell = shutil.which("bash") or "/bin/sh"
-        os.makedirs(self.tmp_dir, exist_ok=True)  # the agent may have deleted it
+        if not os.path.isdir(self.tmp_dir):  # the agent may have deleted it
+            os.makedirs(self.tmp_dir, exist_ok=True)
+            self._give_to_sandbox(self.tmp_dir)
         # Capture outside the working directory, where the agent cannot delete or see it.
         with tempfile.TemporaryFile(dir=self.base_dir) as out:
             proc = subprocess.Popen(
-                [shell, "-c", self.to_host(cmd)],
-                cwd=workdir,
-                env=self._env(env),
+                self._argv(cmd, workdir, env),
+                cwd=self.base_dir if self.isolated else workdir,
+                # bwrap itself gets no host variables either: its pid-1 helper is visible
+                # inside, and /proc/1/environ would show them
+                env=_BWRAP_ENV if self.isolated else self._env(env),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -276,13 +226,7 @@ class LocalSandbox(SandboxBackend):
             )
             with self._lock:
                 self._pgids.add(proc.pid)
-            timed_out = False
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _signal_group(proc.pid, signal.SIGKILL)
-                proc.wait()
+            stopped = self._wait(proc, timeout)
             output, truncated = self._read_capped(out)
             output = self.to_virtual(output)
         try:  # forget groups that are already empty: their number may be reused later
@@ -292,57 +236,104 @@ class LocalSandbox(SandboxBackend):
                 self._pgids.discard(proc.pid)
         except PermissionError:
             pass
-        if timed_out:
+        if stopped == "timeout":
             output += (
                 f"\n[command timed out after {timeout:g}s; it and every process it started "
                 "were killed]"
             )
             return RunResult(output=output, exit_code=124, timed_out=True, truncated=truncated)
+        if stopped == "quota" or self._over_quota():
+            output += (
+                f"\n[the working directory grew past its quota of "
+                f"{self.limits.workspace_bytes // 1024**2} MiB; the command and every process "
+                "it started were killed]"
+            )
+            return RunResult(output=output, exit_code=137, truncated=truncated)
         code = proc.returncode
         if code < 0:  # killed by a signal: report it the way a shell does
             code = 128 - code
         return RunResult(output=output, exit_code=code, truncated=truncated)
 
+    def _wait(self, proc: subprocess.Popen, timeout: float) -> str | None:
+        """Wait for ``proc``; kill its group on timeout or (isolated) a full workspace.
+
+        The workspace is the one writable host path of an isolated command, so its size is
+        checked while the command runs (every 50 ms, or less often for a workspace so big that
+        counting it takes more than a tenth of that); rlimits alone cap single files.
+        """
+        deadline = time.monotonic() + timeout
+        stopped = None
+        interval = 0.05 if self.isolated else timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                proc.wait(timeout=max(0.0, min(left, interval)))
+                return None
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline:
+                    stopped = "timeout"
+                else:
+                    started = time.monotonic()
+                    full = self._over_quota()
+                    interval = max(0.05, 10 * (time.monotonic() - started))
+                    if not full:
+                        continue
+                    stopped = "quota"
+            if self.isolated:
+                # Kill the namespace's init first and let bwrap reap it: the kernel then kills
+                # every process of the pid namespace, whatever session it moved to.
+                for child in children_of(proc.pid):
+                    signal_pid(child, signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=5)
+            signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return stopped
+
+    def _over_quota(self) -> bool:
+        if not self.isolated:
+            return False
+        quota = self.limits.workspace_bytes
+        return tree_bytes(self.work_dir, quota) > quota
+
+    def _give_to_sandbox(self, path: str) -> None:
+        """Root mode: make ``path`` (and what is under it) the sandbox uid's, so it can write.
+
+        Host-side writes (``write_file``, ``upload``) run as root; without this the command
+        could read but not change the files the reward put there.
+        """
+        if self._uid is None:
+            return
+        uid = self._uid
+        os.chown(path, uid, uid, follow_symlinks=False)
+        if os.path.isdir(path) and not os.path.islink(path):
+            for parent, dirs, files in os.walk(path):
+                for name in dirs + files:
+                    with contextlib.suppress(OSError):
+                        os.chown(os.path.join(parent, name), uid, uid, follow_symlinks=False)
+
     def _read_capped(self, fh) -> tuple[str, bool]:
-        """Output text, cut in the middle to ``max_output_chars`` (plus a marker) if longer."""
-        cap = self.max_output_chars
-        head_n, tail_n = cap // 2, cap - cap // 2
-        size = fh.seek(0, os.SEEK_END)
-        fh.seek(0)
-        if size <= 8 * cap:  # small enough to decode whole (UTF-8 is at most 4 bytes a char)
-            text = fh.read().decode("utf-8", errors="replace")
-            if len(text) <= cap:
-                return text, False
-            head, tail, omitted = text[:head_n], text[-tail_n:], len(text) - cap
-            unit = "characters"
-        else:  # huge: never load it all, read 4 bytes per kept character from each end
-            head = fh.read(4 * head_n).decode("utf-8", errors="replace")[:head_n]
-            fh.seek(size - 4 * tail_n)
-            tail = fh.read().decode("utf-8", errors="replace")[-tail_n:]
-            omitted = size - len(head.encode()) - len(tail.encode())
-            unit = "bytes"
-        marker = f"\n[... output truncated: {omitted} {unit} omitted ...]\n"
-        return head + marker + tail, True
+        return read_capped(fh, self.max_output_chars)
 
     def processes(self) -> list[int]:
         """Live processes of this sandbox (its process groups plus marked escapees)."""
         with self._lock:
             pgids = set(self._pgids)
-        return sorted(_scan(pgids, self._marker)[1])
+        return sorted(scan(pgids, self._marker)[1])
 
     def _kill_all(self) -> None:
         with self._lock:
             pgids = set(self._pgids)
         for sig, wait in ((signal.SIGTERM, self.kill_grace), (signal.SIGKILL, 2.0)):
-            groups, pids = _scan(pgids, self._marker)
+            groups, pids = scan(pgids, self._marker)
             for pg in groups:
-                _signal_group(pg, sig)
+                signal_group(pg, sig)
             for pid in pids:
-                _signal_pid(pid, sig)
+                signal_pid(pid, sig)
             deadline = time.monotonic() + wait
             while pids and time.monotonic() < deadline:
                 time.sleep(0.02)
-                pids = _scan(pgids, self._marker)[1]
+                pids = scan(pgids, self._marker)[1]
             if not pids:
                 return
         log.warning("sandbox %s: processes %s survived SIGKILL", self.task_id, sorted(pids))
@@ -397,6 +388,7 @@ class LocalSandbox(SandboxBackend):
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target, "w", encoding="utf-8") as fh:
             fh.write(content)
+        self._hand_over(target)
         return os.path.relpath(target, self._work_real)
 
     def upload(self, local_path: str, remote_path: str) -> None:
@@ -406,6 +398,17 @@ class LocalSandbox(SandboxBackend):
             shutil.copytree(local_path, target, dirs_exist_ok=True)
         else:
             shutil.copy2(local_path, target)
+        self._hand_over(target)
+
+    def _hand_over(self, target: str) -> None:
+        """Root mode: ``target`` and the folders made for it belong to the sandbox uid."""
+        if self._uid is None:
+            return
+        parent = os.path.dirname(target)
+        while parent.startswith(self._work_real + os.sep):
+            os.chown(parent, self._uid, self._uid, follow_symlinks=False)
+            parent = os.path.dirname(parent)
+        self._give_to_sandbox(target)
 
     def download(self, remote_path: str, local_path: str) -> None:
         source = self.resolve(remote_path)
@@ -415,3 +418,20 @@ class LocalSandbox(SandboxBackend):
             shutil.copytree(source, local_path, dirs_exist_ok=True)
         else:
             shutil.copy2(source, local_path)
+
+
+@register_backend
+class IsolatedSandbox(LocalSandbox):
+    """``terminal_backend="bwrap"``: a local sandbox that must run its commands in bubblewrap.
+
+    The one-line way to ask for isolation whatever ``HERMES_SANDBOX`` says; creating it fails
+    with ``IsolationUnavailableError`` where bwrap does not work.
+    """
+
+    name = "bwrap"
+
+    def __init__(self, task_id: str, isolation: str | None = "bwrap") -> None:
+        super().__init__(task_id, isolation="bwrap")
+
+
+_BWRAP_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}

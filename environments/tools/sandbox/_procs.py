@@ -1,0 +1,117 @@
+"""Finding and signalling a sandbox's processes through ``/proc`` (Linux) or process groups.
+
+A remembered process group is trusted only while a member proves it is the sandbox's (see
+``scan``): pid numbers are reused once a process is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+__all__ = ["MARKER_VAR", "children_of", "group_members", "scan", "signal_group", "signal_pid"]
+
+#: environment variable carrying each sandbox's random marker into every command it runs
+MARKER_VAR = "HERMES_SANDBOX_ID"
+
+
+def _live_processes() -> list[tuple[int, int, int]]:
+    """(pid, pgid, sid) of every non-zombie process, from ``/proc``; [] where there is none."""
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                raw = fh.read().decode(errors="replace")
+        except OSError:
+            continue
+        # fields after the ")" closing the command name: state ppid pgrp session ...
+        fields = raw[raw.rfind(")") + 2 :].split()
+        if len(fields) < 4 or fields[0] == "Z":
+            continue
+        found.append((int(entry), int(fields[2]), int(fields[3])))
+    return found
+
+
+def _has_marker(pid: int, needle: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return needle in fh.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes in process group ``pgid``."""
+    if not os.path.isdir("/proc"):
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return []
+        return [pgid]
+    return [pid for pid, pg, _sid in _live_processes() if pg == pgid]
+
+
+def scan(pgids: set[int], marker: str) -> tuple[set[int], set[int]]:
+    """The sandbox's live process groups and its live processes, in one pass over /proc.
+
+    A pid number is reused once its process is gone, so a remembered pgid is trusted only
+    while a member still proves it is ours: it carries the sandbox marker, or it is in the
+    session our command opened (session id == pgid, set by ``start_new_session``).
+    """
+    if not os.path.isdir("/proc"):  # no /proc (macOS): trust the remembered groups
+        live = {pg for pg in pgids if group_members(pg)}
+        return live, set(live)
+    needle = f"{MARKER_VAR}={marker}".encode()
+    groups: set[int] = set()
+    pids: set[int] = set()
+    by_group: dict[int, list[int]] = {}
+    for pid, pg, sid in _live_processes():
+        if pid == os.getpid():
+            continue
+        marked = _has_marker(pid, needle)
+        if marked:
+            pids.add(pid)
+        if pg in pgids:
+            by_group.setdefault(pg, []).append(pid)
+            if marked or sid == pg:
+                groups.add(pg)
+    for pg in groups:
+        pids.update(by_group[pg])
+    return groups, pids
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def signal_pid(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+
+
+def children_of(parent: int) -> list[int]:
+    """Live direct children of ``parent`` (from ``/proc``; [] where there is none)."""
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                raw = fh.read().decode(errors="replace")
+        except OSError:
+            continue
+        fields = raw[raw.rfind(")") + 2 :].split()
+        if len(fields) > 1 and fields[0] != "Z" and int(fields[1]) == parent:
+            found.append(int(entry))
+    return found

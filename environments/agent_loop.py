@@ -351,7 +351,11 @@ class HermesAgentLoop:
                 result.finished_naturally = True
                 return
             for call in calls:
-                tool_content, error = await self._run_tool(call, turn)
+                try:
+                    tool_content, error = await self._run_tool(call, turn)
+                except RequestNotRecorded as miss:  # a replayed tool call with no recording
+                    log.error("%s: replay miss, ending the rollout: %s", self._where(turn), miss)
+                    return
                 history.append(
                     {"role": "tool", "tool_call_id": call["id"], "content": tool_content}
                 )

@@ -10,9 +10,11 @@ Public API (everything else is private and may change)::
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
     run_cassette(path, out_dir=…) -> RunResult  # re-run a recorded env command (replay_run)
     scrub(value) -> value                       # any str/JSON with every known secret removed
+    write_report(path, out, against=None) -> Path  # one HTML page (the 'report' extra)
     HermesReplayError > CassetteError, RecordingFailed, ReplayFailed,
-        CassetteMiss > UnusedRecordings, ToolCallMiss, ToolCallsDrifted   (see _errors, _tools)
-    RequestNotRecorded (a BaseException: a replay miss, raised at the request; see _errors)
+        CassetteMiss > UnusedRecordings, ToolCallsDrifted   (see _errors, _tools)
+    RequestNotRecorded > ToolCallMiss (BaseExceptions: a replay miss, raised at the request or
+        tool call that has no recording; see _errors, _tools)
 
 Tokenizer hooks for environment base classes (a cassette carries its tokenizer)::
 
@@ -34,6 +36,7 @@ from hermes_replay._errors import (
     UnusedRecordings,
 )
 from hermes_replay._redact import scrub
+from hermes_replay._report import write_report
 from hermes_replay._result import RolloutOutcome, RunResult
 from hermes_replay._run import run_cassette
 from hermes_replay._scope import RolloutScope, current_rollout, rollout
@@ -77,4 +80,5 @@ __all__ = [
     "scrub",
     "tokenizer_for_run",
     "tool_call",
+    "write_report",
 ]

@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from hermes_replay._errors import HermesReplayError, Miss
+from hermes_replay._errors import HermesReplayError, Miss, RequestNotRecorded
+from hermes_replay._isolation import isolation_unless_decided
 from hermes_replay._matching import similarity
 from hermes_replay._redact import redact_json
 from hermes_replay._toolcalls import (
@@ -63,16 +64,11 @@ _HINT = ("next step: if the change is intended, re-record the cassette (`hermes-
          "cassette()/run_cassette(), `--replay-tools execute` in pytest)")
 
 
-class ToolCallMiss(HermesReplayError):
-    """Raised *inside the run* by a replayed tool call that has no recording.
-
-    Nothing was executed. The agent loop shows it to the model as a tool error and reward code
-    sees it as an exception; the ``cassette()`` block then raises ``CassetteMiss`` listing it.
-    """
-
-    def __init__(self, miss: Miss) -> None:
-        self.miss = miss
-        super().__init__(f"tool call not in the cassette, not executed: {miss.describe()}")
+class ToolCallMiss(RequestNotRecorded):
+    """Raised *inside the run* by a replayed tool call that has no recording; nothing was
+    executed. A ``RequestNotRecorded`` (a ``BaseException``), like an LLM miss: no retry layer
+    or reward's ``except Exception`` turns it into a score; ``HermesAgentLoop`` ends just that
+    rollout, and the ``cassette()`` block raises ``CassetteMiss`` with its diff."""
 
 
 class ToolCallsDrifted(HermesReplayError):
@@ -208,7 +204,10 @@ class ToolLedger:
         started = time.perf_counter()
         raised = None
         try:
-            value = run()
+            # A cassette's commands run isolated even in a bare cassette() block, unless a run
+            # (run_cassette / the CLI, which know --trust-cassette) already set the policy.
+            with isolation_unless_decided(self.mode):
+                value = run()
         except Exception as exc:
             value, raised = exc, raised_record(exc)
         result = None if raised is not None else redact_json(_jsonable(value))
@@ -255,10 +254,10 @@ class ToolLedger:
             diff = tool_call_diff(n.request(), request,
                                   f"recorded (rollout {n.rollout or '-'}, tool call {n.seq})",
                                   "tool call")
+        # seq: the LLM turn the call answers, so the headline reads "turn N: TOOL name"
         return Miss(str(self.path), rollout, turn, "TOOL",
                     f"{request['name']} (tool call {seq}, {request['source']}); nothing was "
-                    f"executed", f"{reason}\n  {_HINT}",
-                    nearest.call.key if nearest is not None else None, diff)
+                    f"executed", f"{reason}\n  {_HINT}", None, diff)
 
     def _compare(self, rollout: str | None, seq: int, name: str, rec: _Recorded | None,
                  call: ToolCall) -> None:

@@ -20,6 +20,7 @@ COMMANDS: tuple[str, ...] = (
     "ls",
     "show",
     "diff",
+    "report",
     "scripted_endpoint",
     "check",
     "verify",

@@ -12,6 +12,10 @@ lazily so test sessions that never touch a cassette pay nothing.
 - ``hermes_cassette`` wraps the test body itself in the cassette (for tests that call the
   openai SDK / atroposlib directly) and yields the session.
 - In replay mode both block sockets to anything but loopback.
+- Tool calls: answered from the cassette by default, nothing executed. ``--replay-tools
+  execute`` runs them again (drift reported; fatal with ``strict=True``), ``--replay-tool
+  NAME=execute`` one tool; in code ``@pytest.mark.cassette(path, tools="execute",
+  tool_overrides={...})`` or ``replay_run(tools=...)``. The command line wins.
 - A test of a replay that failed before its snapshot assertion (a miss, a crash) keeps its
   snapshot: syrupy would count it unused and ``--snapshot-update`` would delete the good
   reference; it is reported to syrupy as not run instead.
@@ -46,6 +50,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="replay (default): answer LLM requests only from cassettes, offline; record: run "
         "live and rewrite cassettes; auto: record only what is missing; passthrough: live, "
         "nothing written.",
+    )
+    group.addoption(
+        "--replay-tools",
+        action="store",
+        choices=("replay", "execute"),
+        default=None,
+        help="replay (default): answer tool calls from cassettes, execute nothing; execute: run "
+        "them again and report results that drifted from the recording.",
+    )
+    group.addoption(
+        "--replay-tool",
+        action="append",
+        default=[],
+        metavar="NAME=POLICY",
+        help="the replay policy of one tool, e.g. --replay-tool web_search=execute (repeatable).",
     )
     group.addoption(
         "--trust-cassette",
@@ -138,6 +157,24 @@ def _options(request: pytest.FixtureRequest) -> dict[str, Any]:
     return {k: v for k, v in (mark.kwargs if mark else {}).items() if k != "mode"}
 
 
+def _tool_options(request: pytest.FixtureRequest, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with the command line's tool policy on top (the command line wins)."""
+    out = dict(options)
+    policy = request.config.getoption("--replay-tools")
+    if policy:
+        out["tools"] = policy
+    overrides = dict(out.get("tool_overrides") or {})
+    for item in request.config.getoption("--replay-tool") or []:
+        name, sep, value = item.partition("=")
+        if not sep or value not in ("replay", "execute"):
+            raise pytest.UsageError(f"--replay-tool {item!r}: write NAME=replay or "
+                                    "NAME=execute")
+        overrides[name] = value
+    if overrides:
+        out["tool_overrides"] = overrides
+    return out
+
+
 @pytest.fixture
 def replay_run(
     request: pytest.FixtureRequest, replay_mode: str, tmp_path: Path
@@ -153,7 +190,7 @@ def replay_run(
     ) -> RunResult:
         nonlocal runs
         runs += 1
-        merged = {**_options(request), **options}
+        merged = _tool_options(request, {**_options(request), **options})
         if request.config.getoption("--trust-cassette"):
             merged["trust_cassette"] = True
         return run_cassette(_resolve(request, path), out_dir=tmp_path / f"run-{runs}",
@@ -170,7 +207,8 @@ def hermes_cassette(request: pytest.FixtureRequest, replay_mode: str) -> Iterato
 
     mode = _effective_mode(request, replay_mode)
     path = _resolve(request, None)
-    with hermes_replay.cassette(path, mode=mode, **_options(request)) as session:  # type: ignore[arg-type]
+    options = _tool_options(request, _options(request))
+    with hermes_replay.cassette(path, mode=mode, **options) as session:  # type: ignore[arg-type]
         if mode == "replay":
             with block_network():
                 yield session

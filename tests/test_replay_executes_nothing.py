@@ -7,6 +7,7 @@ recorded reward (the tool results of the examples are deterministic).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -104,4 +105,29 @@ def test_a_cassette_from_a_hostile_endpoint_replays_without_running_its_commands
     creations = SandboxCreations(monkeypatch, fail=True)
     assert main(["replay", str(cassette), "--out", str(tmp_path / "out"), "--strict"]) == 0
     assert not marker.exists()
+    assert creations.count == 0
+
+
+def test_a_hand_edited_tool_call_is_a_miss_and_runs_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """The cassette says the agent ran another command than the model's reply asks for: the
+    replay misses at that tool call (field diff, exit 1), executes neither command."""
+    path = tmp_path / "edited.jsonl"
+    original = ROOT / "cassettes" / "terminal_test_env" / "evaluate.jsonl"
+    lines = original.read_text().splitlines()
+    edited = False
+    for i, line in enumerate(lines):
+        record = json.loads(line)
+        if record.get("type") == "tool" and record["source"] == "agent" and not edited:
+            record["arguments"]["command"] = "echo edited"
+            lines[i], edited = json.dumps(record), True
+    path.write_text("\n".join(lines) + "\n")
+    monkeypatch.chdir(ROOT)
+    creations = SandboxCreations(monkeypatch, fail=True)
+    assert main(["replay", "environments/terminal_test_env.py", "--cassette", str(path), "--",
+                 "evaluate", "--env.data_dir_to_save_evals", str(tmp_path / "evals")]) == 1
+    err = capsys.readouterr().err
+    assert "TOOL terminal (tool call 0, agent); nothing was executed" in err
+    assert '-tool.arguments.command: "echo edited"' in err
+    assert "--tools execute" in err
     assert creations.count == 0

@@ -138,6 +138,9 @@ class RunSummary:
     error: str | None = None
     log: str | None = None  # where the env's own output went, if not to the terminal
     skipped: str | None = None  # why this cassette was not replayed (not a failure)
+    tools_replayed: int = 0  # tool calls answered from the cassette (nothing executed)
+    tools_executed: int = 0  # tool calls that really ran
+    tool_drift: list[str] = field(default_factory=list)  # described drifts (--tools execute)
 
     def lines(self, style: Style) -> list[str]:
         what = {"record": "recorded", "replay": "replayed", "passthrough": "ran live"}.get(
@@ -164,6 +167,16 @@ class RunSummary:
             shown = sanitize(", ".join(self.unused_keys[:5]))
             more = f" and {len(self.unused_keys) - 5} more" if len(self.unused_keys) > 5 else ""
             out.append(f"  unused: {shown}{more} (the run made fewer requests than recorded)")
+        if self.mode == "replay" and (self.tools_replayed or self.tools_executed):
+            out.append(f"  tool calls: {self.tools_replayed} answered from the cassette, "
+                       f"{self.tools_executed} executed")
+        if self.tool_drift:
+            out.append("  " + style(f"{len(self.tool_drift)} tool result(s) drifted from the "
+                                    "recording", "yellow") + " (fatal only with --strict):")
+            for text in self.tool_drift[:5]:
+                out.extend("  " + sanitize(line) for line in text.splitlines()[:14])
+            if len(self.tool_drift) > 5:
+                out.append(f"    … and {len(self.tool_drift) - 5} more")
         for rid, (old, new) in sorted(self.changed.items()):
             out.append(
                 "  " + style("reward changed", "yellow")

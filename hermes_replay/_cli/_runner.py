@@ -121,6 +121,35 @@ def _quiet(log_path: Path | None, progress: Progress) -> Iterator[None]:
         yield
 
 
+def add_tool_policy_args(p: argparse.ArgumentParser) -> None:
+    from hermes_replay._tools import TOOL_POLICIES
+
+    p.add_argument("--tools", choices=TOOL_POLICIES, default="replay",
+                   help="replay (default): answer tool calls from the cassette, execute nothing; "
+                   "execute: run them again and report results that drifted")
+    p.add_argument("--tool", action="append", default=[], metavar="NAME=POLICY",
+                   help="the policy of one tool, e.g. --tool web_search=execute (repeatable)")
+
+
+def tool_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``tools``/``tool_overrides`` (and ``trust_cassette``) for the run; ValueError names a
+    bad ``--tool``."""
+    from hermes_replay._tools import check_policy
+
+    overrides: dict[str, str] = {}
+    for item in getattr(args, "tool", None) or []:
+        name, sep, policy = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--tool {item!r}: write NAME=replay or NAME=execute")
+        overrides[name] = check_policy(policy, f"--tool {name}")
+    options: dict[str, Any] = {"tools": getattr(args, "tools", "replay")}
+    if overrides:
+        options["tool_overrides"] = overrides
+    if getattr(args, "trust_cassette", False):
+        options["trust_cassette"] = True
+    return options
+
+
 def run_with_progress(
     run: Callable[..., RunResult],
     *,
@@ -193,3 +222,6 @@ def _fill_summary(summary: RunSummary, result: RunResult) -> None:
     summary.unused_keys = list(result.unused)
     summary.recorded = core.recorded
     summary.failed_attempts = core.failed_attempts
+    summary.tools_replayed = core.tools_replayed
+    summary.tools_executed = core.tools_executed
+    summary.tool_drift = [d.describe() for d in core.tool_drift]

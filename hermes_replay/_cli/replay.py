@@ -4,11 +4,18 @@ Two forms:
 
 * ``replay [CASSETTE_OR_DIR] [--out DIR] [--strict] [--fail-on-change]`` (the main job): for every
   cassette, run its recorded command (``header.env_file`` + ``header.command``) in replay mode,
-  with output paths moved into ``--out``, and print a summary per cassette plus a final table.
+  with output paths moved into ``--out``, and print a summary per cassette plus a final table,
+  then write ``<out>/report.html`` (``hermes-replay report``; needs the ``report`` extra) and
+  print its path.
 * ``replay ENV_FILE [--cassette PATH] [--strict] -- MODE [env flags]``: one run, your flags.
 
+Tool calls are answered from the cassette by default (``--tools replay``): nothing the cassette
+says is executed, no sandbox is made. ``--tools execute`` runs them again and reports each
+result that drifted from the recording; ``--tool NAME=replay|execute`` sets one tool's policy.
+
 Exit codes: 0 all replayed (changed rewards are shown, not fatal unless --fail-on-change);
-1 misses, unused recordings under --strict, a bad cassette or a failing environment; 2 usage.
+1 misses, unused recordings or drifted tool results under --strict, a bad cassette or a failing
+environment; 2 usage.
 """
 
 from __future__ import annotations
@@ -25,9 +32,11 @@ from hermes_replay._cli._render import RunSummary, Style, fmt_reward, table
 from hermes_replay._cli._runner import (
     ENV_MODES,
     add_env_command,
+    add_tool_policy_args,
     check_env_args,
     default_cassette_path,
     run_with_progress,
+    tool_options,
 )
 from hermes_replay._plan import find_cassettes, replay_argv
 from hermes_replay._stall import DEFAULT_MAX_MISSES
@@ -42,7 +51,7 @@ def register(sub: Any) -> None:
         help="re-run recorded environments offline and report rewards, misses, changes",
         usage=(
             "hermes-replay replay [CASSETTE_OR_DIR] [--out DIR] [--strict] [--fail-on-change] "
-            "[-v]\n"
+            "[--no-report] [-v]\n"
             "       hermes-replay replay ENV_FILE [--cassette PATH] [--strict] "
             "-- serve|process|evaluate [env flags]"
         ),
@@ -71,6 +80,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--strict", action="store_true", help="fail when recordings were never requested"
     )
+    add_tool_policy_args(p)
     p.add_argument(
         "--fail-on-change",
         action="store_true",
@@ -96,6 +106,11 @@ def register(sub: Any) -> None:
         help="show each environment's own output (default for CASSETTE_OR_DIR: into "
         "<out>/<cassette>/env.log)",
     )
+    p.add_argument(
+        "--no-report", dest="report", action="store_false",
+        help="do not write <out>/report.html (an HTML page of the run; needs the 'report' "
+        "extra)",
+    )
     p.set_defaults(func=run)
 
 
@@ -115,9 +130,14 @@ def run(args: argparse.Namespace) -> int:
               f"cassette directly, pass it as the argument: hermes-replay replay {args.cassette}",
               file=sys.stderr)
         return 2
+    try:
+        tools = {**tool_options(args), **_guards(args)}
+    except ValueError as exc:
+        print(f"hermes-replay replay: {exc}", file=sys.stderr)
+        return 2
     return replay_all(Path(args.target), out=args.out, strict=args.strict,
                       fail_on_change=args.fail_on_change, verbose=args.verbose,
-                      trust_cassette=args.trust_cassette, guards=_guards(args))
+                      report=args.report, **tools)
 
 
 def _guards(args: argparse.Namespace) -> dict[str, Any]:
@@ -135,14 +155,19 @@ def _run_env(args: argparse.Namespace) -> int:
     problem = check_env_file("replay", args.target) or check_env_args(
         "replay", args.target, args.env_args
     )
+    try:
+        tools = {**tool_options(args), **_guards(args)}
+    except ValueError as exc:
+        problem = f"hermes-replay replay: {exc}"
     if problem:
         print(problem, file=sys.stderr)
         return 2
     env_file = Path(args.target)
-    from hermes_replay._env_guard import NotAnEnvFile, check_env_file
+    from hermes_replay._env_guard import NotAnEnvFile
+    from hermes_replay._env_guard import check_env_file as check_env_source
 
     try:
-        check_env_file(env_file)
+        check_env_source(env_file)
     except NotAnEnvFile as exc:
         print(f"hermes-replay replay: {exc}", file=sys.stderr)
         return 2
@@ -158,7 +183,7 @@ def _run_env(args: argparse.Namespace) -> int:
     argv = replay_argv(_header_command(cassette), list(args.env_args))
     summary, _ = run_with_progress(
         partial(run_env, env_file, argv, cassette=cassette, mode="replay", strict=args.strict,
-                trust_cassette=args.trust_cassette, **_guards(args)),
+                **tools),
         mode="replay", cassette=cassette, label=f"replaying {cassette}")
     print("\n".join(summary.lines(Style(sys.stdout))))
     return _exit_code([summary], args.fail_on_change)
@@ -203,7 +228,7 @@ def _fresh_out_dir() -> Path:
 
 def replay_all(
     target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False,
-    trust_cassette: bool = False, guards: dict[str, Any] | None = None,
+    report: bool = True, **tools: Any,
 ) -> int:
     if not target.exists() and target != Path("cassettes"):
         print(
@@ -228,7 +253,7 @@ def replay_all(
     for cassette in cassettes:
         rel = cassette.relative_to(target) if target.is_dir() else Path(cassette.name)
         summary, mode = _replay_cassette(cassette, out / rel.with_suffix(""), strict, verbose,
-                                         trust_cassette=trust_cassette, guards=guards)
+                                         tools)
         rows.append(_Row(str(cassette), mode, summary))
         print("\n".join(summary.lines(style)))
         if summary.exit_code in (130, 143):  # Ctrl-C/SIGTERM: stop, still show what was done
@@ -238,6 +263,10 @@ def replay_all(
     print(f"outputs: {out}")
     if rows and rows[-1].summary.exit_code in (130, 143):
         return rows[-1].summary.exit_code
+    if report:
+        from hermes_replay._report import report_line
+
+        print(report_line(out))
     code = _exit_code([r.summary for r in rows], fail_on_change)
     if any(r.summary.changed for r in rows) and not code:
         print("rewards changed (shown above); pass --fail-on-change to make that exit 1")
@@ -245,8 +274,7 @@ def replay_all(
 
 
 def _replay_cassette(
-    cassette: Path, out_dir: Path, strict: bool, verbose: bool, *, trust_cassette: bool = False,
-    guards: dict[str, Any] | None = None,
+    cassette: Path, out_dir: Path, strict: bool, verbose: bool, tools: dict[str, Any]
 ) -> tuple[RunSummary, str]:
     from hermes_replay import CassetteError, load_cassette
     from hermes_replay._run import run_cassette
@@ -276,8 +304,7 @@ def _replay_cassette(
     out_dir = out_dir.resolve()
     log = None if verbose else out_dir / "env.log"
     summary, _ = run_with_progress(
-        partial(run_cassette, cassette, out_dir=out_dir, strict=strict,
-                trust_cassette=trust_cassette, **(guards or {})),
+        partial(run_cassette, cassette, out_dir=out_dir, strict=strict, **tools),
         mode="replay", cassette=cassette, log_path=log,
         label=f"replaying {cassette.parent.name}/{cassette.name}")
     summary.cassette = str(cassette)

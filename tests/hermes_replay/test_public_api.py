@@ -14,7 +14,7 @@ def test_all_is_sorted_and_exactly_the_public_names() -> None:
         "ToolCallsDrifted", "UnusedRecordings", "__version__", "annotate",
         "bundled_tokenizer_path", "cassette", "check_tokenizer", "current_rollout",
         "describe_tokenizer", "load_cassette", "rollout", "run_cassette", "scrub",
-        "tokenizer_for_run", "tool_call",
+        "tokenizer_for_run", "tool_call", "write_report",
     }
     for name in hermes_replay.__all__:
         assert getattr(hermes_replay, name) is not None
@@ -27,7 +27,7 @@ def test_exception_tree() -> None:
     assert issubclass(hermes_replay.RecordingFailed, hermes_replay.HermesReplayError)
     assert issubclass(hermes_replay.TokenizerMismatch, hermes_replay.CassetteError)
     assert not issubclass(hermes_replay.CassetteMiss, hermes_replay.CassetteError)
-    assert issubclass(hermes_replay.ToolCallMiss, hermes_replay.HermesReplayError)
+    assert issubclass(hermes_replay.ToolCallMiss, hermes_replay.RequestNotRecorded)
     assert issubclass(hermes_replay.ToolCallsDrifted, hermes_replay.HermesReplayError)
 
 

@@ -59,7 +59,7 @@ def _mask(secret: str) -> str:
 def _label(placeholder: str) -> str:
     inner = placeholder.rsplit("<redacted:", 1)[-1].rstrip(">")
     return {"token": "bearer token", "userinfo": "password in a URL",
-            "basic-auth": "HTTP Basic credentials"}.get(inner, inner)
+            "basic-auth": "HTTP Basic credentials"}.get(inner, inner.replace("-", " "))
 
 
 def scan_string(text: str, where: str, credential_slot: bool) -> Iterator[str]:

@@ -95,8 +95,8 @@ def plants(draw: st.DrawFn) -> list[tuple[str, str, str]]:
             secret = draw(PLAIN)
         else:
             secret = draw(FAMILIES[family])
-        if where == "url userinfo":
-            secret = secret.replace("\n", "")  # a URL holds no newline
+        if where == "url userinfo" or "header" in where or "cookie" in where:
+            secret = secret.replace("\n", " ")  # a URL or a header value holds no newline
         out.append((where, secret, draw(st.sampled_from(CREDENTIAL_NAMES))))
     return out
 

@@ -141,7 +141,7 @@ async def run_rollout(env: RolloutEnv, item: Any, tool_schemas: list[dict],
                       valid_names: set[str], *, occurrence: int, slot: int, phase: str,
                       temperature: float) -> Rollout:
     prefix = "eval" if phase == "eval" else "train"
-    rollout_id = rollout_id_for(item, occurrence, slot, prefix=prefix)
+    rollout_id = rollout_id_for(item, occurrence, slot, prefix=prefix, worker=env.worker)
     task_id = task_id_for(rollout_id)
     cfg = env.config
     loop_kwargs = dict(tool_schemas=tool_schemas, valid_tool_names=valid_names,

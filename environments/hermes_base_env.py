@@ -55,7 +55,7 @@ from environments._config import (
     normalize_server_configs,
     redact_yaml_file,
 )
-from environments._ids import item_fingerprint
+from environments._ids import item_fingerprint, worker_from_environment, worker_from_registration
 from environments._rollout import Rollout, run_rollout
 from environments.agent_loop import AgentResult
 from environments.tool_context import ToolContext
@@ -104,6 +104,8 @@ class HermesAgentBaseEnv(BaseEnv):
         self._draws: Counter[tuple[str, str]] = Counter()
         self._annotated = False
         self.last_wandb_metrics: dict[str, Any] = {}
+        # which worker of a deployment this is (part of rollout ids; see environments._ids)
+        self.worker: str | None = worker_from_environment()
 
     # -- what an environment implements ------------------------------------------------------
 
@@ -267,8 +269,12 @@ class HermesAgentBaseEnv(BaseEnv):
         if self._annotated:
             return
         self._annotated = True
+        fields: dict[str, Any] = {}
+        if self.worker is not None:
+            fields["worker"] = self.worker
         hermes_replay.annotate(env_name=self.name or type(self).__name__,
-                               tokenizer=hermes_replay.describe_tokenizer(self.config.tokenizer_name))
+                               tokenizer=hermes_replay.describe_tokenizer(self.config.tokenizer_name),
+                               **fields)
 
     # -- CLI hooks: make process/evaluate safe offline and keep keys out of output ----------
 
@@ -283,6 +289,16 @@ class HermesAgentBaseEnv(BaseEnv):
     async def env_manager(self) -> None:
         ensure_wandb_offline_safe()
         await super().env_manager()
+
+    async def register_env(self) -> None:
+        """atroposlib's registration, then this worker's identity if none was given: the
+        trajectory API numbers same-named workers in the order they register."""
+        await super().register_env()
+        if self.worker is None:
+            self.worker = worker_from_registration(getattr(self, "wandb_prepend", None),
+                                                   self.config.wandb_name)
+        if self.worker is not None:
+            hermes_replay.annotate(worker=self.worker)
 
     @classmethod
     def cli(cls) -> None:

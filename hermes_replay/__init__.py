@@ -25,7 +25,7 @@ Tokenizer hooks for environment base classes (a cassette carries its tokenizer):
 """
 
 from hermes_replay._active import annotate
-from hermes_replay._cassette import Cassette, load_cassette
+from hermes_replay._cassette import Cassette
 from hermes_replay._errors import (
     CassetteError,
     CassetteMiss,
@@ -35,6 +35,7 @@ from hermes_replay._errors import (
     RequestNotRecorded,
     UnusedRecordings,
 )
+from hermes_replay._load import load_cassette
 from hermes_replay._redact import scrub
 from hermes_replay._report import write_report
 from hermes_replay._result import RolloutOutcome, RunResult

@@ -40,6 +40,7 @@ from typing import IO, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hermes_replay._errors import CassetteError
+from hermes_replay._files import open_for_write, read_bytes, wants_compression
 from hermes_replay._format import BodyDecoder, BodyEncoder, DecodeError
 from hermes_replay._matching import request_path
 from hermes_replay._toolcalls import ToolCall
@@ -158,7 +159,11 @@ def partial_path(path: str | Path) -> Path:
 
 
 def load_cassette(path: str | Path) -> Cassette:
-    """Read a cassette (or a ``.partial`` one); raises ``CassetteError`` naming file:line."""
+    """Read a cassette file (or a ``.partial`` one); raises ``CassetteError`` naming file:line.
+
+    ``.jsonl`` and zstd-compressed ``.jsonl.zst`` read alike (see ``_files``). A folder of
+    shards is read by ``_load.load_cassette`` (the public one).
+    """
     path = Path(path)
     is_partial = path.name.endswith(".partial")
     if not path.exists():
@@ -169,7 +174,7 @@ def load_cassette(path: str | Path) -> Cassette:
                     f"to use what it holds, or {_RERECORD}")
         raise CassetteError("no such cassette", path=path, hint=hint)
     try:
-        data = path.read_bytes()
+        data = read_bytes(path)
     except OSError as exc:
         raise CassetteError(f"cannot read the file: {exc}", path=path,
                             hint="restore it from git, or " + _RERECORD) from exc
@@ -401,6 +406,9 @@ def _interaction_records(encoder: BodyEncoder, inter: Interaction) -> list[dict[
     request["body"] = body
     response = {k: v for k, v in inter.response.items()
                 if v is not None or (k == "body" and inter.response.get("chunks") is None)}
+    if encoder.shared:  # compacted: replies recur in the next request; store them once
+        more, response = encoder.encode_plain(response)
+        blobs = [*blobs, *more]
     record = {"type": "interaction", "rollout": inter.rollout, "seq": inter.seq,
               "kind": inter.kind, "fingerprint": inter.fingerprint,
               "duration_ms": round(inter.duration_ms, 1), "request": request,
@@ -447,6 +455,11 @@ class CassetteWriter:
 
     def annotate(self, fields: dict[str, Any]) -> None:
         self._write([{"type": "annotate", "fields": json.loads(_dumps(fields))}])
+
+    def retarget(self, path: str | Path) -> None:
+        """Write the finished cassette to ``path`` instead (a shard named after its worker,
+        known only once the worker registered); the journal keeps its name until then."""
+        self.path = Path(path)
 
     def close(self) -> None:
         """Stop writing and leave the ``.partial`` as it is (interrupted recording)."""
@@ -538,14 +551,16 @@ def _ordered(interactions: list[Interaction], outcomes: dict[str, dict[str, Any]
 
 def write_cassette(path: str | Path, header: CassetteHeader, interactions: list[Interaction],
                    outcomes: dict[str, dict[str, Any]] | None = None,
-                   tool_calls: list[ToolCall] | None = None) -> None:
-    """Write a complete cassette atomically (temp file, fsync, ``os.replace``)."""
+                   tool_calls: list[ToolCall] | None = None, *,
+                   encoder: BodyEncoder | None = None) -> None:
+    """Write a complete cassette atomically (temp file, fsync, ``os.replace``); zstd-compressed
+    if ``path`` ends in ``.zst``. ``encoder``: a fresh one with other settings (compact)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    encoder = BodyEncoder()
+    encoder = encoder or BodyEncoder()
     tmp = _rewrite_tmp(path, os.getpid())
     try:
-        with tmp.open("w", encoding="utf-8") as fh:
+        with open_for_write(tmp, compress=wants_compression(path)) as fh:
             fh.write(_dumps(header.model_dump(mode="json")) + "\n")
             for kind, item in _ordered(interactions, outcomes or {}, tool_calls or []):
                 if kind == "interaction":
@@ -555,8 +570,6 @@ def write_cassette(path: str | Path, header: CassetteHeader, interactions: list[
                 else:
                     records = _outcome_records(encoder, *item)
                 fh.write("".join(_dumps(r) + "\n" for r in records))
-            fh.flush()
-            os.fsync(fh.fileno())
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -27,8 +27,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cassette import Cassette, Interaction, load_cassette
+from hermes_replay._cassette import Cassette, Interaction
 from hermes_replay._errors import CassetteError
+from hermes_replay._files import read_head
+from hermes_replay._load import load_cassette
 from hermes_replay._matching import DEFAULT_IGNORE_PATHS, _flatten, unified_request_diff
 from hermes_replay._result import RolloutOutcome, RunResult
 from hermes_replay._result_io import RESULT_FILE, load_run_result, run_result_from_output_dir
@@ -229,8 +231,7 @@ def _is_result_file(path: Path) -> bool:
     if path.suffix == ".json":
         return True
     try:
-        with path.open(encoding="utf-8") as fh:
-            head = fh.read(200).lstrip()
+        head = read_head(path, 200).decode("utf-8", "replace").lstrip()
     except (OSError, UnicodeDecodeError):
         return False
     return head.startswith("{") and '"hermes-replay-result"' in head
@@ -241,7 +242,11 @@ def load_view(path: str | Path) -> RunView:
 
     Raises ``CassetteError`` naming the path (and line) when it cannot be used.
     """
+    from hermes_replay._merge import SHARDS_SUFFIX
+
     path = Path(path)
+    if path.is_dir() and path.name.endswith(SHARDS_SUFFIX):  # the cassette its shards make
+        return view_from_cassette(load_cassette(path), str(path))
     if path.is_dir():
         if (path / RESULT_FILE).is_file():
             return view_from_result(load_run_result(path / RESULT_FILE), str(path / RESULT_FILE))

@@ -52,9 +52,15 @@ def _common_prefix(a: Any, b: Any) -> int:
 
 
 class BodyEncoder:
-    """Stateful: remembers blobs already written and the last body of each rollout."""
+    """Stateful: remembers blobs already written and the last body of each rollout.
 
-    def __init__(self) -> None:
+    ``shared`` (used by ``hermes-replay compact``): shorter strings that are also stored once,
+    because they occur more than once in the file; with it, response bodies are encoded too
+    (an assistant reply recurs in the next request of its rollout).
+    """
+
+    def __init__(self, shared: frozenset[str] = frozenset()) -> None:
+        self.shared = shared
         self._blobs: set[str] = set()
         self._last: dict[str, tuple[int, Any]] = {}
         # a request repeats long strings of earlier turns (system prompt, tool output): their
@@ -116,7 +122,9 @@ class BodyEncoder:
 
     def _blobify(self, value: Any, new_blobs: list[dict], top: bool) -> Any:
         if isinstance(value, str):
-            return self._blob(value, new_blobs) if len(value) >= BLOB_MIN_CHARS else value
+            if len(value) >= BLOB_MIN_CHARS or value in self.shared:
+                return self._blob(value, new_blobs)
+            return value
         if isinstance(value, list):
             return [self._blobify(v, new_blobs, False) for v in value]
         if isinstance(value, dict):

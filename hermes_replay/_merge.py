@@ -36,13 +36,15 @@ from hermes_replay._cassette import (
     Cassette,
     CassetteHeader,
     Interaction,
+    RolloutRecord,
     load_cassette,
     write_cassette,
 )
 from hermes_replay._errors import CassetteError
+from hermes_replay._files import is_cassette_name, wants_compression
 
 __all__ = ["SHARDS_SUFFIX", "MergeError", "MergeResult", "expand_shards", "is_merged_shard",
-           "merge_cassettes", "shard_name", "shard_path"]
+           "load_shards", "merge_cassettes", "shard_name", "shard_path"]
 
 SHARDS_SUFFIX = ".shards"
 # Header fields every shard must agree on (None = not known in that shard: not compared).
@@ -74,9 +76,11 @@ def shard_name(name: str) -> str:
 
 
 def shard_path(cassette: str | Path, name: str) -> Path:
-    """Where worker ``name`` of ``cassette`` records: ``<cassette>.shards/<name>.jsonl``."""
+    """Where worker ``name`` of ``cassette`` records: ``<cassette>.shards/<name>.jsonl``
+    (``.jsonl.zst`` if the cassette is compressed)."""
     cassette = Path(cassette)
-    return cassette.with_name(cassette.name + SHARDS_SUFFIX) / f"{shard_name(name)}.jsonl"
+    suffix = ".jsonl.zst" if wants_compression(cassette) else ".jsonl"
+    return cassette.with_name(cassette.name + SHARDS_SUFFIX) / f"{shard_name(name)}{suffix}"
 
 
 def is_merged_shard(path: str | Path) -> bool:
@@ -89,14 +93,17 @@ def is_merged_shard(path: str | Path) -> bool:
 
 
 def expand_shards(paths: Iterable[str | Path]) -> list[Path]:
-    """Files as given; a folder (e.g. ``x.jsonl.shards``) gives its ``*.jsonl`` in name order."""
+    """Files as given; a folder (e.g. ``x.jsonl.shards``) gives its ``*.jsonl`` and
+    ``*.jsonl.zst`` in name order, then the journals of shards that never finished."""
     out: list[Path] = []
     for item in paths:
         path = Path(item)
         if path.is_dir():
-            out.extend(sorted(p for p in path.glob("*.jsonl") if p.is_file()))
-            out.extend(sorted(p for p in path.glob("*.jsonl.partial") if p.is_file()
-                              and not p.with_name(p.name[: -len(".partial")]).exists()))
+            files = sorted(p for p in path.iterdir() if p.is_file())
+            out.extend(p for p in files if is_cassette_name(p.name))
+            out.extend(p for p in files if p.name.endswith(".partial")
+                       and is_cassette_name(p.name, partial=True)
+                       and not p.with_name(p.name[: -len(".partial")]).exists())
         else:
             out.append(path)
     return out
@@ -132,7 +139,7 @@ def merge_cassettes(shards: Sequence[str | Path], output: str | Path, *,
                     allow_partial: bool = False) -> MergeResult:
     """Join ``shards`` into one cassette at ``output``; raises :class:`MergeError`."""
     output = Path(output)
-    paths = [Path(p) for p in shards]
+    paths = expand_shards(shards)  # a .shards folder gives its shards
     if not paths:
         raise MergeError("no shards to merge", path=output,
                          hint="pass shard files or a <cassette>.shards folder")
@@ -147,6 +154,54 @@ def merge_cassettes(shards: Sequence[str | Path], output: str | Path, *,
             + ", ".join(map(str, partial)), path=partial[0],
             hint="re-record that worker, leave it out, or pass --allow-partial to merge the "
                  "interactions it completed")
+    joined = _combine(cassettes, output)
+    write_cassette(output, joined.header, joined.interactions, joined.outcomes,
+                   joined.tool_calls)
+    notes = [f"{c.path}: incomplete, {len(c.interactions)} completed interaction(s) kept"
+             for c in cassettes if not c.complete]
+    return MergeResult(output, [c.path for c in cassettes], rollouts=joined.rollouts,
+                       interactions=len(joined.interactions), scopeless=joined.scopeless,
+                       notes=notes)
+
+
+def load_shards(folder: str | Path) -> Cassette:
+    """The cassette a folder of shards merges into, in memory (nothing is written): what
+    ``ls``/``show``/``diff``/``check`` and a replay see when given ``<cassette>.shards/``.
+    Shards that cannot be merged raise :class:`MergeError` as ``merge`` would."""
+    folder = Path(folder)
+    paths = expand_shards([folder])
+    if not paths:
+        raise CassetteError("a folder with no cassette shards (*.jsonl, *.jsonl.zst)",
+                            path=folder, hint="pass a cassette file, or the <cassette>.shards "
+                            "folder that `record --shard` wrote")
+    cassettes = [load_cassette(p) for p in paths]
+    # a header's tokenizer store is relative to the cassette's folder: for this one, the
+    # folder the .shards folder is in, as for the cassette a merge would write beside it
+    joined = _combine(cassettes, folder)
+    rollouts: dict[str, RolloutRecord] = {}
+    for inter in joined.interactions:
+        if inter.rollout is not None:
+            rollouts.setdefault(inter.rollout, RolloutRecord(inter.rollout)) \
+                .interactions.append(inter)
+    for rid, outcome in joined.outcomes.items():
+        rollouts.setdefault(rid, RolloutRecord(rid)).outcome.update(outcome)
+    return Cassette(folder, joined.header, joined.interactions, dict(sorted(rollouts.items())),
+                    complete=all(c.complete for c in cassettes), tool_calls=joined.tool_calls)
+
+
+@dataclass
+class _Joined:
+    header: CassetteHeader
+    interactions: list[Interaction]
+    outcomes: dict[str, dict[str, Any]]
+    tool_calls: list[Any]
+    rollouts: int
+    scopeless: int
+
+
+def _combine(cassettes: Sequence[Cassette], output: Path) -> _Joined:
+    """What the merged shards hold; raises ``MergeError`` for shards of different recordings
+    or a rollout id recorded twice. Scope-less records are renumbered in shard order."""
     problem = _disagreement(cassettes)
     if problem:
         raise MergeError(problem, path=output, hint="merge only shards of one recording "
@@ -163,9 +218,10 @@ def merge_cassettes(shards: Sequence[str | Path], output: str | Path, *,
                 raise MergeError(
                     f"rollout {rid!r} was recorded in two shards: {owner[rid]} and {c.path}",
                     path=c.path,
-                    hint="two workers drew the same item and occurrence; replay can serve only "
-                         "one of them — merge only one of these shards, or re-record with "
-                         "workers that draw different items")
+                    hint="two workers drew the same item and occurrence under one worker "
+                         "identity; replay can serve only one of them — give each worker its "
+                         "own identity (record --worker NAME, or --shard auto in serve), merge "
+                         "only one of these shards, or re-record")
             owner[rid] = c.path
         for inter in c.interactions:
             if inter.rollout is None:
@@ -178,12 +234,8 @@ def merge_cassettes(shards: Sequence[str | Path], output: str | Path, *,
                 scopeless_tools += 1
             tool_calls.append(call)
         outcomes.update({rid: dict(o) for rid, o in c.outcomes.items()})
-    header = _merged_header(cassettes, output)
-    write_cassette(output, header, interactions, outcomes, tool_calls)
-    notes = [f"{c.path}: incomplete, {len(c.interactions)} completed interaction(s) kept"
-             for c in cassettes if not c.complete]
-    return MergeResult(output, [c.path for c in cassettes], rollouts=len(owner),
-                       interactions=len(interactions), scopeless=scopeless, notes=notes)
+    return _Joined(_merged_header(cassettes, output), interactions, outcomes, tool_calls,
+                   len(owner), scopeless)
 
 
 def _merged_header(cassettes: Sequence[Cassette], output: Path) -> CassetteHeader:

@@ -128,13 +128,16 @@ def redirect_outputs(argv: list[str], out_dir: Path) -> list[str]:
 
 
 def find_cassettes(target: Path) -> list[Path]:
-    """Cassettes at ``target``: the file itself, or every ``*.jsonl`` under it with a header."""
+    """Cassettes at ``target``: the file itself, or every ``*.jsonl`` / ``*.jsonl.zst`` under
+    it with a header."""
+    from hermes_replay._files import cassette_files
+
     if target.is_file():
         return [target]
     if not target.is_dir():
         return []
     found = []
-    for path in sorted(target.rglob("*.jsonl")):
+    for path in cassette_files(target):
         if any(part.startswith(".") for part in path.relative_to(target).parts):
             continue
         if _looks_like_cassette(path):
@@ -144,9 +147,10 @@ def find_cassettes(target: Path) -> list[Path]:
 
 def _looks_like_cassette(path: Path) -> bool:
     """First line is a JSON header (a data file of an env is not a cassette)."""
+    from hermes_replay._files import first_line
+
     try:
-        with path.open(encoding="utf-8") as fh:
-            first = json.loads(fh.readline() or "null")
+        first = json.loads(first_line(path) or b"null")
     except (OSError, ValueError):
         return True  # let load_cassette report what is wrong with it
     return isinstance(first, dict) and "schema_version" in first

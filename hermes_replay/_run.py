@@ -60,7 +60,7 @@ def run_cassette(
     Tool commands that execute run inside bubblewrap unless ``trust_cassette=True``; ``seed``
     overrides the recorded seed (see :func:`run_env`).
     """
-    from hermes_replay._cassette import load_cassette
+    from hermes_replay._load import load_cassette
     from hermes_replay._plan import find_env_file, redirect_outputs, replay_argv
 
     cassette_path = Path(path).resolve()

@@ -27,7 +27,6 @@ from hermes_replay._cassette import (
     CassetteHeader,
     CassetteWriter,
     Interaction,
-    load_cassette,
     partial_path,
     paused_gc,
 )
@@ -51,6 +50,7 @@ from hermes_replay._health import health_reply, is_health_ping
 from hermes_replay._index import Recording, RecordingIndex
 from hermes_replay._intercept import WireRequest, WireResponse
 from hermes_replay._known_secrets import KNOWN
+from hermes_replay._load import load_cassette
 from hermes_replay._matching import Matcher
 from hermes_replay._redact import KEPT_HEADERS, redact_fields, redact_json
 from hermes_replay._scope import RolloutScope, current_rollout
@@ -58,6 +58,7 @@ from hermes_replay._summary import OutcomeComparison, ReplayEvent, ReplaySummary
 from hermes_replay._tokenizer_store import TokenizerMismatch, mismatch, stored_dir, with_store
 from hermes_replay._toolcalls import ToolCall
 from hermes_replay._tools import ToolCallsDrifted, ToolLedger
+from hermes_replay._workers import check_name, owner
 
 __all__ = ["DEFAULT_LLM_PATHS", "MODES", "Observer", "Session", "cassette"]
 
@@ -138,7 +139,10 @@ class Session:
     ``user``/``metadata``/``stream_options`` too; ``llm_paths`` (POST path suffixes that
     are LLM traffic; everything else passes through untouched and is never written);
     ``passthrough_hosts`` (hosts never intercepted); ``keep_headers`` (header names stored
-    as they are; every other header is dropped or redacted); ``on_event`` (progress callback).
+    as they are; every other header is dropped or redacted); ``on_event`` (progress callback);
+    ``worker`` (this worker's identity, also set by ``annotate(worker=…)``: recordings of other
+    workers are then not reported unused) and ``shard_by_worker`` (record: the file is renamed
+    to ``<worker>.jsonl`` in its folder once the identity is known; see ``_workers``).
 
     Tool calls (made through ``hermes_replay.tool_call``) are recorded with their rollout; on
     replay ``tools="replay"`` (default) answers them from the cassette and executes nothing,
@@ -162,6 +166,8 @@ class Session:
         on_event: Callable[[ReplayEvent], None] | None = None,
         tools: str = "replay",
         tool_overrides: Mapping[str, str] | None = None,
+        worker: str | None = None,
+        shard_by_worker: bool = False,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown cassette mode {mode!r}; choose one of {', '.join(MODES)}")
@@ -195,6 +201,8 @@ class Session:
         self.tools = ToolLedger(self.path, mode, tools, dict(tool_overrides or {}),
                                 normalize=self.matcher._normalize, lock=self._lock)
         self._observers: list[Observer] = []
+        self.worker = check_name(worker) if worker else None
+        self._shard_by_worker = shard_by_worker
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -308,8 +316,9 @@ class Session:
             raise CassetteMiss(self.misses, cassette=self.path)
         if self.strict and self.unused:
             raise UnusedRecordings(self.unused, cassette=self.path)
-        if self.strict and (self.tools.drift or self.tools.unused):
-            raise ToolCallsDrifted(self.tools.drift, self.tools.unused, self.path)
+        unused_tools = self._mine(self.tools.unused)
+        if self.strict and (self.tools.drift or unused_tools):
+            raise ToolCallsDrifted(self.tools.drift, unused_tools, self.path)
 
     # ------------------------------------------------------------------ interception
 
@@ -470,6 +479,8 @@ class Session:
             observer.annotate(dict(fields))
         fields = redact_fields(fields)
         fields = dict(fields)
+        if "worker" in fields:
+            self._set_worker(fields["worker"])
         tokenizer = fields.get("tokenizer")
         if isinstance(tokenizer, dict):
             if self.mode == "replay":
@@ -480,6 +491,31 @@ class Session:
         with self._lock:
             self._header = self._header.merged(fields)
             self._journal(lambda w: w.annotate(fields))
+
+    def _set_worker(self, name: Any) -> None:
+        try:
+            name = check_name(str(name))
+        except ValueError:
+            return  # not an identity; the field stays in the header for a human to see
+        with self._lock:
+            self.worker = name
+            if self._shard_by_worker and self._writer is not None and self.mode == "record":
+                suffix = ".jsonl.zst" if self.path.name.endswith(".zst") else ".jsonl"
+                self.path = self.path.with_name(name + suffix)
+                self._writer.retarget(self.path)
+
+    def _unused(self) -> tuple[list[tuple[str | None, int]], int]:
+        """Recordings never requested that were this worker's to request, and how many
+        belong to other workers (caller holds the lock)."""
+        keys = self._index.unused()
+        mine = self._mine(keys)
+        return mine, len(keys) - len(mine)
+
+    def _mine(self, keys: list[tuple[str | None, int]]) -> list[tuple[str | None, int]]:
+        """The ``(rollout, seq)`` keys of this worker (all of them when it has no identity)."""
+        if self.worker is None:
+            return keys
+        return [k for k in keys if k[0] is None or owner(k[0]) == self.worker]
 
     # ------------------------------------------------------------------ tokenizer
 
@@ -573,7 +609,7 @@ class Session:
     @property
     def unused(self) -> list[tuple[str | None, int]]:
         with self._lock:
-            return self._index.unused()
+            return self._unused()[0]
 
     @property
     def outcomes(self) -> dict[str, OutcomeComparison]:
@@ -594,16 +630,18 @@ class Session:
         with self._lock:
             rollouts_hit = {r for r, _, _ in [*self._hits, *self._new] if r is not None}
             inside = sum(1 for r, _, _ in [*self._hits, *self._new] if r is not None)
+            unused, others = self._unused() if self.mode in ("replay", "auto") else ([], 0)
             # a rollout ran if it asked for anything (hit or miss) or reported an outcome
             ran = rollouts_hit | {m.rollout for m in self._miss_index.values()} | set(
                 self._new_outcomes)
             recorded = self.recorded_rollouts if self.mode in ("replay", "auto") else []
+            if self.worker is not None:  # a worker of a deployment runs its own rollouts
+                recorded = [r for r in recorded if owner(r) == self.worker]
             return ReplaySummary(
                 mode=self.mode, cassette=str(self.path), rollouts=len(rollouts_hit),
                 interactions=len(self._hits) + len(self._new), turns=inside,
                 misses=list(self._miss_index.values()) + list(self.tools.misses),
-                unused=self._index.unused()
-                if self.mode in ("replay", "auto") else [],
+                unused=unused, other_workers=others, worker=self.worker,
                 recorded=len(self._new), failed_attempts=self._failed_attempts,
                 passthrough=self._passthrough,
                 outcomes=list(self.outcomes.values()),
@@ -612,7 +650,7 @@ class Session:
                 tools_replayed=self.tools.replayed,
                 tools_executed=self.tools.executed,
                 tool_drift=list(self.tools.drift),
-                unused_tools=self.tools.unused
+                unused_tools=self._mine(self.tools.unused)
                 if self.mode in ("replay", "auto") else [],
             )
 

@@ -67,6 +67,8 @@ class ReplaySummary:
     outcomes: list[OutcomeComparison] = field(default_factory=list)
     recorded_rollouts: int = 0
     never_ran: list[str] = field(default_factory=list)
+    other_workers: int = 0  # recordings of other workers of a deployment (not this one's)
+    worker: str | None = None  # this worker's identity, if it has one
     tools_replayed: int = 0  # tool calls answered from the cassette (nothing executed)
     tools_executed: int = 0  # tool calls that really ran (record, or ``tools="execute"``)
     tool_drift: list[Any] = field(default_factory=list)  # ``_tools.ToolDrift`` per call
@@ -112,6 +114,9 @@ class ReplaySummary:
                 f"{m.rollout or '<no rollout>'} turn {m.turn}" for m in self.misses[:10])
         if self.unused:
             yield f"{len(self.unused)} recording(s) never used"
+        if self.other_workers:
+            yield (f"worker {self.worker}: {self.other_workers} recording(s) of other workers "
+                   "left to them")
         if self.misses:
             yield "next: re-record (`hermes-replay record …`) or use mode='auto'"
         elif self.changed_rewards:

@@ -34,6 +34,7 @@ from typing import Any
 
 from hermes_replay._cassette import SCHEMA_VERSION, load_cassette
 from hermes_replay._errors import CassetteError
+from hermes_replay._files import cassette_files, first_line, read_bytes
 from hermes_replay._format import blob_id
 from hermes_replay._known_secrets import KNOWN
 from hermes_replay._scope import ROLLOUT_ID_RULE, rollout_id_problem
@@ -249,9 +250,11 @@ def verify_file(path: str | Path) -> list[Finding]:
 def _verify_file(path: Path) -> list[Finding]:
     partial = path.name.endswith(".partial")
     try:
-        data = path.read_bytes()
+        data = read_bytes(path)
     except OSError as exc:
         return [Finding(path, None, "schema", f"cannot read the file: {exc}", _DAMAGED)]
+    except CassetteError as exc:  # a damaged or oversized zstd file
+        return [Finding(path, None, "integrity", exc.reason, exc.hint or _DAMAGED)]
     findings: list[Finding] = []
     state = _State(set(), {}, set())
     raw_lines = data.split(b"\n")
@@ -329,15 +332,16 @@ def _check_line(path: Path, number: int, raw: bytes, state: _State, partial: boo
 
 
 def find_cassettes(target: Path) -> tuple[list[Path], list[Finding]]:
-    """Cassettes at ``target``: the file itself, or every ``*.jsonl`` / ``*.jsonl.partial``
-    under a folder whose first line is not some other JSON object (env data files are
-    skipped). A symlink that leads outside the folder is a finding, never followed."""
+    """Cassettes at ``target``: the file itself, or every ``*.jsonl`` / ``*.jsonl.zst`` (and
+    their ``.partial`` journals) under a folder whose first line is not some other JSON object
+    (env data files are skipped). A symlink that leads outside the folder is a finding, never
+    followed."""
     if target.is_file():
         return [target], []
     found: list[Path] = []
     findings: list[Finding] = []
     root = target.resolve()
-    for path in sorted([*target.rglob("*.jsonl"), *target.rglob("*.jsonl.partial")]):
+    for path in cassette_files(target, partial=True):
         if path.is_symlink() and not path.resolve().is_relative_to(root):
             findings.append(Finding(path, None, "integrity",
                                     f"symlink to {path.resolve()}, outside {target}",
@@ -350,8 +354,7 @@ def find_cassettes(target: Path) -> tuple[list[Path], list[Finding]]:
 
 def _looks_like_cassette(path: Path) -> bool:
     try:
-        with path.open("rb") as fh:
-            first = json.loads(fh.readline(1 << 20) or b"null")
+        first = json.loads(first_line(path) or b"null")
     except (OSError, ValueError, RecursionError):
         return True  # broken: let verify_file say how
     return not isinstance(first, dict) or first.get("type") == "header" or \
@@ -368,8 +371,26 @@ def verify_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[Finding]
                                     "check the path"))
             continue
         cassettes, problems = find_cassettes(target)
-        findings.extend(problems)
+        mine = list(problems)
         for path in cassettes:
             checked.append(path)
-            findings.extend(verify_file(path))
+            mine.extend(verify_file(path))
+        findings.extend(mine + _shards_merge(target, mine))
     return checked, findings
+
+
+def _shards_merge(target: Path, findings: list[Finding]) -> list[Finding]:
+    """A ``.shards`` folder whose files are each fine must also merge: same recording, no
+    rollout id in two shards (else replay could serve only one of them)."""
+    from hermes_replay._merge import SHARDS_SUFFIX, MergeError, load_shards
+
+    if not (target.is_dir() and target.name.endswith(SHARDS_SUFFIX)) or findings:
+        return []
+    try:
+        load_shards(target)
+    except MergeError as exc:
+        return [Finding(exc.path or target, None, "integrity", exc.reason,
+                        exc.hint or "re-record the shards")]
+    except CassetteError:
+        return []  # verify_file already reported it
+    return []

@@ -25,6 +25,7 @@ COMMANDS: tuple[str, ...] = (
     "check",
     "verify",
     "merge",
+    "compact",
 )
 
 

@@ -65,9 +65,14 @@ class ModeRun:
 
 def read_header(cassette: Path) -> dict[str, Any]:
     """Line 1 of a cassette (documented JSON): env file, command, tokenizer, endpoint."""
+    from hermes_replay._files import first_line
+    from hermes_replay._merge import expand_shards
+
+    if cassette.is_dir():  # a folder of shards: they share one header (merge checks it)
+        shards = expand_shards([cassette])
+        return read_header(shards[0]) if shards else {}
     try:
-        with cassette.open(encoding="utf-8") as fh:
-            header = json.loads(fh.readline() or "{}")
+        header = json.loads(first_line(cassette) or b"{}")
     except (OSError, ValueError):
         return {}
     return header if isinstance(header, dict) and header.get("type") == "header" else {}
@@ -75,8 +80,16 @@ def read_header(cassette: Path) -> dict[str, Any]:
 
 def cassettes_by_mode(path: Path) -> dict[str, Path]:
     """Cassette per mode: ``path`` itself, then its folder (``cassettes/<env>/<mode>.jsonl``)."""
-    folder = path if path.is_dir() else path.parent
-    candidates = ([] if path.is_dir() else [path]) + sorted(folder.glob("*.jsonl"))
+    from hermes_replay._files import is_cassette_name
+    from hermes_replay._merge import SHARDS_SUFFIX
+
+    if path.is_dir() and path.name.endswith(SHARDS_SUFFIX):  # one sharded cassette
+        folder, candidates = path.parent, [path]
+    else:
+        folder = path if path.is_dir() else path.parent
+        candidates = [] if path.is_dir() else [path]
+    candidates += sorted(p for p in folder.iterdir()
+                         if is_cassette_name(p.name) or p.name.endswith(SHARDS_SUFFIX))
     found: dict[str, Path] = {}
     for candidate in candidates:
         command = read_header(candidate).get("command") or []

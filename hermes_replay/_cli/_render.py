@@ -141,6 +141,7 @@ class RunSummary:
     tools_replayed: int = 0  # tool calls answered from the cassette (nothing executed)
     tools_executed: int = 0  # tool calls that really ran
     tool_drift: list[str] = field(default_factory=list)  # described drifts (--tools execute)
+    other_workers: int = 0  # replay of one worker: recordings of the others, left to them
 
     def lines(self, style: Style) -> list[str]:
         what = {"record": "recorded", "replay": "replayed", "passthrough": "ran live"}.get(
@@ -159,6 +160,8 @@ class RunSummary:
                 if self.unused
                 else "0 unused recordings"
             )
+            if self.other_workers:
+                parts.append(f"{self.other_workers} left to other workers")
         parts.append(f"mean reward {fmt_reward(self.mean_reward)}")
         if self.skipped:
             return [style(head, "bold"), "  " + style("skipped: ", "yellow") + self.skipped]

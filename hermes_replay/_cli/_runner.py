@@ -219,6 +219,7 @@ def _fill_summary(summary: RunSummary, result: RunResult) -> None:
     summary.turns = core.turns or summary.turns
     summary.misses = len(core.misses)
     summary.unused = len(core.unused)
+    summary.other_workers = core.other_workers
     summary.unused_keys = list(result.unused)
     summary.recorded = core.recorded
     summary.failed_attempts = core.failed_attempts

@@ -31,9 +31,11 @@ from hermes_replay._cli._runner import (
     relative_to_cwd,
     run_with_progress,
 )
+from hermes_replay._cli._worker import add_worker_flag, given_worker, worker_variable
 
 USAGE = (
-    "hermes-replay record ENV_FILE [--cassette PATH] [--shard NAME] [--endpoint URL --model NAME "
+    "hermes-replay record ENV_FILE [--cassette PATH] [--shard NAME|auto] [--worker NAME] "
+    "[--endpoint URL --model NAME "
     "[--server-type T] [--api-key-env VAR]] -- serve|process|evaluate [env flags]"
 )
 
@@ -70,8 +72,10 @@ def register(sub: Any) -> None:
         "--shard",
         metavar="NAME",
         help="one of several workers recording at once: write <cassette>.shards/NAME.jsonl "
-        "(no locking; join them with `hermes-replay merge`). 'auto' = <host>-<pid>",
+        "(no locking; join them with `hermes-replay merge`). 'auto' = the worker's identity "
+        "(--worker, or in serve its registration order: w0, w1 …), else <host>-<pid>",
     )
+    add_worker_flag(p)
     p.add_argument(
         "--seed",
         type=int,
@@ -177,11 +181,17 @@ def run(args: argparse.Namespace) -> int:
     public = [*env_args, *endpoint.env_flags()]
     cassette = args.cassette or default_cassette_path(env_file, env_args[0])
     merged = cassette
-    if args.shard:
+    worker = given_worker("record", args)
+    if isinstance(worker, int):
+        return worker
+    shard = args.shard or (worker if args.worker else None)  # --worker alone: its own shard
+    if shard == "auto" and worker is not None:
+        shard = worker
+    if shard:
         from hermes_replay._merge import shard_path
 
         try:
-            cassette = shard_path(cassette, args.shard)
+            cassette = shard_path(cassette, shard)
         except ValueError as exc:
             print(f"hermes-replay record: {exc}", file=sys.stderr)
             return 2
@@ -202,10 +212,15 @@ def run(args: argparse.Namespace) -> int:
           f"{replaces}", file=sys.stderr)
     from hermes_replay._run import run_env
 
-    summary, _ = run_with_progress(
-        partial(run_env, env_file, [*public, *secret], cassette=cassette, mode="record",
-                header=header, seed=args.seed),
-        mode="record", cassette=cassette, label=f"recording {env_file.name}")
+    with worker_variable(worker):
+        summary, result = run_with_progress(
+            partial(run_env, env_file, [*public, *secret], cassette=cassette, mode="record",
+                    header=header, seed=args.seed, worker=worker,
+                    shard_by_worker=shard == "auto"),
+            mode="record", cassette=cassette, label=f"recording {env_file.name}")
+    if result is not None and result.summary is not None:  # renamed after its worker?
+        summary.cassette = result.summary.cassette
+        cassette = Path(result.summary.cassette)
     style = Style(sys.stdout)
     print("\n".join(summary.lines(style)))
     if summary.error is None and summary.exit_code == 0:

@@ -38,6 +38,7 @@ from hermes_replay._cli._runner import (
     run_with_progress,
     tool_options,
 )
+from hermes_replay._cli._worker import add_worker_flag, given_worker, worker_variable
 from hermes_replay._plan import find_cassettes, replay_argv
 from hermes_replay._stall import DEFAULT_MAX_MISSES
 
@@ -106,6 +107,7 @@ def register(sub: Any) -> None:
         help="show each environment's own output (default for CASSETTE_OR_DIR: into "
         "<out>/<cassette>/env.log)",
     )
+    add_worker_flag(p)
     p.add_argument(
         "--no-report", dest="report", action="store_false",
         help="do not write <out>/report.html (an HTML page of the run; needs the 'report' "
@@ -172,7 +174,10 @@ def _run_env(args: argparse.Namespace) -> int:
         print(f"hermes-replay replay: {exc}", file=sys.stderr)
         return 2
     cassette = args.cassette or default_cassette_path(env_file, args.env_args[0])
-    if not cassette.is_file():
+    worker = given_worker("replay", args)
+    if isinstance(worker, int):
+        return worker
+    if not cassette.exists():  # a file, or the .shards folder of a recording not merged yet
         print(
             f"hermes-replay replay: no cassette at {cassette}. Next step: record one with\n"
             f"  hermes-replay record {env_file} --endpoint URL --model NAME -- "
@@ -181,10 +186,11 @@ def _run_env(args: argparse.Namespace) -> int:
         )
         return 2
     argv = replay_argv(_header_command(cassette), list(args.env_args))
-    summary, _ = run_with_progress(
-        partial(run_env, env_file, argv, cassette=cassette, mode="replay", strict=args.strict,
-                **tools),
-        mode="replay", cassette=cassette, label=f"replaying {cassette}")
+    with worker_variable(worker):
+        summary, _ = run_with_progress(
+            partial(run_env, env_file, argv, cassette=cassette, mode="replay",
+                    strict=args.strict, worker=worker, **tools),
+            mode="replay", cassette=cassette, label=f"replaying {cassette}")
     print("\n".join(summary.lines(Style(sys.stdout))))
     return _exit_code([summary], args.fail_on_change)
 

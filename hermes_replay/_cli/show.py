@@ -35,7 +35,8 @@ def register(sub: Any) -> None:
         description="Render the conversations recorded in a cassette: messages, tool calls, "
         "tool results, reasoning, reward and outcome.",
     )
-    p.add_argument("path", metavar="PATH", type=Path, help="a cassette file")
+    p.add_argument("path", metavar="PATH", type=Path,
+                   help="a cassette file (.jsonl, .jsonl.zst) or a .shards folder")
     p.add_argument("--rollout", metavar="ID", help="only this rollout (a unique prefix is enough)")
     p.add_argument("--turn", metavar="N", type=int, help="only request/response N (0-based)")
     p.add_argument("--raw", action="store_true", help="the decoded JSON records instead")
@@ -276,9 +277,11 @@ def pick_rollouts(cassette: Any, wanted: str | None) -> list[Any]:
 
 def run(args: argparse.Namespace) -> int:
     from hermes_replay import CassetteError, load_cassette
+    from hermes_replay._merge import SHARDS_SUFFIX
 
-    if args.path.is_dir():
-        print(f"hermes-replay show: {args.path} is a folder; show takes one cassette file. "
+    if args.path.is_dir() and not args.path.name.endswith(SHARDS_SUFFIX):
+        print(f"hermes-replay show: {args.path} is a folder; show takes one cassette file "
+              f"or a <cassette>{SHARDS_SUFFIX} folder. "
               f"Next step: `hermes-replay ls {args.path}` lists them.", file=sys.stderr)
         return 2
     try:

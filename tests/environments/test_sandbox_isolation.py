@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sys
 import threading
@@ -220,3 +221,36 @@ def test_bwrap_backend_requires_isolation_whatever_the_policy(task_id, monkeypat
         assert not get_sandbox(other).isolated
     finally:
         cleanup_sandbox(other)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="not root: every test above already runs the "
+                    "unprivileged command line")
+def test_the_command_line_of_an_ordinary_user_is_contained_too(monkeypatch):
+    """As root the tests above take the setpriv path; run the unprivileged one as ``nobody``.
+
+    The interpreter's prefixes are left out: here they sit under /root, which nobody cannot
+    read (a real user's Python is in their own home or /usr).
+    """
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    monkeypatch.setattr(_bwrap, "_python_roots", lambda: [])
+    # pytest's tmp_path is root's (0700): nobody could not reach a workspace inside it
+    workspace = Path(tempfile.mkdtemp(prefix="hermes-nobody-"))
+    os.chown(workspace, 65534, 65534)
+    command = ("id -u; echo hi > made; touch /etc/x; "
+               "(for i in $(seq 40); do sleep 2 & done) 2>&1 | grep -c unavailable; true")
+    argv = _bwrap.bwrap_argv(["/bin/bash", "-c", command], work_dir=str(workspace),
+                             chdir=_bwrap.WORKSPACE, env={"PATH": "/usr/bin:/bin"},
+                             limits=SandboxLimits(processes=20), uid=None)
+    done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv],
+                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
+                          timeout=60, check=False)
+    lines = done.stdout.splitlines()
+    made = (workspace / "made").read_text() if (workspace / "made").exists() else None
+    shutil.rmtree(workspace)
+    assert done.returncode == 0, done.stderr
+    assert lines[0] == "1000" and made == "hi\n"
+    assert "Read-only file system" in done.stderr and not os.path.exists("/etc/x")
+    assert int(lines[1]) > 0  # the process cap refused forks

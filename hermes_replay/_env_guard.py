@@ -71,14 +71,16 @@ def _module_file(module: str, level: int, here: Path, roots: list[Path]) -> Path
 
 
 def env_classes(path: Path, roots: list[Path] | None = None, _depth: int = 0,
-                _seen: set[Path] | None = None) -> list[str]:
+                _seen: dict[Path, list[str]] | None = None) -> list[str]:
     """Names of the environment classes ``path`` defines, or imports and runs with
     ``X.cli()`` (read, not imported)."""
-    seen = _seen if _seen is not None else set()
+    seen = _seen if _seen is not None else {}  # path -> its env classes (read once)
     path = path.resolve()
-    if path in seen or _depth > _MAX_DEPTH:
+    if path in seen:
+        return seen[path]  # [] while still being read: an import cycle
+    if _depth > _MAX_DEPTH:
         return []
-    seen.add(path)
+    seen[path] = []
     roots = roots if roots is not None else [path.parent]
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -125,6 +127,7 @@ def env_classes(path: Path, roots: list[Path] | None = None, _depth: int = 0,
                 found.append(name)
                 known.add(name)
                 changed = True
+    seen[path] = found
     return found
 
 

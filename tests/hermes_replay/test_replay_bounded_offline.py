@@ -155,6 +155,11 @@ def test_env_classes_are_found_by_reading_source(tmp_path: Path) -> None:
     env.write_text("import os\nos.system('touch RAN')\nfrom pkg.base import MyBase\n"
                    "class Later(Mine):\n    pass\nclass Mine(MyBase):\n    pass\n")
     assert env_classes(env, roots=[tmp_path]) == ["Mine", "Later"]
+    two = tmp_path / "two_env.py"  # two names from one module: the module is read once
+    two.write_text("from environments.multi_signal_env import MultiSignalEnvConfig, "
+                   "MultiSignalEnv\nclass C(MultiSignalEnvConfig):\n    pass\n"
+                   "class E(MultiSignalEnv):\n    pass\n")
+    assert env_classes(two, roots=[tmp_path]) == ["E"]
     assert not (tmp_path / "RAN").exists()  # read, never run
     runner = tmp_path / "run_env.py"  # imports an env class and runs its CLI
     runner.write_text("from environments.terminal_test_env import TerminalTestEnv\n"

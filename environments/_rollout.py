@@ -111,6 +111,11 @@ class _EvalSplit:
         return getattr(self._server, name)
 
 
+def _first_user_text(messages: list[dict[str, Any]]) -> str:
+    content = next((m.get("content") for m in messages if m.get("role") == "user"), "")
+    return content if isinstance(content, str) else str(content or "")
+
+
 async def _cleanup(ctx: ToolContext, rollout_id: str) -> None:
     try:
         if hasattr(ctx, "acleanup"):
@@ -155,6 +160,9 @@ async def run_rollout(env: RolloutEnv, item: Any, tool_schemas: list[dict],
         managed_tokens = None
         try:
             messages = env.initial_messages(item)
+            # Only while `hermes-replay probe` runs is the hook called (see known_good_reply).
+            hermes_replay.offer_known_good(_first_user_text(messages),
+                                           lambda: env.known_good_reply(item))
             if env.phase2:
                 async with env.server.managed_server(tokenizer=env.tokenizer) as managed:
                     _managed.install_translator(managed, cfg.tool_call_parser)

@@ -75,6 +75,10 @@ class HermesAgentBaseEnv(BaseEnv):
     default_toolsets: ClassVar[tuple[str, ...] | None] = None
     #: Training metric buffers protected during evaluate, besides any ``*_buffer`` attribute.
     metric_buffers: ClassVar[tuple[str, ...]] = ()
+    #: The range ``compute_reward`` promises; ``hermes-replay probe`` reports rewards outside it.
+    reward_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    #: Item field holding a known-good reply, read by the default ``known_good_reply``.
+    known_good_field: ClassVar[str | None] = None
 
     config: HermesAgentEnvConfig
 
@@ -133,6 +137,19 @@ class HermesAgentBaseEnv(BaseEnv):
     def config_init(cls) -> tuple[HermesAgentEnvConfig, list[Any]]:
         """Defaults: the env's config class and ONE server config in a list, no provider."""
         return cls.env_config_cls(), default_server_configs()
+
+    def known_good_reply(self, item: Any) -> str | list[Any] | None:
+        """Optional: a reply known to solve ``item``, for ``hermes-replay probe``'s known-good
+        probe (which checks that it scores high). Called only while a probe runs.
+
+        A string is the final answer; a list gives the turns, each a string or
+        ``{"content": ..., "tool_calls": [[name, arguments_dict], ...]}``. None: no reference.
+        The default reads ``item[known_good_field]`` when that class attribute is set.
+        """
+        field_name = type(self).known_good_field
+        if field_name and isinstance(item, dict):
+            return item.get(field_name)
+        return None
 
     # -- what an environment gets ------------------------------------------------------------
 
@@ -274,6 +291,7 @@ class HermesAgentBaseEnv(BaseEnv):
             fields["worker"] = self.worker
         hermes_replay.annotate(env_name=self.name or type(self).__name__,
                                tokenizer=hermes_replay.describe_tokenizer(self.config.tokenizer_name),
+                               reward_range=[float(v) for v in type(self).reward_range],
                                **fields)
 
     # -- CLI hooks: make process/evaluate safe offline and keep keys out of output ----------

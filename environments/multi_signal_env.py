@@ -104,6 +104,10 @@ class MultiSignalEnv(HermesAgentBaseEnv):
         return {"correctness": correctness, "tool_use": tool_use, "efficiency": efficiency,
                 "bonus": bonus}
 
+    def known_good_reply(self, item: dict[str, Any]) -> str:
+        """For `hermes-replay probe`: the exact answer line (correct, well formatted)."""
+        return f"ANSWER: {item['answer']}"
+
     async def compute_reward(self, item: dict[str, Any], result: AgentResult,
                              ctx: ToolContext) -> float:
         parts = self.signals(item, result)

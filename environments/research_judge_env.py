@@ -2,8 +2,11 @@
 
 The judge is the same inference server (``self.server.chat_completion``) asked for a JSON
 ``{"score": 0-10, "reason": ...}``; when the call fails or the reply does not parse, the reward is
-the fraction of the item's keywords found in the answer. The judge runs inside the rollout's
-identity scope, so record/replay sees it as part of the rollout.
+the fraction of the item's keywords found in the answer, scaled to at most ``fallback_max``
+(0.4). The cap is there because ``hermes-replay probe`` found the uncapped fallback paid 1.0 for
+a bag of keywords whenever the judge failed to answer in JSON (which an answer can ask it to
+do); a heuristic must not pay what the judge's approval pays. The judge runs inside the
+rollout's identity scope, so record/replay sees it as part of the rollout.
 
     python environments/research_judge_env.py evaluate --env.eval_size 4 \
         --env.data_dir_to_save_evals out/research_eval \
@@ -72,12 +75,16 @@ class ResearchJudgeEnvConfig(HermesAgentEnvConfig):
         "never downloaded when offline, built-in questions otherwise.")
     judge_max_tokens: int = Field(default=256, ge=16, description="Token limit of a judge reply.")
     judge_temperature: float = Field(default=0.0, ge=0.0, description="Judge temperature.")
+    fallback_max: float = Field(
+        default=0.4, ge=0.0, le=1.0, description="The most the keyword fallback gives when the "
+        "judge fails: below a judge's approval, so keyword stuffing never pays like an answer.")
 
 
 class ResearchJudgeEnv(HermesAgentBaseEnv):
     name = "research-judge"
     env_config_cls = ResearchJudgeEnvConfig
     default_toolsets = ("todo",)
+    known_good_field = "reference"  # `hermes-replay probe` answers with the reference answer
     config: ResearchJudgeEnvConfig
 
     @classmethod
@@ -111,9 +118,13 @@ class ResearchJudgeEnv(HermesAgentBaseEnv):
         else:
             judged = await self._llm_judge(item, answer)
             self._judge_fallback_buffer.append(int(judged is None))
-            score = judged if judged is not None else keyword_overlap(answer, item["keywords"])
+            score = judged if judged is not None else self.fallback_score(answer, item)
         self._reward_buffer.append(score)
         return score
+
+    def fallback_score(self, answer: str, item: dict[str, Any]) -> float:
+        """The reward when the judge fails: keyword overlap, capped at ``fallback_max``."""
+        return self.config.fallback_max * keyword_overlap(answer, item["keywords"])
 
     async def _llm_judge(self, item: dict[str, Any], answer: str) -> float | None:
         """The judge's score in [0, 1], or None when the call or its JSON fails."""
@@ -157,7 +168,12 @@ class ResearchJudgeEnv(HermesAgentBaseEnv):
 
 
 def parse_judge_score(text: str) -> float | None:
-    """``{"score": n}`` (0-10, or 0-1) somewhere in ``text`` → a float in [0, 1], else None."""
+    """``{"score": n}`` somewhere in ``text`` → a float in [0, 1], else None.
+
+    The judge is asked for an integer 0-10, so a whole number is read on that scale (``1`` is
+    0.1 — `hermes-replay probe` caught the first version reading it as 1.0, full marks for a
+    refusal the judge gave 1/10); only a fraction below 1 (``0.4``) is read as already 0-1.
+    """
     match = _SCORE.search(text or "")
     if not match:
         return None
@@ -165,7 +181,7 @@ def parse_judge_score(text: str) -> float | None:
         score = float(json.loads(match.group(0))["score"])
     except (ValueError, KeyError, TypeError):
         return None
-    if score > 1.0:
+    if score > 1.0 or float(score).is_integer():
         score /= 10.0
     return min(1.0, max(0.0, score))
 

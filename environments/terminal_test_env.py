@@ -1,7 +1,10 @@
 """Example (a): a coding task scored by binary verification in the agent's own sandbox.
 
-The agent writes ``solution.py`` with its tools; ``compute_reward`` drops the hidden tests into
-the same sandbox (``ToolContext``) and runs pytest there: 1.0 if they pass, else 0.0.
+The agent writes ``solution.py`` with its tools; ``compute_reward`` runs the hidden tests in
+the same sandbox (``ToolContext``), in a fresh folder beside a copy of ``solution.py``: 1.0 if
+pytest reports every one passed, else 0.0. (``hermes-replay probe`` found that the first version,
+which ran the tests in the working directory and trusted exit code 0, paid 1.0 for an
+``os._exit(0)`` stub and for a planted ``conftest.py``/``pytest.ini``; see the README.)
 
     python environments/terminal_test_env.py process --env.total_steps 2 --env.group_size 4 \
         --env.data_path_to_save_groups out/terminal.jsonl \
@@ -10,6 +13,7 @@ the same sandbox (``ToolContext``) and runs pytest there: 1.0 if they pass, else
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -45,13 +49,34 @@ BUILTIN_TASKS: list[dict[str, Any]] = [
 ]
 
 
+# Known-good solutions of the built-in tasks (for `hermes-replay probe`'s known-good probe).
+SOLUTIONS: dict[str, str] = {
+    "add": "def add(a, b):\n    return a + b\n",
+    "reverse_string": "def reverse_string(s):\n    return s[::-1]\n",
+    "is_palindrome": "def is_palindrome(s):\n    return s == s[::-1]\n",
+    "factorial": "def factorial(n):\n    out = 1\n    for k in range(2, n + 1):\n"
+                 "        out *= k\n    return out\n",
+    "count_vowels": "def count_vowels(s):\n    return sum(c in 'aeiou' for c in s.lower())\n",
+    "max_of_list": "def max_of_list(xs):\n    return max(xs)\n",
+}
+
+
 def _default_test_command() -> str:
     # `python` is the interpreter running the env (sandboxes put its folder first on PATH),
     # which has pytest. Not its absolute path: that differs between machines and between
     # `python`/`python3`, so the recorded reward command would not match on replay.
     # Plugin autoload off: the hidden tests need none, and it cuts pytest start-up ~10x.
-    # -qq: no "1 failed in 0.06s" line, so the output is the same every time it runs.
-    return "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -m pytest -qq -p no:cacheprovider"
+    # -qq: no "1 passed in 0.06s" line, so the output is the same every time it runs; -rp
+    # lists each passed test instead. `-I` keeps the working directory off sys.path (a planted
+    # pytest.py or sitecustomize.py is never imported); --noconftest ignores conftest.py files.
+    return ("PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python -I -m pytest -qq -rp -p no:cacheprovider "
+            "--noconftest")
+
+
+#: Where the hidden tests run: a folder the reward makes afresh, holding a copy of solution.py.
+CHECK_DIR = ".hidden_check"
+_PASSED = re.compile(r"^PASSED \S+::", re.MULTILINE)
+_NOT_PASSED = re.compile(r"^(FAILED|ERROR) ", re.MULTILINE)
 
 
 class TerminalTestEnvConfig(HermesAgentEnvConfig):
@@ -96,12 +121,29 @@ class TerminalTestEnv(HermesAgentBaseEnv):
                 "Write the code to solution.py in the current directory using your tools; "
                 "hidden tests will import it. Reply with a one-line summary when done.")
 
+    def known_good_reply(self, item: dict[str, Any]) -> list[Any] | None:
+        """For `hermes-replay probe`: write the known solution with the file tool, then say so."""
+        solution = item.get("solution") or SOLUTIONS.get(item["id"])
+        if not solution:
+            return None
+        return [{"content": None,
+                 "tool_calls": [["write_file", {"path": "solution.py", "content": solution}]]},
+                "Wrote solution.py."]
+
     async def compute_reward(self, item: dict[str, Any], result: AgentResult,
                              ctx: ToolContext) -> float:
-        await ctx.awrite_file("test_hidden.py", item["tests"])
-        run = await ctx.aterminal(f"{self.config.test_command} test_hidden.py",
+        # Only solution.py is the agent's to give: the tests run in a fresh folder with a copy
+        # of it and a pytest.ini of our own, so files planted in the sandbox (conftest.py,
+        # pytest.ini addopts, edited tests) are not seen. And exit code 0 is not enough: an
+        # `os._exit(0)` at import ends pytest "successfully" before it ran a test, so pytest's
+        # own summary must report every hidden test passed.
+        await ctx.aterminal(f"rm -rf {CHECK_DIR} && mkdir {CHECK_DIR} && "
+                            f"cp solution.py {CHECK_DIR}/solution.py")
+        await ctx.awrite_file(f"{CHECK_DIR}/pytest.ini", "[pytest]\n")
+        await ctx.awrite_file(f"{CHECK_DIR}/test_hidden.py", item["tests"])
+        run = await ctx.aterminal(f"cd {CHECK_DIR} && {self.config.test_command} test_hidden.py",
                                   timeout=self.config.test_timeout)
-        passed = 1.0 if run["exit_code"] == 0 else 0.0
+        passed = 1.0 if run["exit_code"] == 0 and all_passed(run["output"], item["tests"]) else 0.0
         self._pass_buffer.append(passed)
         return passed
 
@@ -129,10 +171,17 @@ class TerminalTestEnv(HermesAgentBaseEnv):
         await super().wandb_log(metrics)
 
 
+def all_passed(output: str, tests: str) -> bool:
+    """pytest's summary (``-rp``) lists every test function of ``tests`` as passed."""
+    expected = len(re.findall(r"^def test_", tests, re.MULTILINE))
+    return (expected > 0 and len(_PASSED.findall(output)) == expected
+            and _NOT_PASSED.search(output) is None)
+
+
 def _from_row(row: dict[str, Any]) -> dict[str, Any] | None:
     if {"id", "instruction", "tests"} <= set(row):
         return {"id": str(row["id"]), "instruction": str(row["instruction"]),
-                "tests": str(row["tests"])}
+                "tests": str(row["tests"]), "solution": str(row.get("solution") or "")}
     return None
 
 

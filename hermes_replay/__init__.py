@@ -6,6 +6,7 @@ Public API (everything else is private and may change)::
     rollout(rollout_id)                         # rollout-identity scope (contextvars)
     current_rollout() -> RolloutScope | None    # the scope of the running rollout
     annotate(**fields)                          # tell the active cassette env name, tokenizer …
+    offer_known_good(prompt, make_reply)        # a rollout's known-good reply, for `probe`
     tool_call(name, args, run, source="agent")  # the seam tools go through: record / replay / run
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
     run_cassette(path, out_dir=…) -> RunResult  # re-run a recorded env command (replay_run)
@@ -35,6 +36,7 @@ from hermes_replay._errors import (
     RequestNotRecorded,
     UnusedRecordings,
 )
+from hermes_replay._known_good import offer_known_good
 from hermes_replay._load import load_cassette
 from hermes_replay._redact import scrub
 from hermes_replay._report import write_report
@@ -76,6 +78,7 @@ __all__ = [
     "current_rollout",
     "describe_tokenizer",
     "load_cassette",
+    "offer_known_good",
     "rollout",
     "run_cassette",
     "scrub",

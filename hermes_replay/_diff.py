@@ -107,7 +107,7 @@ class Divergence:
     """The first place two recorded transcripts of one rollout differ."""
 
     rollout: str
-    turn: int  # the interaction's seq (0-based request number in the rollout)
+    turn: int  # 1-based, as every message counts turns (the interaction's seq + 1)
     field: str  # "request.messages[2].content", "response.message.tool_calls", "turn count" …
     diff: str  # unified diff of the differing message (A = ---, B = +++), may be ""
 
@@ -350,27 +350,28 @@ def first_divergence(rollout: str, a: list[Interaction], b: list[Interaction]) -
             if ma != mb:
                 if ma is None or mb is None:
                     side = "B" if ma is None else "A"
-                    return Divergence(rollout, ia.seq, f"request.messages[{k}] (only in {side})",
+                    return Divergence(rollout, ia.seq + 1,
+                                      f"request.messages[{k}] (only in {side})",
                                       _field_diff("", ma or {}, mb or {})[1])
                 name, diff = _field_diff(f"request.messages[{k}]", ma, mb)
-                return Divergence(rollout, ia.seq, name, diff)
+                return Divergence(rollout, ia.seq + 1, name, diff)
         rest_a = {k: v for k, v in body_a.items() if k not in _IGNORED_BODY_KEYS | {"messages"}}
         rest_b = {k: v for k, v in body_b.items() if k not in _IGNORED_BODY_KEYS | {"messages"}}
         if rest_a != rest_b or ia.request.get("url") != ib.request.get("url"):
             if rest_a == rest_b:
-                return Divergence(rollout, ia.seq, "request.url",
+                return Divergence(rollout, ia.seq + 1, "request.url",
                                   f"-{ia.request.get('url')}\n+{ib.request.get('url')}")
             name, diff = _field_diff("request.body", rest_a, rest_b)
-            return Divergence(rollout, ia.seq, name, diff)
+            return Divergence(rollout, ia.seq + 1, name, diff)
         reply_a, reply_b = _assistant(ia), _assistant(ib)
         if reply_a != reply_b:
             name, diff = _field_diff("response.message", reply_a, reply_b)
-            return Divergence(rollout, ia.seq, name, diff)
+            return Divergence(rollout, ia.seq + 1, name, diff)
     if len(a) != len(b):
         longer, side = (a, "A") if len(a) > len(b) else (b, "B")
         extra = longer[min(len(a), len(b))]
-        return Divergence(rollout, extra.seq, f"turn count ({len(a)} in A, {len(b)} in B; "
-                          f"turn {extra.seq} only in {side})", "")
+        return Divergence(rollout, extra.seq + 1, f"turn count ({len(a)} in A, {len(b)} in B; "
+                          f"turn {extra.seq + 1} only in {side})", "")
     return None
 
 

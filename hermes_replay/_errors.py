@@ -143,6 +143,12 @@ class CassetteMiss(HermesReplayError):
         body = "\n".join(m.describe() for m in self.misses)
         super().__init__(f"{head}:\n{body}\n{hint}")
 
+    def with_hint(self, hint: str) -> CassetteMiss:
+        """The same misses with the next step phrased for another place (CLI, pytest)."""
+        if type(self) is not CassetteMiss:
+            return self
+        return CassetteMiss(self.misses, cassette=self.cassette, hint=hint)
+
 
 class ReplayFailed(HermesReplayError):
     """A replay that did not really run: the environment exited non-zero or raised, or some

@@ -175,10 +175,10 @@ def run_env(
             else:  # live: real keys around, so what it prints and writes is scrubbed
                 stack.enter_context(scrubbed_run(argv))
             code = run_env_file(env_file, argv)
-            if mode == "record":
+            if mode in ("record", "auto"):
                 # Raising inside the block makes the session keep the old cassette and leave
                 # the completed interactions in <path>.partial.
-                _check_recording(code, session, path)
+                _check_recording(code, session, path, empty_ok=mode == "auto")
     except HermesReplayError as exc:
         error = exc
     if mode == "replay" and error is None and session is not None and cassette is not None:
@@ -204,14 +204,15 @@ def _seed_run(session: Any, mode: str, given: int | None) -> None:
     seed_globals(seed)
 
 
-def _check_recording(code: int, session: Any, path: Path) -> None:
-    """Refuse to replace a cassette with a failed or empty recording."""
+def _check_recording(code: int, session: Any, path: Path, *, empty_ok: bool = False) -> None:
+    """Refuse to replace a cassette with a failed or empty recording (``auto`` may record
+    nothing new: everything was already in the cassette)."""
     if getattr(session, "write_error", None) is not None:
         raise session.write_error  # disk full: say so, not "check the endpoint"
     if code != 0:
         raise RecordingFailed(f"the environment exited with code {code}", cassette=path)
     core = session.summary()
-    if core.recorded == 0:
+    if core.recorded == 0 and not empty_ok:
         why = f" ({core.failed_attempts} attempts failed)" if core.failed_attempts else ""
         raise RecordingFailed(
             f"no LLM request was recorded{why} — check the endpoint URL, model name and key",

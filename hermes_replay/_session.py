@@ -125,11 +125,13 @@ class Session:
     Modes:
 
     - ``"replay"``: LLM requests are answered from the cassette and never reach the network;
-      a request with no recording gets an HTTP 404 carrying the diagnostic, and the block
-      raises ``CassetteMiss`` listing every miss when it exits.
+      a request with no recording ends at once with ``RequestNotRecorded`` (no retry layer
+      sees it), and the block raises ``CassetteMiss`` listing every miss when it exits.
     - ``"record"``: requests go live and are written; the file replaces ``path`` only when
       the block exits cleanly (until then it is ``<path>.partial``).
-    - ``"auto"``: replay what is recorded, record what is missing, write the union.
+    - ``"auto"``: replay what is recorded, record what is missing, write the union; the old
+      file stays until the block exits cleanly, and ``summary().rerecorded`` says what was
+      recorded anew (turns per rollout).
     - ``"passthrough"``: everything goes live and nothing is written.
 
     Options: ``header`` (fields for the cassette header: env_name, env_file, command …);
@@ -148,6 +150,10 @@ class Session:
     replay ``tools="replay"`` (default) answers them from the cassette and executes nothing,
     ``tools="execute"`` runs them again and reports results that drifted (a failure only when
     ``strict``); ``tool_overrides={"name": "execute"}`` sets the policy of single tools.
+
+    ``drop_unrun=True`` (auto): recorded rollouts this run never made are left out of the new
+    file — for a full re-run of the recorded command (``record --missing-only``), where a
+    rollout that no longer happens (its item changed) is stale, as ``record`` would drop it.
     """
 
     def __init__(
@@ -166,6 +172,7 @@ class Session:
         on_event: Callable[[ReplayEvent], None] | None = None,
         tools: str = "replay",
         tool_overrides: Mapping[str, str] | None = None,
+        drop_unrun: bool = False,
         worker: str | None = None,
         shard_by_worker: bool = False,
     ) -> None:
@@ -179,6 +186,7 @@ class Session:
         self.passthrough_hosts = frozenset(h.lower() for h in passthrough_hosts)
         self.keep_headers = frozenset(h.lower() for h in keep_headers)
         self.on_event = on_event
+        self.drop_unrun = drop_unrun
         self._header_fields = redact_fields(dict(header or {}))
         self._lock = threading.RLock()
         self._active = False
@@ -230,6 +238,9 @@ class Session:
             with paused_gc():
                 existing = self._load_index()
             self._recorded_outcomes = {k: dict(v) for k, v in existing.outcomes.items()}
+            # progress can show totals ("3/12 rollouts"): seq carries the rollout count
+            self._emit(ReplayEvent("loaded", None, len(self.recorded_rollouts), "",
+                                   str(self.path)))
         if self.mode in ("record", "auto"):
             KNOWN.add_environ()  # what a tool printing its environment would show
             self._known_generation = KNOWN.generation
@@ -366,9 +377,11 @@ class Session:
                                      response=health_reply(request))
                 if self.mode == "replay":
                     self.miss_events += 1
+                    known = len(self._miss_index)
                     miss = self._miss(rollout, request, fp)
-                    self._emit(ReplayEvent("miss", rollout, miss.seq, wire.method,
-                                           request["url"], None, detail=miss.reason))
+                    if len(self._miss_index) > known:  # one event per miss, as counted
+                        self._emit(ReplayEvent("miss", rollout, miss.seq, wire.method,
+                                               request["url"], None, detail=miss.reason))
                     # ends this request now: no retry layer (all catch Exception) sees it
                     raise RequestNotRecorded(miss)
         if self.write_error is not None:  # nothing more can be written: stop the run now
@@ -541,6 +554,9 @@ class Session:
         touched = {r for r, _, _ in self._new if r is not None}
         out: list[Interaction] = []
         outcomes: dict[str, dict[str, Any]] = {}
+        if self.mode == "auto" and self.drop_unrun:
+            # a rollout of the old file this run never made is stale: gone, as in ``record``
+            touched |= set(self.summary().never_ran)
         if self.mode == "auto":
             # untouched rollouts keep every old recording and outcome; scope-less recordings
             # are matched by fingerprint, so all old ones stay and new ones are appended
@@ -647,12 +663,21 @@ class Session:
                 outcomes=list(self.outcomes.values()),
                 recorded_rollouts=len(recorded),
                 never_ran=[r for r in recorded if r not in ran],
+                rerecorded=self._rerecorded() if self.mode == "auto" else {},
                 tools_replayed=self.tools.replayed,
                 tools_executed=self.tools.executed,
                 tool_drift=list(self.tools.drift),
                 unused_tools=self._mine(self.tools.unused)
                 if self.mode in ("replay", "auto") else [],
             )
+
+    def _rerecorded(self) -> dict[str, int]:
+        """auto: turns recorded anew per rollout (lock held)."""
+        out: dict[str, int] = {}
+        for rollout, _, _ in self._new:
+            key = rollout if rollout is not None else "<no rollout>"
+            out[key] = out.get(key, 0) + 1
+        return out
 
     def _emit(self, event: ReplayEvent) -> None:
         if self.on_event is not None:

@@ -15,7 +15,9 @@ __all__ = ["OutcomeComparison", "ReplayEvent", "ReplaySummary"]
 class ReplayEvent:
     """Passed to ``on_event`` as requests are handled (for progress output).
 
-    ``kind``: ``"hit"`` (served from the cassette), ``"miss"``, ``"record"`` (written),
+    ``kind``: ``"loaded"`` (replay/auto opened the cassette; ``seq`` is how many rollouts it
+    holds), ``"hit"`` (served from the cassette), ``"miss"`` (once per miss), ``"record"``
+    (written),
     ``"failed"`` (a failed attempt while recording: not written), ``"interrupted"`` (the
     block raised; ``url`` is the ``.partial`` file that keeps what was recorded).
     """
@@ -44,6 +46,17 @@ class OutcomeComparison:
         return self.recorded.get("reward") != self.replayed.get("reward")
 
 
+def rerecorded_line(rerecorded: dict[str, int]) -> str:
+    """What ``auto`` recorded anew, in one line (for every place that reports it)."""
+    if not rerecorded:
+        return "re-recorded nothing: every request was in the cassette"
+    shown = ", ".join(f"{r} ({n} turn{'s' if n != 1 else ''})"
+                      for r, n in list(rerecorded.items())[:8])
+    more = f" and {len(rerecorded) - 8} more" if len(rerecorded) > 8 else ""
+    return (f"re-recorded {sum(rerecorded.values())} turn(s) in {len(rerecorded)} rollout(s): "
+            f"{shown}{more}; every other recording kept as it was")
+
+
 @dataclass
 class ReplaySummary:
     """The result of one cassette session; ``lines()`` renders it for a terminal.
@@ -51,7 +64,8 @@ class ReplaySummary:
     ``interactions``: LLM requests served from the cassette or recorded; ``turns``: those
     made inside a rollout scope; ``unused``: recordings never requested, as (rollout, seq);
     ``recorded_rollouts``: how many rollouts the cassette held (replay, auto); ``never_ran``:
-    those of them that made no request at all in this run.
+    those of them that made no request at all in this run; ``rerecorded`` (auto): the turns
+    recorded anew, per rollout.
     """
 
     mode: str
@@ -67,6 +81,7 @@ class ReplaySummary:
     outcomes: list[OutcomeComparison] = field(default_factory=list)
     recorded_rollouts: int = 0
     never_ran: list[str] = field(default_factory=list)
+    rerecorded: dict[str, int] = field(default_factory=dict)  # auto: rollout -> turns recorded
     other_workers: int = 0  # recordings of other workers of a deployment (not this one's)
     worker: str | None = None  # this worker's identity, if it has one
     tools_replayed: int = 0  # tool calls answered from the cassette (nothing executed)
@@ -114,10 +129,16 @@ class ReplaySummary:
                 f"{m.rollout or '<no rollout>'} turn {m.turn}" for m in self.misses[:10])
         if self.unused:
             yield f"{len(self.unused)} recording(s) never used"
+        if self.never_ran:
+            yield (f"{len(self.never_ran)} of {self.recorded_rollouts} recorded rollout(s) "
+                   "never ran: " + ", ".join(self.never_ran[:10]))
+        if self.mode == "auto":
+            yield rerecorded_line(self.rerecorded)
         if self.other_workers:
             yield (f"worker {self.worker}: {self.other_workers} recording(s) of other workers "
                    "left to them")
         if self.misses:
-            yield "next: re-record (`hermes-replay record …`) or use mode='auto'"
+            yield ("next: record only what is missing with mode=\"auto\" (the old file stays "
+                   "until it succeeds), or re-record")
         elif self.changed_rewards:
             yield "next: review the reward changes; re-record if they are intended"

@@ -19,7 +19,8 @@ def _first_key(a: dict, b: dict) -> str:
 
 def first_tool_divergence(rollout: str, a: list[ToolCall],
                           b: list[ToolCall]) -> tuple[int, str, str] | None:
-    """``(turn, field, diff)`` of the first differing call of ``rollout``, or None."""
+    """``(turn, field, diff)`` of the first differing call of ``rollout``, or None; ``turn`` is
+    the 1-based LLM turn the call answers, as every message counts turns."""
     for ca, cb in zip(a, b, strict=False):
         where = f"tool call {ca.seq} ({ca.name})"
         if ca.request() != cb.request():
@@ -27,14 +28,14 @@ def first_tool_divergence(rollout: str, a: list[ToolCall],
             if key == "arguments" and isinstance(ca.arguments, dict) and isinstance(
                     cb.arguments, dict):
                 key += "." + _first_key(ca.arguments, cb.arguments)
-            return ca.turn, f"{where}.{key}", tool_call_diff(ca.request(), cb.request(),
+            return ca.turn + 1, f"{where}.{key}", tool_call_diff(ca.request(), cb.request(),
                                                              "A", "B")
         if ca.answer() != cb.answer():
             key = _first_key(ca.answer(), cb.answer())
-            return ca.turn, f"{where}.{key}", tool_call_diff(ca.answer(), cb.answer(), "A", "B")
+            return ca.turn + 1, f"{where}.{key}", tool_call_diff(ca.answer(), cb.answer(), "A", "B")
     if len(a) != len(b):
         longer, side = (a, "A") if len(a) > len(b) else (b, "B")
         extra = longer[min(len(a), len(b))]
-        return extra.turn, (f"tool call count ({len(a)} in A, {len(b)} in B; tool call "
+        return extra.turn + 1, (f"tool call count ({len(a)} in A, {len(b)} in B; tool call "
                             f"{extra.seq} ({extra.name}) only in {side})"), ""
     return None

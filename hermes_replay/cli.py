@@ -23,6 +23,7 @@ COMMANDS: tuple[str, ...] = (
     "report",
     "scripted_endpoint",
     "check",
+    "probe",
     "verify",
     "merge",
     "compact",

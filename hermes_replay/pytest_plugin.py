@@ -12,6 +12,9 @@ lazily so test sessions that never touch a cassette pay nothing.
 - ``hermes_cassette`` wraps the test body itself in the cassette (for tests that call the
   openai SDK / atroposlib directly) and yields the session.
 - In replay mode both block sockets to anything but loopback.
+- ``probe_battery(env_file, **options)`` runs ``hermes-replay probe``'s battery offline and
+  returns a ``ProbeReport`` (``report.assert_clean()`` fails with the table); cassettes and
+  logs go under the test's ``tmp_path`` unless ``cassette_dir``/``work_dir`` say otherwise.
 - Tool calls: answered from the cassette by default, nothing executed. ``--replay-tools
   execute`` runs them again (drift reported; fatal with ``strict=True``), ``--replay-tool
   NAME=execute`` one tool; in code ``@pytest.mark.cassette(path, tools="execute",
@@ -31,6 +34,7 @@ import pytest
 
 if TYPE_CHECKING:
     from hermes_replay._result import RunResult
+    from hermes_replay.probe import ProbeReport
 
 
 
@@ -188,15 +192,30 @@ def replay_run(
     def run(
         path: str | Path | None = None, *, command: Sequence[str] | None = None, **options: Any
     ) -> RunResult:
+        from hermes_replay._errors import CassetteMiss
+
         nonlocal runs
         runs += 1
         merged = _tool_options(request, {**_options(request), **options})
         if request.config.getoption("--trust-cassette"):
             merged["trust_cassette"] = True
-        return run_cassette(_resolve(request, path), out_dir=tmp_path / f"run-{runs}",
-                            mode=mode, command=command, **merged)
+        try:
+            return run_cassette(_resolve(request, path), out_dir=tmp_path / f"run-{runs}",
+                                mode=mode, command=command, **merged)
+        except CassetteMiss as exc:
+            raise exc.with_hint(_pytest_miss_hint(request)) from None
 
     return run
+
+
+def _pytest_miss_hint(request: pytest.FixtureRequest) -> str:
+    return (
+        "next step: if the change is intended, re-record only what is missing (the old "
+        f"cassette stays until it succeeds): pytest --replay-mode auto {request.node.nodeid} "
+        "(with the recorded endpoint reachable); if a field is volatile, ignore or normalize "
+        "it: @pytest.mark.cassette(..., ignore_paths=[\"body.metadata\"], "
+        "normalizers=[(regex, replacement)])"
+    )
 
 
 @pytest.fixture
@@ -208,9 +227,25 @@ def hermes_cassette(request: pytest.FixtureRequest, replay_mode: str) -> Iterato
     mode = _effective_mode(request, replay_mode)
     path = _resolve(request, None)
     options = _tool_options(request, _options(request))
-    with hermes_replay.cassette(path, mode=mode, **options) as session:  # type: ignore[arg-type]
-        if mode == "replay":
-            with block_network():
+    try:
+        with hermes_replay.cassette(path, mode=mode, **options) as session:  # type: ignore[arg-type]
+            if mode == "replay":
+                with block_network():
+                    yield session
+            else:
                 yield session
-        else:
-            yield session
+    except hermes_replay.CassetteMiss as exc:
+        raise exc.with_hint(_pytest_miss_hint(request)) from None
+
+
+@pytest.fixture
+def probe_battery(tmp_path: Path) -> Callable[..., ProbeReport]:
+    """Call it with an env file to run the probe battery in one test (see the docstring)."""
+    from hermes_replay.probe import run_probes
+
+    def run(env_file: str | Path, **options: Any) -> ProbeReport:
+        options.setdefault("cassette_dir", tmp_path / "probe-cassettes")
+        options.setdefault("work_dir", tmp_path / "probe-work")
+        return run_probes(env_file, **options)
+
+    return run

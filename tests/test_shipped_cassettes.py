@@ -16,12 +16,19 @@ from hermes_replay.snapshot import RolloutSnapshotExtension
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(p.stem for p in (ROOT / "environments").glob("*_env.py")
                   if p.stem != "hermes_base_env")
-CASSETTES = sorted((ROOT / "cassettes").glob("*/*.jsonl"))
+CASSETTES = sorted(p for p in (ROOT / "cassettes").glob("*/*.jsonl")
+                   if p.stem in ("process", "evaluate"))
+# `hermes-replay probe` runs, one per probe (cassettes/<env>/probe-<name>.jsonl).
+PROBE_CASSETTES = sorted((ROOT / "cassettes").glob("*/probe-*.jsonl"))
 
 
-def test_every_example_environment_has_process_and_evaluate_cassettes() -> None:
+def test_every_example_environment_has_process_evaluate_and_probe_cassettes() -> None:
     assert len(EXAMPLES) >= 3
     for stem in EXAMPLES:
+        assert (ROOT / "cassettes" / stem / "probe-known-good.jsonl").is_file(), (
+            f"cassettes/{stem}/probe-*.jsonl are missing: run hermes-replay probe "
+            f"environments/{stem}.py"
+        )
         for mode in ("process", "evaluate"):
             assert (ROOT / "cassettes" / stem / f"{mode}.jsonl").is_file(), (
                 f"cassettes/{stem}/{mode}.jsonl is missing: run python scripts/record_cassettes.py"
@@ -55,4 +62,16 @@ def test_shipped_cassette_replays_as_recorded(path: Path, replay_run, snapshot) 
     else:
         assert result.eval_metrics, "evaluate wrote no metrics.json"
         assert all(r.phase == "eval" for r in result.rollouts)
+    assert result == snapshot(extension_class=RolloutSnapshotExtension)
+
+
+@pytest.mark.parametrize("path", PROBE_CASSETTES, ids=lambda p: f"{p.parent.name}-{p.stem}")
+def test_probe_cassette_replays_as_recorded(path: Path, replay_run, snapshot) -> None:
+    """A probe table is a regression snapshot: what each scripted policy earned stays put."""
+    result = replay_run(path, strict=True)
+    assert result.exit_code == 0, (result.out_dir / "env.log").read_text()[-3000:]
+    assert not result.misses and not result.unused
+    assert result.rewards, "the replay scored no rollout"
+    assert set(result.rewards) == set(result.recorded_rewards)
+    assert result.changed_rewards() == {}
     assert result == snapshot(extension_class=RolloutSnapshotExtension)

@@ -5,6 +5,8 @@
   vocabulary, masks have the same length with -100 on every non-assistant token, scores in [0, 1].
 * ``evaluate`` — ``evaluate`` runs the full agent loop with tools and writes its metrics.
 * ``rewards`` — over the run, rewards stay in [0, 1] and are not all equal.
+* ``rerun`` — the ``process`` cassette replayed twice in one process gives the same rewards
+  (no state leaks between runs; a second run does not fail).
 
 The last three need a model: a cassette (offline replay) or an endpoint the user names. With
 neither they are reported as warnings that say so — never as passes.
@@ -25,12 +27,14 @@ IMPORT_TIMEOUT = 120.0
 NEEDS_MODEL = ("needs a cassette or an endpoint: pass --cassette PATH (offline replay) or "
                "--endpoint URL --model M (live)")
 
+MODEL_RULES = ("process", "evaluate", "rewards", "rerun")  # the rows that need a model
 DYNAMIC_RULES: dict[str, str] = {
     "import": "the environment file imports (python -c 'import …')",
     "process": "process with one item: int tokens in vocab, aligned masks, -100 off-assistant, "
                "scores in [0, 1]",
     "evaluate": "evaluate runs the agent loop with tools and writes metrics",
     "rewards": "rewards are in [0, 1] and not all equal",
+    "rerun": "run twice in one process, the same rewards (no state leaks between runs)",
 }
 _FIXES: dict[str, str] = {
     "import": "import the file yourself and fix the traceback (a missing package, a typo, or "
@@ -42,6 +46,7 @@ _FIXES: dict[str, str] = {
                 "metrics=..., samples=...)`",
     "rewards": "clamp compute_reward to [0, 1]; if every reward is equal, the reward does not "
                "discriminate (check it on a known-good and a known-bad rollout)",
+    "rerun": "keep per-run state on the environment instance (set it in setup)",
 }
 
 
@@ -133,5 +138,5 @@ def skipped_rows(display: str) -> list[RuleRow]:
                           fix="record a cassette once (`hermes-replay record …`) and pass "
                               "--cassette, or pass --endpoint URL --model M")],
                 kind="dynamic")
-        for rule in ("process", "evaluate", "rewards")
+        for rule in MODEL_RULES
     ]

@@ -26,6 +26,7 @@ from typing import Any
 from hermes_replay._check import _outputs as outputs
 from hermes_replay._check._dynamic import (
     DYNAMIC_RULES,
+    MODEL_RULES,
     Target,
     dynamic_finding,
     import_check,
@@ -289,6 +290,22 @@ def analyse_runs(display: str, target: Target, process: ModeRun,
             _row("rewards", display, reward_problems, rewards_fix)]
 
 
+def _rerun_row(display: str, env_file: Path, process: ModeRun, work: Path) -> RuleRow:
+    """Replay the process run's cassette twice in one process (see ``_rerun``)."""
+    from hermes_replay._check._rerun import RERUN_FIX, compare_runs, rerun_twice
+
+    if not process.ok or process.cassette is None or not process.cassette.is_file():
+        return _row("rerun", display, [("warn", "not run: process did not finish")],
+                    "fix the process row above, then check again")
+    env_file, root = env_file.resolve(), project_root(env_file)
+    argv = set_flag(list(process.header.get("command") or ["process"]), OUTPUT_FLAG["process"],
+                    str(work.resolve() / "rerun" / "groups.jsonl"))
+    runs = rerun_twice(env_file, process.cassette.resolve(), argv, root, work / "rerun",
+                       _subprocess_env(root), RUN_TIMEOUT)
+    problems = compare_runs(runs)
+    return _row("rerun", display, problems, RERUN_FIX if problems else None)
+
+
 def check_dynamic(env_file: Path, display: str, target: Target,
                   keep: Path | None = None) -> list[RuleRow]:
     """The import row, then process/evaluate/rewards (run only with a cassette or endpoint).
@@ -309,9 +326,10 @@ def check_dynamic(env_file: Path, display: str, target: Target,
                         [dynamic_finding(rule, "warn", display, "not run: the file does not import",
                                   fix="fix the import row above, then check again")],
                         kind="dynamic")
-                for rule in ("process", "evaluate", "rewards")
+                for rule in MODEL_RULES
             ]]
-        return [imported, *analyse_runs(display, target, process, evaluate)]
+        return [imported, *analyse_runs(display, target, process, evaluate),
+                _rerun_row(display, env_file, process, work)]
     finally:
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)

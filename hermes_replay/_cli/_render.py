@@ -137,6 +137,7 @@ class RunSummary:
     exit_code: int = 0
     error: str | None = None
     log: str | None = None  # where the env's own output went, if not to the terminal
+    rerecorded: dict[str, int] = field(default_factory=dict)  # auto: rollout -> turns recorded
     skipped: str | None = None  # why this cassette was not replayed (not a failure)
     tools_replayed: int = 0  # tool calls answered from the cassette (nothing executed)
     tools_executed: int = 0  # tool calls that really ran
@@ -144,14 +145,13 @@ class RunSummary:
     other_workers: int = 0  # replay of one worker: recordings of the others, left to them
 
     def lines(self, style: Style) -> list[str]:
-        what = {"record": "recorded", "replay": "replayed", "passthrough": "ran live"}.get(
-            self.mode, self.mode
-        )
+        what = {"record": "recorded", "replay": "replayed", "passthrough": "ran live",
+                "auto": "run"}.get(self.mode, self.mode)
         head = f"hermes-replay {self.mode}"
         if self.cassette:
             head += f" · {self.cassette}"
         parts = [f"{self.rollouts} rollouts {what}", f"{self.turns} turns"]
-        if self.mode == "record":
+        if self.mode in ("record", "auto"):
             parts.append(f"{self.recorded} interactions written")
         if self.mode == "replay":
             parts.append(style(f"{self.misses} misses", "red") if self.misses else "0 misses")
@@ -166,6 +166,10 @@ class RunSummary:
         if self.skipped:
             return [style(head, "bold"), "  " + style("skipped: ", "yellow") + self.skipped]
         out = [style(head, "bold"), "  " + " · ".join(parts)]
+        if self.mode == "auto" and not self.error and not self.exit_code:
+            from hermes_replay._summary import rerecorded_line
+
+            out.append("  " + sanitize(rerecorded_line(self.rerecorded)))
         if self.unused_keys:
             shown = sanitize(", ".join(self.unused_keys[:5]))
             more = f" and {len(self.unused_keys) - 5} more" if len(self.unused_keys) > 5 else ""
@@ -225,6 +229,7 @@ class Progress:
         self.turns = 0  # from finished rollouts' reports
         self.requests = 0  # LLM requests inside rollouts, from session events (live)
         self.misses = 0
+        self.total: int | None = None  # rollouts in the cassette (replay/auto), once loaded
         self.miss_count: Callable[[], int] | None = None
         self._lock = threading.RLock()
         self._last = clock()
@@ -245,7 +250,9 @@ class Progress:
         get = event.get if isinstance(event, dict) else lambda k: getattr(event, k, None)
         kind, rollout = get("kind"), get("rollout")
         with self._lock:
-            if kind == "miss":
+            if kind == "loaded":
+                self.total = get("seq") or None
+            elif kind == "miss":
                 self.misses += 1
             elif kind in ("hit", "record") and rollout is not None:
                 self.requests += 1
@@ -259,10 +266,8 @@ class Progress:
         rollouts, turns, misses = self._state()
         elapsed = self.clock() - self._started
         prefix = f"{self.label}: " if self.label else ""
-        return (
-            f"{prefix}{rollouts} rollouts done · {turns} turns · {misses} misses"
-            f" · {elapsed:.0f}s"
-        )
+        done = f"{rollouts}/{self.total} rollouts" if self.total else f"{rollouts} rollouts done"
+        return f"{prefix}{done} · {turns} turns · {misses} misses · {elapsed:.0f}s"
 
     def _update(self, *, tick: bool = False) -> None:
         with self._lock:

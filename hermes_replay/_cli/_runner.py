@@ -27,8 +27,10 @@ __all__ = [
     "ENV_MODES",
     "EnvArgsParser",
     "add_env_command",
+    "add_matching_options",
     "check_env_args",
     "default_cassette_path",
+    "matching_options",
     "redact_command",
     "relative_to_cwd",
     "run_with_progress",
@@ -65,6 +67,43 @@ def add_env_command(sub: Any, name: str, **kwargs: Any) -> argparse.ArgumentPars
     parser = sub.add_parser(name, **kwargs)
     assert isinstance(parser, EnvArgsParser), "cli.build_parser sets parser_class"
     return parser
+
+
+def add_matching_options(parser: argparse.ArgumentParser) -> None:
+    """``--ignore-path``/``--normalize``: the matcher's ``ignore_paths``/``normalizers``."""
+    g = parser.add_argument_group("matching (for fields that change every run)")
+    g.add_argument("--ignore-path", action="append", default=[], metavar="PATH",
+                   help="leave a request field out of matching, e.g. body.metadata or "
+                   "'body.messages[*].name' (repeatable)")
+    g.add_argument("--normalize", action="append", default=[], metavar="REGEX=REPLACEMENT",
+                   type=_normalizer,
+                   help="rewrite matching text in request bodies before comparing, e.g. "
+                   "'\\d{4}-\\d\\d-\\d\\d=<date>' (repeatable)")
+
+
+def _normalizer(item: str) -> tuple[str, str]:
+    """``REGEX=REPLACEMENT`` (split at the first ``=``), the regex checked here."""
+    import re
+
+    pattern, sep, replacement = item.partition("=")
+    if not sep or not pattern:
+        raise argparse.ArgumentTypeError(
+            f"{item!r}: expected REGEX=REPLACEMENT, e.g. '\\d{{4}}-\\d\\d-\\d\\d=<date>'")
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise argparse.ArgumentTypeError(f"{pattern!r} is not a regex: {exc}") from None
+    return pattern, replacement
+
+
+def matching_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The session options of ``add_matching_options`` flags (none given: none passed)."""
+    options: dict[str, Any] = {}
+    if getattr(args, "ignore_path", None):
+        options["ignore_paths"] = list(args.ignore_path)
+    if getattr(args, "normalize", None):
+        options["normalizers"] = list(args.normalize)
+    return options
 
 
 def check_env_args(prog: str, env_file: str, env_args: Sequence[str] | None) -> str | None:
@@ -158,10 +197,12 @@ def run_with_progress(
     label: str,
     log_path: Path | None = None,
     err: Any = None,
+    verbose: bool = False,
 ) -> tuple[RunSummary, RunResult | None]:
     """Call ``run`` (``run_env`` or ``run_cassette`` with its arguments bound) with a progress
     line, the env's output quieted into ``log_path``, and its result turned into the summary
-    the CLI prints. Errors are printed once and end up in ``summary.error``."""
+    the CLI prints. Errors are printed once and end up in ``summary.error``; misses are shown
+    with their diffs (the first few, shortened, unless ``verbose``) and a CLI next step."""
     err = sys.stderr if err is None else err
     progress = Progress(err, label=label)
     summary = RunSummary(mode=mode, cassette=str(cassette) if cassette else None,
@@ -196,7 +237,10 @@ def run_with_progress(
         print(f"hermes-replay {mode}: {error}", file=err)
         summary.error = f"{len(error.unused)} recordings never used (strict)"
     elif isinstance(error, CassetteMiss):
-        print(f"hermes-replay {mode}: {error}", file=err)
+        from hermes_replay._cli._misses import cli_miss_hint, miss_report
+
+        report = miss_report(error, verbose=verbose, hint=cli_miss_hint(cassette))
+        print(f"hermes-replay {mode}: {report}", file=err)
         summary.error = f"{len(error.misses)} requests had no recording"
     elif error is not None:
         print(f"hermes-replay {mode}: {error}", file=err)
@@ -223,6 +267,7 @@ def _fill_summary(summary: RunSummary, result: RunResult) -> None:
     summary.unused_keys = list(result.unused)
     summary.recorded = core.recorded
     summary.failed_attempts = core.failed_attempts
+    summary.rerecorded = dict(core.rerecorded)
     summary.tools_replayed = core.tools_replayed
     summary.tools_executed = core.tools_executed
     summary.tool_drift = [d.describe() for d in core.tool_drift]

@@ -34,9 +34,9 @@ from hermes_replay._cli._runner import (
 from hermes_replay._cli._worker import add_worker_flag, given_worker, worker_variable
 
 USAGE = (
-    "hermes-replay record ENV_FILE [--cassette PATH] [--shard NAME|auto] [--worker NAME] "
-    "[--endpoint URL --model NAME "
-    "[--server-type T] [--api-key-env VAR]] -- serve|process|evaluate [env flags]"
+    "hermes-replay record ENV_FILE [--cassette PATH] [--missing-only] [--shard NAME|auto] "
+    "[--worker NAME] [--endpoint URL --model NAME [--server-type T] [--api-key-env VAR]] "
+    "-- serve|process|evaluate [env flags]"
 )
 
 
@@ -67,6 +67,13 @@ def register(sub: Any) -> None:
         type=Path,
         metavar="PATH",
         help="where to write (default: cassettes/<env file stem>/<mode>.jsonl)",
+    )
+    p.add_argument(
+        "--missing-only",
+        action="store_true",
+        help="replay what the cassette has and record only the requests it is missing (mode "
+        "auto); the old cassette stays until the run succeeds, and the summary names what was "
+        "re-recorded",
     )
     p.add_argument(
         "--shard",
@@ -208,16 +215,19 @@ def run(args: argparse.Namespace) -> int:
     where = redact_command([endpoint.base_url])[0] if endpoint.base_url else \
         "the env's configured endpoint"
     replaces = " (replaces it only if the run succeeds)" if cassette.exists() else ""
-    print(f"hermes-replay record: {env_file} {env_args[0]} against {where} -> {cassette}"
+    mode = "auto" if args.missing_only else "record"
+    what = "only what is missing from" if mode == "auto" and cassette.exists() else "->"
+    print(f"hermes-replay record: {env_file} {env_args[0]} against {where} {what} {cassette}"
           f"{replaces}", file=sys.stderr)
     from hermes_replay._run import run_env
 
     with worker_variable(worker):
         summary, result = run_with_progress(
-            partial(run_env, env_file, [*public, *secret], cassette=cassette, mode="record",
+            partial(run_env, env_file, [*public, *secret], cassette=cassette, mode=mode,
                     header=header, seed=args.seed, worker=worker,
-                    shard_by_worker=shard == "auto"),
-            mode="record", cassette=cassette, label=f"recording {env_file.name}")
+                    shard_by_worker=shard == "auto",
+                    **({"drop_unrun": True} if mode == "auto" else {})),
+            mode=mode, cassette=cassette, label=f"recording {env_file.name}")
     if result is not None and result.summary is not None:  # renamed after its worker?
         summary.cassette = result.summary.cassette
         cassette = Path(result.summary.cassette)

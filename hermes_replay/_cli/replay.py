@@ -32,9 +32,11 @@ from hermes_replay._cli._render import RunSummary, Style, fmt_reward, table
 from hermes_replay._cli._runner import (
     ENV_MODES,
     add_env_command,
+    add_matching_options,
     add_tool_policy_args,
     check_env_args,
     default_cassette_path,
+    matching_options,
     run_with_progress,
     tool_options,
 )
@@ -87,6 +89,7 @@ def register(sub: Any) -> None:
         action="store_true",
         help="exit 1 when a reward differs from the recorded one (default: shown, exit 0)",
     )
+    add_matching_options(p)
     p.add_argument(
         "--allow-network", action="store_true",
         help="let the environment reach hosts other than loopback (default: refused — replay "
@@ -105,7 +108,7 @@ def register(sub: Any) -> None:
         "-v", "--verbose",
         action="store_true",
         help="show each environment's own output (default for CASSETTE_OR_DIR: into "
-        "<out>/<cassette>/env.log)",
+        "<out>/<cassette>/env.log) and every miss's diff in full",
     )
     add_worker_flag(p)
     p.add_argument(
@@ -139,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     return replay_all(Path(args.target), out=args.out, strict=args.strict,
                       fail_on_change=args.fail_on_change, verbose=args.verbose,
-                      report=args.report, **tools)
+                      options=matching_options(args), report=args.report, **tools)
 
 
 def _guards(args: argparse.Namespace) -> dict[str, Any]:
@@ -189,8 +192,9 @@ def _run_env(args: argparse.Namespace) -> int:
     with worker_variable(worker):
         summary, _ = run_with_progress(
             partial(run_env, env_file, argv, cassette=cassette, mode="replay",
-                    strict=args.strict, worker=worker, **tools),
-            mode="replay", cassette=cassette, label=f"replaying {cassette}")
+                    strict=args.strict, worker=worker, **matching_options(args), **tools),
+            mode="replay", cassette=cassette, label=f"replaying {cassette}",
+            verbose=args.verbose)
     print("\n".join(summary.lines(Style(sys.stdout))))
     return _exit_code([summary], args.fail_on_change)
 
@@ -234,7 +238,7 @@ def _fresh_out_dir() -> Path:
 
 def replay_all(
     target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False,
-    report: bool = True, **tools: Any,
+    options: dict[str, Any] | None = None, report: bool = True, **tools: Any,
 ) -> int:
     if not target.exists() and target != Path("cassettes"):
         print(
@@ -259,7 +263,7 @@ def replay_all(
     for cassette in cassettes:
         rel = cassette.relative_to(target) if target.is_dir() else Path(cassette.name)
         summary, mode = _replay_cassette(cassette, out / rel.with_suffix(""), strict, verbose,
-                                         tools)
+                                         options or {}, tools)
         rows.append(_Row(str(cassette), mode, summary))
         print("\n".join(summary.lines(style)))
         if summary.exit_code in (130, 143):  # Ctrl-C/SIGTERM: stop, still show what was done
@@ -280,7 +284,8 @@ def replay_all(
 
 
 def _replay_cassette(
-    cassette: Path, out_dir: Path, strict: bool, verbose: bool, tools: dict[str, Any]
+    cassette: Path, out_dir: Path, strict: bool, verbose: bool, options: dict[str, Any],
+    tools: dict[str, Any]
 ) -> tuple[RunSummary, str]:
     from hermes_replay import CassetteError, load_cassette
     from hermes_replay._run import run_cassette
@@ -310,8 +315,8 @@ def _replay_cassette(
     out_dir = out_dir.resolve()
     log = None if verbose else out_dir / "env.log"
     summary, _ = run_with_progress(
-        partial(run_cassette, cassette, out_dir=out_dir, strict=strict, **tools),
-        mode="replay", cassette=cassette, log_path=log,
+        partial(run_cassette, cassette, out_dir=out_dir, strict=strict, **tools, **options),
+        mode="replay", cassette=cassette, log_path=log, verbose=verbose,
         label=f"replaying {cassette.parent.name}/{cassette.name}")
     summary.cassette = str(cassette)
     if summary.log:

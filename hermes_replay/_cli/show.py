@@ -38,8 +38,10 @@ def register(sub: Any) -> None:
     p.add_argument("path", metavar="PATH", type=Path,
                    help="a cassette file (.jsonl, .jsonl.zst) or a .shards folder")
     p.add_argument("--rollout", metavar="ID", help="only this rollout (a unique prefix is enough)")
-    p.add_argument("--turn", metavar="N", type=int, help="only request/response N (0-based)")
-    p.add_argument("--raw", action="store_true", help="the decoded JSON records instead")
+    p.add_argument("--turn", metavar="N", type=int,
+                   help="only turn N (counted from 1, as everywhere: the N-th request)")
+    p.add_argument("--raw", action="store_true",
+                   help="the decoded JSON records instead (Phase-2 token ids in full)")
     p.add_argument("--full", action="store_true", help="do not shorten long texts")
     p.set_defaults(func=run)
 
@@ -53,6 +55,7 @@ class Transcript:
         self.full = full
         self.out: list[str] = []
         self._call_names: dict[str, str] = {}  # tool_call_id -> tool name, to title results
+        self.decode: Any = None  # token ids -> text, for Phase-2 bodies (``_tokens``)
 
     def _cut(self, text: str, limit: int) -> str:
         if self.full:
@@ -74,7 +77,7 @@ class Transcript:
 
     def message(self, msg: dict[str, Any], turn: int | None = None) -> None:
         role = str(msg.get("role", "?"))
-        title = role if turn is None else f"{role} · turn {turn}"
+        title = role if turn is None else f"{role} · turn {turn + 1}"  # seq -> 1-based
         if role == "tool":
             name = msg.get("name") or self._call_names.get(str(msg.get("tool_call_id")))
             title = f"tool result{' · ' + name if name else ''}"
@@ -124,7 +127,8 @@ class Transcript:
         for call in calls:
             code = "" if call.exit_code is None else f" · exit {call.exit_code}"
             raised = "" if call.raised is None else f" · raised {call.raised.get('type')}"
-            where = f"after turn {call.turn}" if call.source == "agent" else "reward"
+            where = ("reward" if call.source != "agent" else f"after turn {call.turn + 1}"
+                     if call.turn >= 0 else "before the first turn")
             head = (f"#{call.seq} {call.name} · {where}{code}{raised} · "
                     f"{call.duration_ms:.0f} ms")
             self.out.append("  " + self.s(sanitize(head), "yellow"))
@@ -241,11 +245,16 @@ def _render_turn(t: Transcript, record: Any, turn: int) -> None:
         if reply:
             t.message(reply, turn)
         return
-    t._rule(f"request · {inter.kind}")
-    t._body(t._cut(json.dumps(body, indent=2, ensure_ascii=False), TEXT_LIMIT))
+    from hermes_replay._cli._tokens import fold_token_lists
+
+    decode = t.decode
+    t._rule(f"request · {inter.kind} · turn {turn + 1}")
+    t._body(t._cut(json.dumps(fold_token_lists(body, decode), indent=2, ensure_ascii=False),
+                   TEXT_LIMIT))
     t._rule(f"response · status {inter.response.get('status')}")
     resp = inter.response.get("body", inter.response.get("text", inter.response.get("chunks")))
-    t._body(t._cut(json.dumps(resp, indent=2, ensure_ascii=False), TEXT_LIMIT))
+    t._body(t._cut(json.dumps(fold_token_lists(resp, decode), indent=2, ensure_ascii=False),
+                   TEXT_LIMIT))
 
 
 def _offered_tools(record: Any) -> list[str]:
@@ -299,10 +308,14 @@ def run(args: argparse.Namespace) -> int:
               f"{len(records)} rollouts; `hermes-replay ls {cassette.path}` lists them).",
               file=sys.stderr)
         return 2
+    only = None if args.turn is None else args.turn - 1  # the 0-based seq of --turn N
     if args.raw:
-        return _print_raw(records, args.turn)
+        return _print_raw(records, only)
+    from hermes_replay._cli._tokens import token_decoder
+
     style = Style(sys.stdout)
     t = Transcript(style, full=args.full)
+    t.decode = token_decoder(cassette.path, cassette.header.tokenizer)
     h = cassette.header
     t.out.append(style(f"{cassette.path}", "bold") + ("" if cassette.complete else
                                                       style("  (incomplete recording)", "red")))
@@ -322,15 +335,15 @@ def run(args: argparse.Namespace) -> int:
         tools = _offered_tools(record)
         if tools:
             t.out.append(style("tools offered: " + ", ".join(tools), "dim"))
-        if args.turn is not None:
-            if not 0 <= args.turn < len(record.interactions):
-                print(f"hermes-replay show: rollout {record.id} has turns 0.."
-                      f"{len(record.interactions) - 1}; --turn {args.turn} is out of range.",
+        if only is not None:
+            if not 0 <= only < len(record.interactions):
+                print(f"hermes-replay show: rollout {record.id} has turns 1.."
+                      f"{len(record.interactions)}; --turn {args.turn} is out of range.",
                       file=sys.stderr)
                 return 2
-            _render_turn(t, record, args.turn)
+            _render_turn(t, record, only)
             t.tool_calls([c for c in getattr(record, "tool_calls", [])
-                          if c.source == "agent" and c.turn == args.turn])
+                          if c.source == "agent" and c.turn == only])
             continue
         threads = [] if isinstance(record, SimpleNamespace) else conversations(record)
         for number, (indexes, msgs) in enumerate(threads):
@@ -355,8 +368,8 @@ def _print_raw(records: list[Any], turn: int | None) -> int:
         inters = record.interactions
         if turn is not None:
             if not 0 <= turn < len(inters):
-                print(f"hermes-replay show: rollout {record.id} has no turn {turn}",
-                      file=sys.stderr)
+                print(f"hermes-replay show: rollout {record.id} has no turn {turn + 1} (it has "
+                      f"1..{len(inters)})", file=sys.stderr)
                 return 2
             inters = [inters[turn]]
         for inter in inters:

@@ -77,13 +77,14 @@ def _divergences(run: Run, base: Run | None) -> dict[str, dict[str, Any]]:
         after = sorted(run.records[rid].interactions, key=lambda i: i.seq)
         found = first_divergence(rid, before, after)
         if found is not None:
-            out[rid] = {"turn": found.turn, "field": found.field, "diff": found.diff[:6000]}
+            # Divergence.turn counts from 1; the model keeps 0-based seqs (shown + 1)
+            out[rid] = {"turn": found.turn - 1, "field": found.field, "diff": found.diff[:6000]}
             continue
         tools = first_tool_divergence(rid, base.records[rid].tool_calls,
                                       run.records[rid].tool_calls)
         if tools is not None:  # the same conversation, but a tool answered differently
             turn, where, diff = tools
-            out[rid] = {"turn": turn, "field": where, "diff": diff[:6000]}
+            out[rid] = {"turn": turn - 1, "field": where, "diff": diff[:6000]}
     return out
 
 

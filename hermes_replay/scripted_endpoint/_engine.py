@@ -58,12 +58,18 @@ class Engine:
             {
                 "id": _call_id(self.sampler.seed, key, j, i),
                 "type": "function",
-                "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
+                "function": {"name": name, "arguments": _arguments(args)},
             }
             for i, (name, args) in enumerate(reply.tool_calls)
         ]
-        visible = render_reply(reply.content, list(reply.tool_calls), None, self.raw_tool_format)
-        cut, truncated = _tokens.truncate(visible, max_tokens)
+        # Raw-text formats render argument objects; broken (string) arguments stay as written.
+        renderable = [(name, args if isinstance(args, dict) else {"_raw": args})
+                      for name, args in reply.tool_calls]
+        visible = render_reply(reply.content, renderable, None, self.raw_tool_format)
+        if getattr(reply, "untruncated", False):
+            cut, truncated = visible, False
+        else:
+            cut, truncated = _tokens.truncate(visible, max_tokens)
         content = reply.content
         finish = reply.finish_reason or ("tool_calls" if calls else "stop")
         if truncated:
@@ -80,6 +86,11 @@ class Engine:
             raw_text=prefix + (cut if truncated else visible),
             key=key,
         )
+
+
+def _arguments(args: Any) -> str:
+    """Tool-call arguments as sent: dicts as JSON, strings verbatim (possibly broken)."""
+    return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
 
 
 def _call_id(seed: int, key: str, sample: int, call: int) -> str:

@@ -24,15 +24,19 @@ _JUDGE_WORDS = ("score", "grade", "rate ", "rating", "judge", "evaluate")
 class Reply:
     """What one sample of the stand-in says.
 
-    ``tool_calls`` is a list of ``(name, arguments_dict)``; ids are assigned by the endpoint.
-    ``finish_reason`` None means: "tool_calls" if there are calls, else "stop" (or "length" if
-    the reply is cut by ``max_tokens``).
+    ``tool_calls`` is a list of ``(name, arguments)``; ids are assigned by the endpoint.
+    ``arguments`` is a dict (sent as JSON) or a string sent exactly as given, so a script can
+    play a model that writes broken arguments. ``finish_reason`` None means: "tool_calls" if
+    there are calls, else "stop" (or "length" if the reply is cut by ``max_tokens``).
+    ``untruncated`` sends the whole reply even past ``max_tokens``, as a provider that ignores
+    the limit would (the probes' 1 MB reply).
     """
 
     content: str | None = None
-    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    tool_calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)
     reasoning: str | None = None
     finish_reason: str | None = None
+    untruncated: bool = False
 
 
 @dataclass(frozen=True)

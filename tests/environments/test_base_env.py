@@ -118,7 +118,8 @@ async def test_annotate_names_env_and_tokenizer_once(endpoint):
         await env.collect_trajectories(ITEM)
         await env.collect_trajectories(ITEM)
     assert rec.annotations == [{"env_name": "multi-signal", "tokenizer": {
-        "name": TOKENIZER_NAME, "fingerprint": tokenizer_fingerprint()}}]
+        "name": TOKENIZER_NAME, "fingerprint": tokenizer_fingerprint()},
+        "reward_range": [0.0, 1.0]}]
 
 
 # -- failures ----------------------------------------------------------------------------------

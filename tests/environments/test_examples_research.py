@@ -1,4 +1,4 @@
-"""Example (b): research_judge_env — LLM judge through self.server, keyword fallback."""
+"""Example (b): research_judge_env — LLM judge through self.server, capped keyword fallback."""
 
 from __future__ import annotations
 
@@ -28,6 +28,9 @@ def endpoint():
     ('{"score": 7, "reason": "ok"}', 0.7),
     ('Sure! {"score": 10}', 1.0),
     ('{"score": 0.4}', 0.4),
+    ('{"score": 1}', 0.1),  # the integer scale the judge is asked for: 1/10, not full marks
+    ('{"score": 0}', 0.0),
+    ('{"score": 7.5}', 0.75),
     ('{"score": 42}', 1.0),
     ('{"score": -3}', 0.0),
     ("I would give it a 7", None),
@@ -70,7 +73,7 @@ def _bad_judge(conv, rng):
     return Reply(content="This answer is decent, maybe a seven.")
 
 
-async def test_unparseable_judge_falls_back_to_keyword_overlap():
+async def test_unparseable_judge_falls_back_to_capped_keyword_overlap():
     script = Script("bad-judge", [Rule("judge", lambda c: c.is_judge, _bad_judge),
                                   *example_rules()])
     with ScriptedEndpoint(script=script, seed=1) as ep:
@@ -80,8 +83,24 @@ async def test_unparseable_judge_falls_back_to_keyword_overlap():
     for messages, score in zip(group["messages"], group["scores"], strict=True):
         answer = next(m["content"] for m in reversed(messages)
                       if m["role"] == "assistant" and m.get("content"))
-        assert score == keyword_overlap(answer, ITEM["keywords"])
+        assert score == pytest.approx(0.4 * keyword_overlap(answer, ITEM["keywords"]))
     assert env._judge_fallback_buffer == [1, 1]
+
+
+async def test_keyword_stuffing_never_pays_like_an_answer_when_the_judge_fails():
+    soup = " ".join(ITEM["keywords"])  # every keyword, no sentence: overlap 1.0
+
+    def soup_reply(conv, rng):
+        return Reply(content=soup)
+
+    script = Script("soup", [Rule("judge", lambda c: c.is_judge, _bad_judge),
+                             Rule("soup", lambda c: True, soup_reply)])
+    with ScriptedEndpoint(script=script, seed=1) as ep:
+        env = make_env(ResearchJudgeEnv, ep.base_url, group_size=2)
+        await env.setup()
+        group, _ = await env.collect_trajectories(ITEM)
+    assert keyword_overlap(soup, ITEM["keywords"]) == 1.0
+    assert group["scores"] == [pytest.approx(0.4)] * 2
 
 
 async def test_judge_call_failure_falls_back(endpoint, monkeypatch):

@@ -37,7 +37,10 @@ from hermes_replay import load_cassette
 from hermes_replay._cli._messages import assistant_from_response
 
 ROOT = Path(__file__).resolve().parents[2]
-CASSETTES = sorted((ROOT / "cassettes").rglob("*.jsonl"))
+# Recordings of model output only: probe cassettes (probe-*.jsonl) hold adversarial replies made
+# to be unparseable (non-JSON arguments, a 1 MB reply); tests/probe covers the parsers on those.
+CASSETTES = sorted(p for p in (ROOT / "cassettes").rglob("*.jsonl")
+                   if not p.stem.startswith("probe-"))
 # Formats that write string values unquoted read back JSON-looking strings ("42") as JSON.
 _UNQUOTED = {"glm45", "glm47", "qwen3_coder"}
 DEFAULT_PARSER = "hermes"  # HermesAgentEnvConfig.tool_call_parser's default

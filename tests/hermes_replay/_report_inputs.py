@@ -62,6 +62,17 @@ def planted_copy(out: Path, rollout: str, text: str) -> Path:
     return out
 
 
+def recordings(folder: Path) -> Path:
+    """A copy of the shipped process/evaluate recordings alone: the probe cassettes beside them
+    (``probe-*.jsonl``) reuse one rollout id per item in every probe."""
+    for path in SHIPPED.glob("*/*.jsonl"):
+        if path.stem in ("process", "evaluate"):
+            target = folder / path.parent.name / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, target)
+    return folder
+
+
 def project(folder: Path) -> Path:
     """A small project of its own: replaying a folder runs only env files inside the project
     (the folder with a pyproject.toml), so a test's cassettes live beside a copy of the env."""

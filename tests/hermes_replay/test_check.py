@@ -425,7 +425,7 @@ def test_model_checks_warn_without_a_cassette_or_endpoint(tmp_path):
     rows = check_env(path, target=Target())
     dynamic = {r.rule: r for r in rows if r.kind == "dynamic"}
     assert dynamic["import"].status == "pass"
-    for name in ("process", "evaluate", "rewards"):
+    for name in ("process", "evaluate", "rewards", "rerun"):
         assert dynamic[name].status == "warn"
         assert dynamic[name].findings[0].message == NEEDS_MODEL
     assert "needs a cassette or an endpoint" in NEEDS_MODEL

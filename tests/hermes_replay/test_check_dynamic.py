@@ -207,7 +207,7 @@ def test_live_then_offline(tmp_path):
                          keep=keep)
     dynamic = {r.rule: r for r in live if r.kind == "dynamic"}
     assert {k: r.status for k, r in dynamic.items()} == dict.fromkeys(
-        ("import", "process", "evaluate", "rewards"), "pass"), [
+        ("import", "process", "evaluate", "rewards", "rerun"), "pass"), [
         f.message for r in dynamic.values() for f in r.findings]
     assert (keep / "process.jsonl").is_file() and (keep / "evaluate.jsonl").is_file()
 

@@ -110,9 +110,9 @@ def test_ls_empty_dir_says_nothing_recorded(tmp_path: Path, capsys) -> None:
 def test_show_renders_transcript(cassette: Path, capsys) -> None:
     assert main(["show", str(cassette), "--rollout", "train-aaaaaaaaaaaa-0-0"]) == 0
     out = capsys.readouterr().out
-    order = [out.index(s) for s in ("── system", "── user", "── assistant · turn 0",
+    order = [out.index(s) for s in ("── system", "── user", "── assistant · turn 1",
                                      "── tool result · terminal (call_1)",
-                                     "── assistant · turn 1", "── outcome")]
+                                     "── assistant · turn 2", "── outcome")]
     assert order == sorted(order)
     assert "→ tool call terminal  (id call_1)" in out
     assert 'command: "ls /data | wc -l"' in out  # pretty-printed arguments
@@ -134,15 +134,16 @@ def test_show_prefix_streaming_and_truncation(cassette: Path, capsys) -> None:
 
 
 def test_show_turn_and_raw(cassette: Path, capsys) -> None:
-    assert main(["show", str(cassette), "--rollout", "train-aaaaaaaaaaaa-0-0", "--turn", "1"]) == 0
+    # turns count from 1, as in miss reports, logs and diff: --turn 2 is the second request
+    assert main(["show", str(cassette), "--rollout", "train-aaaaaaaaaaaa-0-0", "--turn", "2"]) == 0
     out = capsys.readouterr().out
     assert "(2 earlier messages not repeated)" in out
     assert "There are 3 files." in out and "You are a careful agent" not in out
-    assert main(["show", str(cassette), "--rollout", "train-aaaaaaaaaaaa-0-0", "--turn", "0",
+    assert main(["show", str(cassette), "--rollout", "train-aaaaaaaaaaaa-0-0", "--turn", "1",
                  "--raw"]) == 0
     raw = json.loads(capsys.readouterr().out)
     assert raw["request"]["body"]["messages"] == [SYSTEM, USER]
-    assert main(["show", str(cassette), "--turn", "0"]) == 2
+    assert main(["show", str(cassette), "--turn", "1"]) == 2
     assert "--turn needs --rollout ID" in capsys.readouterr().err
     assert main(["show", str(cassette), "--rollout", "eval-", "--turn", "5"]) == 2
     assert "out of range" in capsys.readouterr().err
@@ -211,10 +212,10 @@ def test_show_splits_a_judge_call_into_its_own_conversation(tmp_path: Path, caps
     write_cassette(path, CassetteHeader(), interactions, {rid: {"reward": 0.9}})  # no messages
     assert main(["show", str(path)]) == 0
     out = capsys.readouterr().out
-    order = [out.index(s) for s in ("── assistant · turn 0", "── tool result · terminal",
-                                     "── assistant · turn 1", "another conversation in this "
+    order = [out.index(s) for s in ("── assistant · turn 1", "── tool result · terminal",
+                                     "── assistant · turn 2", "another conversation in this "
                                      "rollout (request 2", "You are a strict grader.",
-                                     "── assistant · turn 2", "── outcome")]
+                                     "── assistant · turn 3", "── outcome")]
     assert order == sorted(order)
     assert main(["ls", str(path)]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if rid in line)
@@ -239,3 +240,33 @@ def test_escape_sequences_from_a_cassette_never_reach_the_terminal(tmp_path: Pat
         out = capsys.readouterr().out
         assert "\x1b[2J" not in out and "\x07" not in out
         assert "\\x1b[2J" in out
+
+
+def test_show_folds_phase2_token_ids_into_decoded_text(tmp_path: Path, capsys) -> None:
+    """``/generate`` bodies carry token-id lists: one line each with its decoded text; the
+    ids themselves with ``--raw``."""
+    import httpx
+    from tokenizers import Tokenizer
+
+    import hermes_replay
+    from hermes_replay._tokenizer import tokenizer_path
+    from hermes_replay.scripted_endpoint import ScriptedEndpoint
+
+    tokenizer = Tokenizer.from_file(str(Path(tokenizer_path()) / "tokenizer.json"))
+    ids = tokenizer.encode("What is the sum of the squares of 1 through 10?").ids
+    path = tmp_path / "phase2.jsonl"
+    with ScriptedEndpoint(script="generic", seed=0) as ep:
+        with hermes_replay.cassette(path, "record"), hermes_replay.rollout("train-p2-0-0"):
+            hermes_replay.annotate(
+                tokenizer=hermes_replay.describe_tokenizer(hermes_replay.bundled_tokenizer_path()))
+            httpx.post(ep.root_url + "/generate", timeout=60, json={
+                "prompt": {"prompt_token_ids": ids}, "logprobs": 0, "n": 1, "max_tokens": 32})
+    assert main(["show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert (f'"prompt_token_ids": "⟨{len(ids)} token ids⟩ \'What is the sum of the squares of '
+            "1 through 10?'\"") in out
+    assert '"token_ids": [\n      "⟨' in out and "token ids⟩ '" in out  # the reply, decoded
+    assert f"  {ids[3]},\n" not in out  # no column of ids
+    assert main(["show", str(path), "--raw"]) == 0
+    raw = capsys.readouterr().out
+    assert json.loads(raw)["request"]["body"]["prompt"]["prompt_token_ids"] == ids

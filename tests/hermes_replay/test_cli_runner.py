@@ -227,3 +227,15 @@ def test_table_aligns_colored_cells_by_visible_width() -> None:
     lines = text.splitlines()
     assert lines[1] == "----  -------"
     assert lines[2] == "a     \x1b[32mok\x1b[0m"
+
+
+def test_progress_shows_totals_from_the_cassette_and_counts_each_miss_once() -> None:
+    from hermes_replay import ReplayEvent
+
+    stream = io.StringIO()
+    p = Progress(stream, tty=False, interval=0.0, clock=lambda: 1.0)
+    p.event(ReplayEvent("loaded", None, 12, "", "c.jsonl"))  # the session opened its cassette
+    for rid in ("a", "b", "c"):
+        p.rollout_done(rid, {"turns_used": 2})
+    p.event(ReplayEvent("miss", "d", 0, "POST", "/v1/chat/completions"))
+    assert stream.getvalue().splitlines()[-1].endswith("3/12 rollouts · 6 turns · 1 misses · 0s")

@@ -90,11 +90,11 @@ def test_changed_assistant_message_reports_first_diverging_turn(tmp_path, capsys
                  interactions=lambda inters: _change_reply(inters, rid, 1, "I give up."))
     code, out, _ = run_cli(capsys, PROCESS, copy)
     assert code == 1
-    assert f"{rid} · turn 1 · response.message.content" in out
+    assert f"{rid} · turn 2 · response.message.content" in out
     assert '+content: "I give up."' in out
     assert "--- A" in out and "+++ B" in out
     report = compare_paths(PROCESS, copy)
-    assert [(d.rollout, d.turn) for d in report.divergences] == [(rid, 1)]
+    assert [(d.rollout, d.turn) for d in report.divergences] == [(rid, 2)]
     assert report.changes == []  # outcomes untouched: only the transcript differs
 
 
@@ -113,7 +113,7 @@ def test_changed_request_message_names_the_message_index(tmp_path):
 
     report = compare_paths(PROCESS, _copy(PROCESS, tmp_path / "b.jsonl", interactions=edit))
     (div,) = report.divergences
-    assert div.turn == 0
+    assert div.turn == 1
     assert div.field.startswith("request.messages[") and div.field.endswith("].content")
     assert "(edited)" in div.diff
 
@@ -133,8 +133,8 @@ def test_missing_turn_and_missing_rollout(tmp_path):
                                           outcomes=drop_outcome))
     assert report.only_a == [gone] and report.only_b == []
     (div,) = report.divergences
-    assert (div.rollout, div.turn) == (rid, 2)
-    assert "turn 2 only in A" in div.field
+    assert (div.rollout, div.turn) == (rid, 3)
+    assert "turn 3 only in A" in div.field
 
 
 def test_eval_metric_delta(tmp_path, capsys):
@@ -181,7 +181,7 @@ def test_json_schema(tmp_path, capsys):
     assert change["fields"]["turns"]["b"] == 9
     (div,) = doc["divergences"]
     assert set(div) == {"rollout", "turn", "field", "diff"}
-    assert (div["rollout"], div["turn"]) == (rid, 0)
+    assert (div["rollout"], div["turn"]) == (rid, 1)
     assert div["field"].startswith("response.message")
     assert {"name", "a", "b", "delta"} <= set(doc["metrics"][0])
 
@@ -293,7 +293,7 @@ def test_requests_outside_rollouts_are_compared(tmp_path):
     b = _copy(PROCESS, tmp_path / "b.jsonl", interactions=lambda i: [
         changed[0].model_copy(update={"rollout": None}), *i])
     (div,) = compare_paths(a, b).divergences
-    assert (div.rollout, div.turn) == ("<no rollout>", 0)
+    assert (div.rollout, div.turn) == ("<no rollout>", 1)
     assert div.field.startswith("response.message.content")
 
 

@@ -143,5 +143,5 @@ def test_a_miss_ends_the_sdk_request_at_once_without_retries(tmp_path: Path) -> 
         signal.value)
     text = str(info.value)
     assert 'body.model: "m"' in text and 'body.model: "other-model"' in text
-    assert [e.kind for e in events] == ["miss"]  # the SDK's 5 retries never happened
+    assert [e.kind for e in events] == ["loaded", "miss"]  # the SDK's 5 retries never happened
     assert len(session.misses) == 1

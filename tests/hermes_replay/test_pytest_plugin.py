@@ -77,6 +77,9 @@ def test_a_test_that_failed_before_its_snapshot_keeps_it(project: pytest.Pyteste
         broken.assert_outcomes(failed=1)
         text = "\n".join(broken.outlines)
         assert "CassetteMiss" in text and "Compute it with the terminal" in text
+        # the next step is what exists in pytest, not a Python keyword argument
+        assert "pytest --replay-mode auto test_rewards.py::test_rewards_did_not_move" in text
+        assert "@pytest.mark.cassette(..., ignore_paths=" in text and 'mode="auto"' not in text
         assert "Deleted" not in text and "unused" not in text
         assert snap.read_text() == good  # the good reference survives
 

@@ -17,6 +17,7 @@ from _report_inputs import (
     changed_copy,
     planted_copy,
     project,
+    recordings,
     state_of,
     tool_result_changed,
 )
@@ -32,10 +33,11 @@ def _rows(state: dict) -> dict[str, dict]:
 
 
 def test_a_cassette_folder_gives_every_recorded_rollout_with_its_reward(tmp_path):
-    out = write_report(SHIPPED, tmp_path / "r.html")
+    shipped = recordings(tmp_path / "shipped")
+    out = write_report(shipped, tmp_path / "r.html")
     state = state_of(out.read_text(encoding="utf-8"))
     expected = {}
-    for path in sorted(SHIPPED.rglob("*.jsonl")):
+    for path in sorted(shipped.rglob("*.jsonl")):
         for rid, rec in load_cassette(path).rollouts.items():
             expected[rid] = rec.outcome.get("reward")
     assert expected, "the shipped cassettes hold rollouts"

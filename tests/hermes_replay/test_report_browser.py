@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from _browser import launch, open_page
-from _report_inputs import MULTI, SHIPPED, changed_copy, planted_copy
+from _report_inputs import MULTI, SHIPPED, changed_copy, planted_copy, recordings
 from _report_inputs import project as make_project
 
 from hermes_replay._cassette import load_cassette
@@ -38,10 +38,11 @@ def _reward_cells(page) -> dict[str, str]:
 
 
 def test_the_shipped_cassettes_report_shows_every_rollout_and_reward(browser, tmp_path):
-    report = write_report(SHIPPED, tmp_path / "shipped.html")
+    shipped = recordings(tmp_path / "shipped")
+    report = write_report(shipped, tmp_path / "shipped.html")
     page, visit = open_page(browser, report)
     expected = {}
-    for path in sorted(SHIPPED.rglob("*.jsonl")):
+    for path in sorted(shipped.rglob("*.jsonl")):
         for rid, rec in load_cassette(path).rollouts.items():
             expected[rid] = f"{rec.outcome['reward']:.3f}"
     assert _reward_cells(page) == expected

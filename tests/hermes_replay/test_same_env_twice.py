@@ -8,6 +8,7 @@ one env, and in ``check``.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -66,3 +67,23 @@ def test_two_pytest_tests_of_one_env_both_pass_alike(calc_project: Path,
     first = (pytester.path / "rewards-1.txt").read_text()
     assert first == (pytester.path / "rewards-2.txt").read_text()
     assert first.count("train-") == 4
+
+
+def test_check_runs_the_env_twice_in_one_process_and_flags_leaked_state(
+        calc_project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """(A clean env's ``rerun`` row passing is part of test_check_dynamic's live check.)"""
+    from hermes_replay._check import Target, check_env
+
+    # compute_reward keeps a cache in an imported module (tests/calc_state.py)
+    monkeypatch.setenv("CALC_ENV_LEAK", "1")
+    cassette = calc_project / "cassettes" / "calc_tool_env" / "process.jsonl"
+    rows = check_env(calc_project / "environments" / "calc_tool_env.py",
+                     target=Target(cassette=cassette))
+    dynamic = {r.rule: r for r in rows if r.kind == "dynamic"}
+    assert dynamic["process"].status == "pass", dynamic["process"].findings
+    rerun = dynamic["rerun"]
+    assert rerun.status == "fail"
+    message = rerun.findings[0].message
+    assert re.match(r"state leaks between runs in one process: [1-4] rollout reward\(s\) "
+                    r"changed on the second run \(train-\S+: 0\.9 then 0\.65", message), message
+    assert "module-level caches" in rerun.findings[0].fix

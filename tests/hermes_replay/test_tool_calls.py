@@ -246,7 +246,7 @@ def test_show_prints_the_recorded_tool_calls(tmp_path: Path, capsys) -> None:
     assert main(["show", str(path)]) == 0
     out = capsys.readouterr().out
     assert "recorded tool calls (2)" in out
-    assert "#0 terminal · after turn -1 · exit 0" in out
+    assert "#0 terminal · before the first turn · exit 0" in out  # turns count from 1
     assert "#1 terminal · reward · exit 1" in out and "1 failed" in out
 
 

@@ -1,0 +1,168 @@
+"""Run one probe through an environment's real ``process`` path, twice.
+
+1. **Record**: the env file's own CLI runs in this process (``process`` with ``group_size`` 1 on
+   N items) against a scripted endpoint that plays the probe; the traffic is recorded to
+   ``cassettes/<env>/probe-<name>.jsonl`` (replacing an older one only when the run succeeded).
+   Agent loop, tool calls, sandbox and ``compute_reward`` are the environment's own.
+2. **Replay**: the cassette is replayed (same replies; tools executed again, not answered from
+   the recording) and each rollout's reward is compared with the first run's: a difference, or
+   a request the recording does not hold, is the environment's nondeterminism.
+
+Network other than loopback is refused during both runs. A run that keeps asking for more
+rollouts than it was given items (atroposlib's ``process`` retries a group it cannot score,
+forever) is stopped with ``ProbeRunaway``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hermes_replay._errors import HermesReplayError
+from hermes_replay._known_good import collecting_known_good
+from hermes_replay.probe._registry import Probe, ProbeContext, probe_script
+
+__all__ = ["ProbeRun", "ProbeRunaway", "run_probe"]
+
+OUTPUT_NAME = "groups.jsonl"
+
+
+class ProbeRunaway(HermesReplayError):
+    """The environment ran far more rollouts than the probe asked for (a retry loop)."""
+
+
+@dataclass
+class ProbeRun:
+    """What one probe did to an environment (both runs)."""
+
+    probe: Probe
+    cassette: Path
+    items: int
+    outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    annotations: dict[str, Any] = field(default_factory=dict)
+    exit_code: int = 0
+    error: str | None = None  # the env crashed or hermes-replay stopped it
+    replay_rewards: dict[str, float | None] | None = None
+    replay_error: str | None = None
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    known_good_offers: int = 0
+    log: Path | None = None
+
+    @property
+    def rewards(self) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
+        for rid, outcome in sorted(self.outcomes.items()):
+            value = outcome.get("reward")
+            out[rid] = float(value) if isinstance(value, (int, float)) else None
+        return out
+
+
+class _Outcomes:
+    """What each finished rollout reported; stops a run that goes on long after its items."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.outcomes: dict[str, dict[str, Any]] = {}
+        self.limit = limit
+
+    def __call__(self, rollout_id: str, outcome: dict[str, Any]) -> None:
+        self.outcomes[rollout_id] = dict(outcome)
+        if self.limit is not None and len(self.outcomes) > self.limit:
+            raise ProbeRunaway(
+                f"the environment ran {len(self.outcomes)} rollouts for a probe of "
+                f"{(self.limit - 4) // 4} items: atroposlib's process retries a group it cannot "
+                "score (a rollout without tokens drops the group) forever. See the log."
+            )
+
+
+def env_argv(items: int, base_url: str, model: str, out_dir: Path | None) -> list[str]:
+    """The env CLI command of a probe run (``out_dir`` None: the form stored in the header)."""
+    out = str(out_dir / OUTPUT_NAME) if out_dir is not None else OUTPUT_NAME
+    return ["process", "--env.total_steps", str(items), "--env.group_size", "1",
+            "--env.data_path_to_save_groups", out,
+            "--openai.base_url", base_url, "--openai.model_name", model,
+            "--openai.server_type", "openai", "--openai.health_check", "false"]
+
+
+def _first_tools(requests: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+    for _, body in requests:
+        if isinstance(body, dict) and body.get("tools"):
+            return list(body["tools"])
+    return []
+
+
+def run_probe(env_file: Path, probe: Probe, *, items: int, cassette: Path, work_dir: Path,
+              judge: str = "examples", seed: int = 0, replay: bool = True) -> ProbeRun:
+    """Record ``probe`` against ``env_file`` into ``cassette``, then replay it once."""
+    from hermes_replay import load_cassette
+    from hermes_replay._cli._runner import relative_to_cwd
+    from hermes_replay._run import run_env
+    from hermes_replay.scripted_endpoint import ScriptedEndpoint, get_script
+
+    n = min(items, probe.max_items or items)
+    run = ProbeRun(probe, cassette, n)
+    work = work_dir / probe.name
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    run.log = work / "env.log"
+    model = f"probe-{probe.name}"
+    outcomes = _Outcomes(limit=4 * n + 4)
+    cassette.parent.mkdir(parents=True, exist_ok=True)
+    judge_script = probe.judge or judge
+    if isinstance(judge_script, str):
+        judge_script = get_script(judge_script)
+    with collecting_known_good() as table:
+        ctx = ProbeContext(known_good=table)
+        with ScriptedEndpoint(script=probe_script(probe, ctx, judge_script),
+                              seed=seed) as endpoint:
+            header = {
+                "env_file": relative_to_cwd(env_file),
+                "command": env_argv(n, endpoint.base_url, model, None),
+                "endpoint_type": "openai", "base_url": endpoint.base_url, "model": model,
+                "extra": {"probe": {"name": probe.name, "kind": probe.kind, "items": n,
+                                    "judge": judge_script.name, "seed": seed}},
+            }
+            argv = env_argv(n, endpoint.base_url, model, work)
+            # One seed for the endpoint and the env's `random`/numpy: a re-run is the same run.
+            result = run_env(env_file, argv, cassette=cassette, mode="record",
+                             log_path=run.log, block_network=True, on_rollout=outcomes,
+                             header=header, seed=seed)
+            run.tools = _first_tools(endpoint.requests)
+        run.known_good_offers = table.offers
+    run.exit_code = result.exit_code
+    if result.error is not None:
+        run.error = f"{_first_line(result.error)}; see {run.log}"
+    run.outcomes = outcomes.outcomes
+    if run.error is None:
+        run.annotations = dict(load_cassette(cassette).header.extra)
+        if replay and run.outcomes:
+            _replay(run, env_file, argv, work)
+    return run
+
+
+def _replay(run: ProbeRun, env_file: Path, argv: list[str], work: Path) -> None:
+    """Second run from the cassette: the same replies must give the same rewards."""
+    from hermes_replay._errors import CassetteMiss
+    from hermes_replay._run import run_env
+
+    outcomes = _Outcomes()
+    log = work / "replay.log"
+    # Tools run again (``execute``): a reward whose verifier answers differently the second
+    # time is what this run is for. Tool output that drifts without changing a reward is not
+    # a finding here (not strict); drift that changes the next prompt is a miss, and is one.
+    result = run_env(env_file, argv, cassette=run.cassette, mode="replay", log_path=log,
+                     tools="execute", on_rollout=outcomes)
+    if isinstance(result.error, CassetteMiss):
+        run.replay_error = "the environment asked something else: " + _first_line(result.error)
+    elif result.error is not None:
+        run.replay_error = _first_line(result.error)
+    elif result.exit_code != 0:
+        run.replay_error = f"the replay exited with code {result.exit_code}; see {log}"
+    run.replay_rewards = {rid: (float(o["reward"]) if isinstance(o.get("reward"), (int, float))
+                                else None) for rid, o in outcomes.outcomes.items()}
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line for line in str(exc).splitlines() if line.strip()]
+    return " / ".join(lines[:2]) if lines else type(exc).__name__

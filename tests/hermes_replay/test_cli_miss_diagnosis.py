@@ -1,0 +1,111 @@
+"""A miss on the command line: each miss's diff by default (the first few, shortened, with the
+count of the rest; ``-v`` for all), one miss count everywhere, and a next step made of CLI
+commands that exist — ``record --missing-only``, ``--ignore-path``, ``--normalize`` — which
+the tests then follow."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from _calc_project import CASSETTE_REL, ENV_REL, PROCESS_ARGS
+
+from hermes_replay import load_cassette
+from hermes_replay.cli import main
+from hermes_replay.scripted_endpoint import ScriptedEndpoint
+
+
+def _edit_env(project: Path, old: str, new: str) -> None:
+    env = project / ENV_REL
+    text = env.read_text(encoding="utf-8")
+    assert old in text
+    env.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def _all_prompts_change(project: Path) -> None:
+    """The prompt gains today's date: same items (same rollout ids), other requests."""
+    _edit_env(project, 'return item["question"]',
+              'return item["question"] + " Today is 2026-12-01."')
+
+
+def test_misses_show_their_diffs_by_default_and_counts_agree(
+        calc_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _all_prompts_change(calc_project)  # all 4 rollouts miss at their first turn
+    assert main(["replay", CASSETTE_REL, "--out", "out"]) == 1
+    captured = capsys.readouterr()
+    err = captured.err
+    assert "4 request(s) had no matching recording" in err
+    assert err.count("--- recorded (rollout ") == 3  # the first three, with their diffs
+    assert "the request differs from the recording of this turn" in err
+    assert '+body.messages[0].content: "What is 1 + 2? Use the calculator. Today is ' \
+           '2026-12-01."' in err
+    assert "… and 1 more miss(es) (train-" in err and "-v shows every diff in full" in err
+    # the next step names commands that exist, not Python keyword arguments
+    assert (f"hermes-replay record {ENV_REL} --cassette {CASSETTE_REL} --missing-only "
+            "--endpoint URL --model NAME -- process …") in err
+    assert "--ignore-path body.metadata" in err and "mode=" not in err
+    # one count: the summary, the table and result.json say what the error said
+    assert "4 misses" in captured.out
+    result = json.loads((calc_project / "out" / "process" / "result.json").read_text())
+    assert len(result["misses"]) == 4
+    # turns numbered alike in the report and in the env log
+    assert "turn 1: POST /v1/chat/completions" in err
+    log = (calc_project / "out" / "process" / "env.log").read_text()
+    assert log.count("turn 1: replay miss, ending the rollout") == 4
+
+    assert main(["replay", CASSETTE_REL, "--out", "out-v", "-v"]) == 1
+    verbose = capsys.readouterr().err
+    assert verbose.count("--- recorded (rollout ") == 4 and "more miss(es)" not in verbose
+
+
+def test_record_missing_only_rerecords_what_changed_and_keeps_the_rest(
+        calc_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cassette = calc_project / CASSETTE_REL
+    before = load_cassette(cassette)
+    # item 1's prompt changes: its 2 rollouts get new ids; item 0's stay as recorded
+    _edit_env(calc_project, 'f"What is {i} + {i + 1}? Use the calculator."',
+              'f"What is {i} + {i + 1}? Use the calculator." + ("!" if i == 1 else "")')
+    with ScriptedEndpoint(script="generic", seed=0) as endpoint:
+        # a failing run keeps the old file
+        code = main(["record", ENV_REL, "--missing-only", "--endpoint", endpoint.base_url,
+                     "--model", "scripted", "--server-type", "openai", "--", *PROCESS_ARGS,
+                     "--env.crash_in", "setup"])
+        assert code == 1 and cassette.read_bytes() == before.path.read_bytes()
+        capsys.readouterr()
+        code = main(["record", ENV_REL, "--missing-only", "--endpoint", endpoint.base_url,
+                     "--model", "scripted", "--server-type", "openai", "--", *PROCESS_ARGS])
+        requests_made = len(endpoint.requests)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    after = load_cassette(cassette)
+    kept = set(before.rollouts) & set(after.rollouts)
+    new = set(after.rollouts) - set(before.rollouts)
+    assert len(kept) == 2 and len(new) == 2 and len(after.rollouts) == 4
+    for rid in kept:  # untouched: the very same recordings
+        assert [i.request for i in after.rollouts[rid].interactions] == [
+            i.request for i in before.rollouts[rid].interactions]
+    turns = sum(len(after.rollouts[r].interactions) for r in new)
+    assert requests_made == turns  # only what was missing went to the endpoint
+    assert f"re-recorded {turns} turn(s) in 2 rollout(s): " in out
+    assert "every other recording kept as it was" in out
+    # and now the replay passes
+    assert main(["replay", CASSETTE_REL, "--out", "again"]) == 0
+
+
+def test_ignore_path_and_normalize_flags_turn_a_miss_into_a_hit(
+        calc_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _all_prompts_change(calc_project)
+    args = ["replay", CASSETTE_REL, "--normalize", r" Today is \d{4}-\d\d-\d\d\.="]
+    assert main([*args, "--out", "normalized"]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    # --ignore-path leaves a field out of matching (here max_tokens, changed by the command)
+    assert main(["replay", ENV_REL, "--cassette", CASSETTE_REL, "--normalize",
+                 r" Today is \d{4}-\d\d-\d\d\.=", "--ignore-path", "body.max_tokens", "--",
+                 *PROCESS_ARGS,
+                 "--env.max_token_length", "77"]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as usage:  # a usage error: exit 2, saying what is wanted
+        main(["replay", CASSETTE_REL, "--out", "o", "--normalize", "no-equals-sign"])
+    assert usage.value.code == 2
+    assert "expected REGEX=REPLACEMENT" in capsys.readouterr().err

@@ -106,6 +106,49 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     max_concurrent_eval_rollouts: int = Field(
         default=8, ge=1, description="How many eval rollouts run at once."
     )
+    # -- fields of the former Hermes layer (UPSTREAM.md); each has an effect or a startup error
+    distribution: str | None = Field(
+        default=None,
+        description="Named toolset distribution sampled once per group (see "
+        "environments.tools.distributions); exclusive with enabled_toolsets.",
+    )
+    terminal_lifetime: int = Field(
+        default=3600, ge=1,
+        description="Seconds a sandbox may sit idle before it is reaped (rollout sandboxes are "
+        "removed when their rollout ends; this bounds ones left behind).",
+    )
+    dataset_name: str | None = Field(
+        default=None,
+        description="Hugging Face dataset: a hub id, or a local file/folder (offline).",
+    )
+    dataset_split: str = Field(default="train", description="Split of dataset_name to load.")
+    prompt_field: str = Field(
+        default="prompt", description="Field of a dataset row holding the task prompt.")
+    tool_pool_size: int = Field(
+        default=128, ge=1, description="Threads that run tool calls (shared by all rollouts).")
+    default_result_size_chars: int = Field(
+        default=100_000, ge=0,
+        description="A tool result longer than this is saved to a file in the sandbox and "
+        "replaced by a preview.",
+    )
+    turn_budget_chars: int = Field(
+        default=200_000, ge=0,
+        description="When one turn's tool results exceed this, the largest are saved first.",
+    )
+    preview_size_chars: int = Field(
+        default=1_500, ge=0, description="Characters of a saved result shown to the model.")
+    tool_result_overrides: dict[str, int] | str | None = Field(
+        default=None,
+        description="Per-tool thresholds, e.g. '{\"terminal\": 20000}' (read_file is never "
+        "saved).",
+    )
+    web_backend: str = Field(
+        default="auto",
+        description="Backend of the web/search toolsets: 'tavily' (TAVILY_API_KEY), "
+        "'local_corpus' (web_corpus_dir), or 'auto' (tavily when its key is set).",
+    )
+    web_corpus_dir: str | None = Field(
+        default=None, description="Folder of .md/.txt pages for web_backend=local_corpus.")
     tokenizer_name: str = Field(
         default_factory=_shipped_tokenizer,
         description="Tokenizer for training tokens (default: the project's shipped tokenizer, "
@@ -117,13 +160,19 @@ class HermesAgentEnvConfig(BaseEnvConfig):
     def _parse_toolsets(cls, value: Any) -> Any:
         return _split_list(value)
 
-    @field_validator("extra_body", mode="before")
+    @field_validator("extra_body", "tool_result_overrides", mode="before")
     @classmethod
     def _parse_extra_body(cls, value: Any) -> Any:
         if isinstance(value, str):
             text = value.strip()
             return None if text.lower() in ("", "none", "null") else json.loads(text)
         return value
+
+    def build_budget_config(self) -> Any:
+        """The immutable tool-result budget of this config (``environments.tool_budget``)."""
+        from environments.tool_budget import budget_from_fields
+
+        return budget_from_fields(self)
 
 
 def api_key_from_env() -> str:

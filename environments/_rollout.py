@@ -154,7 +154,8 @@ async def run_rollout(env: RolloutEnv, item: Any, tool_schemas: list[dict],
                        max_tokens=cfg.max_token_length, extra_body=cfg.extra_body,
                        tool_call_parser=cfg.tool_call_parser,
                        terminal_backend=cfg.terminal_backend,
-                       terminal_timeout=cfg.terminal_timeout)
+                       terminal_timeout=cfg.terminal_timeout,
+                       budget_config=cfg.build_budget_config())
     with hermes_replay.rollout(rollout_id) as scope:
         ctx = ToolContext(task_id, backend=cfg.terminal_backend)
         managed_tokens = None

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import hashlib
 import json
 import logging
 import os
@@ -39,6 +40,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from environments._lifetime import touch
+from environments.tool_budget import BudgetConfig, apply_budget
 from environments.tools import cleanup_task, dispatch_tool, get_sandbox, tool_result_error
 from hermes_replay import RequestNotRecorded, current_rollout, scrub, tool_call
 
@@ -64,7 +67,7 @@ class AgentResult:
 
     messages: list[dict[str, Any]]
     managed_state: Any = None
-    turns_used: int = 0  # model calls that returned a usable response
+    turns_used: int = 0  # model calls made, a failed or empty one included
     finished_naturally: bool = False  # the model answered without tool calls
     reasoning_per_turn: list[str | None] = field(default_factory=list)
     tool_errors: list[ToolError] = field(default_factory=list)
@@ -168,6 +171,7 @@ class HermesAgentLoop:
         temperature: float = 1.0,
         max_tokens: int | None = None,
         extra_body: dict[str, Any] | None = None,
+        budget_config: BudgetConfig | None = None,
         tool_call_parser: str | Any | None = "hermes",
         terminal_backend: str = "local",
         terminal_timeout: float = 120,
@@ -188,6 +192,8 @@ class HermesAgentLoop:
         self.terminal_backend = terminal_backend
         self.terminal_timeout = terminal_timeout
         self._parser: Any = self._load_parser(tool_call_parser)
+        #: None means the defaults (100k per result, 200k per turn, 1.5k preview)
+        self.budget_config = budget_config if budget_config is not None else BudgetConfig()
 
     # -- model side ------------------------------------------------------------------------
 
@@ -255,6 +261,7 @@ class HermesAgentLoop:
         def run() -> str:
             sandbox = get_sandbox(self.task_id, self.terminal_backend)
             sandbox.default_timeout = self.terminal_timeout
+            touch(self.task_id)
             return dispatch_tool(name, args, self.task_id)
 
         return tool_call(name, args, run, source="agent")
@@ -295,21 +302,54 @@ class HermesAgentLoop:
             return result, None
         return result, ToolError(turn, name, raw_args, error, result)
 
+    async def _within_budget(self, calls: list[dict[str, Any]], contents: list[str]
+                             ) -> list[str]:
+        """Apply the tool-result budget to one turn (see ``environments.tool_budget``)."""
+        budget = self.budget_config
+        if all(len(c) <= budget.preview_size for c in contents):
+            return contents  # nothing could shrink: skip the thread hop
+
+        def persist(path: str, content: str) -> str:
+            def run() -> str:
+                return get_sandbox(self.task_id, self.terminal_backend).write_file(path, content)
+
+            # a tool call like any other: on replay the recorded path comes back, no sandbox
+            # is made; the content is named by its digest (it is in the tool's own record)
+            digest = hashlib.sha256(content.encode("utf-8", "replace")).hexdigest()[:16]
+            return tool_call("save_tool_result", {"path": path, "chars": len(content),
+                                                  "sha256": digest}, run, source="agent")
+
+        items = [(c["id"], c["function"]["name"], content)
+                 for c, content in zip(calls, contents, strict=True)]
+        return await run_blocking(apply_budget, items, budget, persist)
+
     # -- the loop --------------------------------------------------------------------------
 
     async def run(self, messages: list[dict[str, Any]]) -> AgentResult:
-        """Run the rollout from ``messages`` (not modified) and return everything it produced."""
-        history = [dict(m) for m in messages]
-        result = AgentResult(messages=history)
+        """Run the rollout from ``messages`` and return everything it produced.
+
+        ``messages`` is extended in place as the conversation goes (the former layer's
+        contract: a caller may watch it grow) and is the result's ``messages``. When the
+        server has a ``get_state()`` (a Phase 2 ``ManagedServer``), its state is the
+        result's ``managed_state``.
+        """
+        result = AgentResult(messages=messages)
         try:
-            await self._loop(history, result)
+            await self._loop(messages, result)
         finally:
+            get_state = getattr(self.server, "get_state", None)
+            if callable(get_state):
+                try:
+                    result.managed_state = get_state()
+                except Exception as exc:
+                    log.warning("task %s: server.get_state() failed: %r", self.task_id, exc)
             if self._owns_task:
                 await run_blocking(cleanup_task, self.task_id)
         return result
 
     async def _loop(self, history: list[dict[str, Any]], result: AgentResult) -> None:
         for turn in range(1, self.max_turns + 1):
+            result.turns_used = turn  # counted before the call: a failed call is a turn too
             try:
                 response = await self.server.chat_completion(**self._request_kwargs(history))
             except RequestNotRecorded as miss:
@@ -332,7 +372,6 @@ class HermesAgentLoop:
             if message is None:
                 log.error("%s: choice has no message; ending the rollout", self._where(turn))
                 return
-            result.turns_used = turn
             reasoning = _reasoning_text(message)
             result.reasoning_per_turn.append(reasoning)
             content = _get(message, "content") or ""
@@ -350,15 +389,27 @@ class HermesAgentLoop:
             if not calls:
                 result.finished_naturally = True
                 return
+            outputs: list[tuple[str, ToolError | None]] = []
+            missed = None
             for call in calls:
                 try:
-                    tool_content, error = await self._run_tool(call, turn)
+                    outputs.append(await self._run_tool(call, turn))
                 except RequestNotRecorded as miss:  # a replayed tool call with no recording
-                    log.error("%s: replay miss, ending the rollout: %s", self._where(turn), miss)
-                    return
-                history.append(
-                    {"role": "tool", "tool_call_id": call["id"], "content": tool_content}
-                )
+                    missed = miss
+                    break
+            done = calls[: len(outputs)]
+            try:
+                shown = await self._within_budget(done, [content for content, _ in outputs])
+            except RequestNotRecorded as miss:  # the saved-result record is missing
+                missed, shown = missed or miss, [content for content, _ in outputs]
+            for call, (_, error), content in zip(done, outputs, shown, strict=True):
+                history.append({"role": "tool", "tool_call_id": call["id"], "content": content})
                 if error is not None:
-                    result.tool_errors.append(error)
+                    # the model saw the preview; the error itself is the tool's own
+                    result.tool_errors.append(
+                        error if content == error.tool_result else ToolError(
+                            error.turn, error.tool_name, error.arguments, error.error, content))
+            if missed is not None:
+                log.error("%s: replay miss, ending the rollout: %s", self._where(turn), missed)
+                return
         log.info("%s: stopped at max_turns=%d", self._where(self.max_turns), self.max_turns)

@@ -44,7 +44,7 @@ from atroposlib.envs.server_handling.server_baseline import APIServerConfig
 from atroposlib.envs.server_handling.server_harness import ServerHarness
 
 import hermes_replay
-from environments import _metrics
+from environments import _lifetime, _metrics, _startup
 from environments._config import (
     PLACEHOLDER_API_KEY,
     REDACTED,
@@ -55,11 +55,14 @@ from environments._config import (
     normalize_server_configs,
     redact_yaml_file,
 )
+from environments._datasets import load_dataset_rows
 from environments._ids import item_fingerprint, worker_from_environment, worker_from_registration
 from environments._rollout import Rollout, run_rollout
+from environments._startup import StartupError
 from environments.agent_loop import AgentResult
 from environments.tool_context import ToolContext
 from environments.tools import resolve_toolsets
+from environments.tools.distributions import sample_toolsets
 
 __all__ = ["HermesAgentBaseEnv", "HermesAgentEnvConfig", "Rollout", "item_fingerprint"]
 
@@ -90,11 +93,14 @@ class HermesAgentBaseEnv(BaseEnv):
 
     def __init__(self, config: HermesAgentEnvConfig, server_configs: Any, slurm: bool = False,
                  testing: bool = False) -> None:
+        # a configuration that cannot run stops here, naming the field (never zero rewards)
+        _startup.check_startup(config)
         # replay: a tokenizer the cassette carries is loaded from its store (no hub needed)
         config.tokenizer_name = hermes_replay.tokenizer_for_run(config.tokenizer_name)
         server_configs = normalize_server_configs(server_configs, config.tokenizer_name)
         if config.wandb_name is None:  # the trajectory API answers 422 to a nameless env
             config.wandb_name = self.name or type(self).__name__
+        _startup.check_tokenizer(config.tokenizer_name)
         super().__init__(config, server_configs, slurm=slurm, testing=testing)
         # replay: fail now, before any rollout, if this is not the recorded tokenizer
         hermes_replay.check_tokenizer(config.tokenizer_name)
@@ -106,6 +112,9 @@ class HermesAgentBaseEnv(BaseEnv):
         self._finished_buffer: list[int] = []
         self._reward_error_buffer: list[int] = []
         self._draws: Counter[tuple[str, str]] = Counter()
+        self._anonymous_groups = 0
+        self.dataset_items: list[dict[str, Any]] = []
+        self._dataset_index = 0
         self._annotated = False
         self.last_wandb_metrics: dict[str, Any] = {}
         # which worker of a deployment this is (part of rollout ids; see environments._ids)
@@ -113,17 +122,38 @@ class HermesAgentBaseEnv(BaseEnv):
 
     # -- what an environment implements ------------------------------------------------------
 
-    @abstractmethod
     async def setup(self) -> None:
-        """Load the dataset and split train/eval (called once before anything else)."""
+        """Load the dataset and split train/eval (called once before anything else).
 
-    @abstractmethod
+        Default: the rows of ``dataset_name``/``dataset_split`` (a hub id, or a local file or
+        folder) into ``self.dataset_items``; override it for anything else."""
+        if not self.config.dataset_name:
+            raise NotImplementedError(
+                f"{type(self).__name__} implements no setup() and has no dataset: implement "
+                "setup(), or set --env.dataset_name <hub id | local file | local folder>")
+        self.dataset_items = load_dataset_rows(self.config.dataset_name, self.config.dataset_split)
+        if not self.dataset_items:
+            raise ValueError(f"dataset {self.config.dataset_name!r} split "
+                             f"{self.config.dataset_split!r} has no rows")
+        self._dataset_index = 0
+
     async def get_next_item(self) -> Any:
-        """The next training item (cycle through the training split)."""
+        """The next training item. Default: cycle through ``self.dataset_items``."""
+        if not self.dataset_items:
+            raise NotImplementedError(f"{type(self).__name__}: no dataset_items; implement "
+                                      "get_next_item() or load them in setup()")
+        item = self.dataset_items[self._dataset_index % len(self.dataset_items)]
+        self._dataset_index += 1
+        return item
 
-    @abstractmethod
     def format_prompt(self, item: Any) -> str:
-        """The user message for ``item``."""
+        """The user message for ``item``. Default: ``item[config.prompt_field]``."""
+        field = self.config.prompt_field
+        if not isinstance(item, dict) or field not in item:
+            keys = ", ".join(map(str, item)) if isinstance(item, dict) else type(item).__name__
+            raise KeyError(f"item has no field {field!r} (its fields: {keys}); set "
+                           "--env.prompt_field or override format_prompt()")
+        return str(item[field])
 
     @abstractmethod
     async def compute_reward(self, item: Any, result: AgentResult, ctx: ToolContext) -> float:
@@ -163,8 +193,24 @@ class HermesAgentBaseEnv(BaseEnv):
         """True when rollouts go through ``ManagedServer`` (vLLM/SGLang: real tokens/logprobs)."""
         return not all(isinstance(s, (OpenAIServer, ServerHarness)) for s in self.server.servers)
 
-    def _resolve_tools_for_group(self) -> tuple[list[dict[str, Any]], set[str]]:
-        return resolve_toolsets(self.config.enabled_toolsets, self.config.disabled_toolsets)
+    def _resolve_tools_for_group(self, item: Any = None, occurrence: int | None = None,
+                                 phase: str = "train") -> tuple[list[dict[str, Any]], set[str]]:
+        """The group's tools: ``enabled_toolsets``, or a draw from ``distribution`` seeded by the
+        group's identity (``item``, ``occurrence``, ``phase``) so every run draws the same."""
+        cfg = self.config
+        disabled = set(cfg.disabled_toolsets or [])
+        if cfg.distribution:
+            if occurrence is None:  # called without a group: draws in call order
+                self._anonymous_groups += 1
+                key = f"call-{self._anonymous_groups}"
+            else:
+                key = f"{phase}-{item_fingerprint(item)}-{occurrence}"
+            chosen = sample_toolsets(cfg.distribution, key, disabled)
+        elif cfg.enabled_toolsets is not None:
+            chosen = list(cfg.enabled_toolsets)
+        else:
+            chosen = _startup.default_toolsets(cfg)
+        return resolve_toolsets(chosen, disabled)
 
     def initial_messages(self, item: Any) -> list[dict[str, Any]]:
         """System prompt (if configured) + the formatted user prompt."""
@@ -185,7 +231,8 @@ class HermesAgentBaseEnv(BaseEnv):
                       temperature: float | None = None) -> Rollout:
         """One full rollout of ``item``: agent loop, reward, tokens; never raises for a reward."""
         self._annotate_once()
-        tool_schemas, valid_names = tools or self._resolve_tools_for_group()
+        _lifetime.reap_idle(self.config.terminal_lifetime)
+        tool_schemas, valid_names = tools or self._resolve_tools_for_group(item, occurrence, phase)
         if temperature is None:
             temperature = self.config.agent_temperature if phase == "train" else 0.0
         outcome = await run_rollout(self, item, tool_schemas, valid_names, occurrence=occurrence,
@@ -198,8 +245,8 @@ class HermesAgentBaseEnv(BaseEnv):
         return outcome
 
     async def collect_trajectories(self, item: Any) -> tuple[ScoredDataGroup | None, list[Any]]:
-        tools = self._resolve_tools_for_group()
         occurrence = self._occurrence(item, "train")
+        tools = self._resolve_tools_for_group(item, occurrence, "train")
         rollouts = await asyncio.gather(*(
             self.rollout(item, tools=tools, occurrence=occurrence, slot=slot)
             for slot in range(self.config.group_size)
@@ -234,7 +281,8 @@ class HermesAgentBaseEnv(BaseEnv):
 
     async def run_eval_rollouts(self, items: list[Any]) -> list[Rollout]:
         """Each item once through the full agent loop with tools at temperature 0, concurrently."""
-        tools = self._resolve_tools_for_group()
+        # one draw per item when a distribution is set (each eval item is its own group)
+        tools = None if self.config.distribution else self._resolve_tools_for_group()
         limit = asyncio.Semaphore(self.config.max_concurrent_eval_rollouts)
 
         async def one(item: Any) -> Rollout:
@@ -327,7 +375,7 @@ class HermesAgentBaseEnv(BaseEnv):
         atropos_base.rprint = functools.partial(_print_redacted, original)
         try:
             super().cli()
-        except EndpointNotConfigured as exc:
+        except (EndpointNotConfigured, StartupError) as exc:
             print(f"{cls.__name__}: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
         finally:

@@ -31,10 +31,13 @@ never created and nothing runs. A download is recorded as the files it brought o
 written to the host path by this class in every mode; an upload is recorded as a digest of
 what was uploaded.
 
-Failures raise (``PermissionError`` for a path outside the sandbox, ``FileNotFoundError`` …):
-reward code is Python, and the base environment turns a raising ``compute_reward`` into a
-logged 0.0. ``call_tool`` is the exception: it returns what the model would have seen,
-turning a raising tool into ``{"error": ...}``.
+Two error styles, one per form. The synchronous methods keep the former layer's contract: every
+one returns the tool's JSON result decoded, and a failure comes back as ``{"error": "..."}``
+instead of raising (``read_file`` → ``{"content": ...}``, ``download_file`` → ``{"success",
+"bytes"}``, ``call_tool`` → the raw JSON string), so reward code written for it runs unchanged.
+The awaitable forms are ours: they return plain values (``aread_file`` → ``str``) and raise
+(``PermissionError`` for a path outside the sandbox, ``FileNotFoundError`` …), which the base
+environment turns into a logged 0.0 reward.
 """
 
 from __future__ import annotations
@@ -45,10 +48,12 @@ import hashlib
 import json
 import logging
 import os
+import posixpath
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from environments._lifetime import touch
 from environments.agent_loop import run_blocking
 from environments.tools import cleanup_task, dispatch_tool, get_sandbox, get_tool
 from environments.tools.sandbox import SandboxBackend
@@ -58,6 +63,31 @@ __all__ = ["ToolContext"]
 
 log = logging.getLogger(__name__)
 _warned_blocking = False
+_NO_BROWSER = ("the browser toolset is not provided by hermes-replay's environments (no browser "
+               "backend ships); remove browser checks from the reward or use terminal/web tools")
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _decoded(raw: str) -> dict[str, Any]:
+    """A tool's JSON result as a dict; anything else as ``{"output": text}``."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {"output": raw}
+    return value if isinstance(value, dict) else {"output": value}
+
+
+def _files_under(top: str) -> list[str]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(top):
+        dirnames.sort()
+        found.extend(os.path.join(dirpath, f) for f in sorted(filenames))
+    return found
 
 
 def _warn_if_on_loop(method: str) -> None:
@@ -88,6 +118,7 @@ class ToolContext:
 
     @property
     def sandbox(self) -> SandboxBackend:
+        touch(self.task_id)  # terminal_lifetime counts idle time from here
         return get_sandbox(self.task_id, self.backend)
 
     # -- blocking implementations (run on the caller's thread or in the tool pool) ----------
@@ -134,9 +165,14 @@ class ToolContext:
                     for p in sorted(target.rglob("*")) if p.is_file()}
 
     def _call_tool(self, name: str, args: dict[str, Any] | str) -> str:
-        get_tool(name)  # unknown names raise KeyError listing the registered tools
-        if isinstance(args, str):
-            args = json.loads(args) if args.strip() else {}
+        try:
+            get_tool(name)  # unknown names: KeyError listing the registered tools
+            if isinstance(args, str):
+                args = json.loads(args) if args.strip() else {}
+            if not isinstance(args, dict):
+                raise TypeError(f"arguments must be a JSON object, not {type(args).__name__}")
+        except Exception as exc:
+            return json.dumps({"error": _describe(exc)}, ensure_ascii=False)
 
         def run() -> str:
             self.sandbox  # noqa: B018 - make sure the task's sandbox uses our backend first
@@ -145,40 +181,103 @@ class ToolContext:
         try:
             return tool_call(name, args, run, source="reward")
         except Exception as exc:
-            return json.dumps({"error": f"Tool {name!r} raised {type(exc).__name__}: {exc}"})
+            return json.dumps({"error": f"Tool {name!r} raised {type(exc).__name__}: {exc}"},
+                              ensure_ascii=False)
 
     def _cleanup(self) -> None:
         cleanup_task(self.task_id)
 
-    # -- synchronous API (the seed's interface) ---------------------------------------------
+    # -- synchronous API (the former layer's interface: decoded JSON, errors as {"error"}) ---
 
-    def terminal(self, command: str, timeout: float = 120) -> dict[str, Any]:
+    def terminal(self, command: str, timeout: float = 180) -> dict[str, Any]:
         """Run a shell command in the sandbox → ``{"exit_code": int, "output": str}``."""
         _warn_if_on_loop("terminal")
-        return self._terminal(command, timeout)
+        try:
+            return self._terminal(command, timeout)
+        except Exception as exc:
+            return {"exit_code": -1, "output": _describe(exc), "error": _describe(exc)}
 
-    def read_file(self, path: str) -> str:
+    def read_file(self, path: str) -> dict[str, Any]:
+        """``{"path", "content"}`` (the ``read_file`` tool's result), or ``{"error": ...}``."""
         _warn_if_on_loop("read_file")
-        return self._read_file(path)
+        return _decoded(self._call_tool("read_file", {"path": path}))
 
-    def write_file(self, path: str, content: str) -> None:
+    def write_file(self, path: str, content: str) -> dict[str, Any]:
+        """``{"path", "bytes_written"}``, or ``{"error": ...}``."""
         _warn_if_on_loop("write_file")
-        self._write_file(path, content)
+        return _decoded(self._call_tool("write_file", {"path": path, "content": content}))
 
-    def upload_file(self, local_path: str, remote_path: str) -> None:
-        """Copy a host file or directory into the sandbox."""
+    def search(self, query: str, path: str = ".") -> dict[str, Any]:
+        """``search_files`` with ``query`` as the pattern → ``{"matches": [...]}``."""
+        _warn_if_on_loop("search")
+        return _decoded(self._call_tool("search_files", {"pattern": query, "path": path}))
+
+    def upload_file(self, local_path: str, remote_path: str) -> dict[str, Any]:
+        """Copy a host file into the sandbox (bytes as they are) → ``{"exit_code", "output"}``."""
         _warn_if_on_loop("upload_file")
-        self._upload(local_path, remote_path)
+        try:
+            self._upload(local_path, remote_path)
+        except Exception as exc:
+            return {"exit_code": 1, "output": _describe(exc)}
+        return {"exit_code": 0, "output": ""}
 
-    def download_file(self, remote_path: str, local_path: str) -> None:
-        """Copy a sandbox file or directory to the host."""
+    def upload_dir(self, local_dir: str, remote_dir: str) -> list[dict[str, Any]]:
+        """Every file under ``local_dir`` uploaded; one ``upload_file`` result per file."""
+        if not os.path.isdir(local_dir):
+            return [{"exit_code": 1, "output": f"not a directory: {local_dir}"}]
+        results = []
+        for host_path in _files_under(local_dir):
+            rel = os.path.relpath(host_path, local_dir).split(os.sep)
+            results.append(self.upload_file(host_path, posixpath.join(remote_dir, *rel)))
+        return results
+
+    def download_file(self, remote_path: str, local_path: str) -> dict[str, Any]:
+        """Copy a sandbox file to the host → ``{"success": True, "bytes": n}`` or ``{"success":
+        False, "error": ...}``."""
         _warn_if_on_loop("download_file")
-        self._download(remote_path, local_path)
+        try:
+            self._download(remote_path, local_path)
+            return {"success": True, "bytes": os.path.getsize(local_path)}
+        except Exception as exc:
+            return {"success": False, "error": _describe(exc)}
 
-    def call_tool(self, name: str, args: dict[str, Any] | str) -> str:
-        """Run a registered tool as the agent would and return what the model would read."""
+    def download_dir(self, remote_dir: str, local_dir: str) -> list[dict[str, Any]]:
+        """The sandbox folder copied to ``local_dir``; one ``download_file`` result per file."""
+        _warn_if_on_loop("download_dir")
+        try:
+            self._download(remote_dir, local_dir)
+        except Exception as exc:
+            return [{"success": False, "error": _describe(exc)}]
+        return [{"success": True, "bytes": os.path.getsize(p), "path": p}
+                for p in _files_under(local_dir)]
+
+    def web_search(self, query: str) -> dict[str, Any]:
+        """The ``web_search`` tool's result (the configured web backend)."""
+        _warn_if_on_loop("web_search")
+        return _decoded(self._call_tool("web_search", {"query": query}))
+
+    def web_extract(self, urls: list[str]) -> dict[str, Any]:
+        """The ``web_extract`` tool's result for ``urls``."""
+        _warn_if_on_loop("web_extract")
+        return _decoded(self._call_tool("web_extract", {"urls": list(urls)}))
+
+    def browser_navigate(self, url: str) -> dict[str, Any]:
+        return {"error": _NO_BROWSER}
+
+    def browser_snapshot(self) -> dict[str, Any]:
+        return {"error": _NO_BROWSER}
+
+    def call_tool(self, tool_name: str | None = None, arguments: dict[str, Any] | str | None = None,
+                  *, name: str | None = None, args: dict[str, Any] | str | None = None) -> str:
+        """Run a registered tool as the agent would; the raw JSON string the model would read.
+
+        ``call_tool(tool_name=..., arguments=...)`` (the former names) and ``call_tool(name=...,
+        args=...)`` both work; an unknown tool or bad arguments give ``{"error": ...}``."""
         _warn_if_on_loop("call_tool")
-        return self._call_tool(name, args)
+        tool = tool_name if tool_name is not None else name
+        if tool is None:
+            raise TypeError("call_tool() needs the tool's name (tool_name=...)")
+        return self._call_tool(tool, arguments if arguments is not None else (args or {}))
 
     def cleanup(self) -> None:
         """Kill the sandbox's processes, delete its files, drop the task's tool state."""

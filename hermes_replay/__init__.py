@@ -6,6 +6,8 @@ Public API (everything else is private and may change)::
     rollout(rollout_id)                         # rollout-identity scope (contextvars)
     current_rollout() -> RolloutScope | None    # the scope of the running rollout
     annotate(**fields)                          # tell the active cassette env name, tokenizer …
+    active_mode() -> "replay" | "record" | … | None   # the cassette active in this context
+    recorded_endpoint(url_prefix)               # record/replay a tool's HTTP API like LLM calls
     offer_known_good(prompt, make_reply)        # a rollout's known-good reply, for `probe`
     tool_call(name, args, run, source="agent")  # the seam tools go through: record / replay / run
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
@@ -25,7 +27,7 @@ Tokenizer hooks for environment base classes (a cassette carries its tokenizer):
     bundled_tokenizer_path() -> str   # the small offline tokenizer the package ships
 """
 
-from hermes_replay._active import annotate
+from hermes_replay._active import active_mode, annotate
 from hermes_replay._cassette import Cassette
 from hermes_replay._errors import (
     CassetteError,
@@ -49,6 +51,7 @@ from hermes_replay._tokenizer import tokenizer_path as bundled_tokenizer_path
 from hermes_replay._tokenizer_store import TokenizerMismatch, check_tokenizer, tokenizer_for_run
 from hermes_replay._tokenizer_store import describe as describe_tokenizer
 from hermes_replay._tools import ToolCallMiss, ToolCallsDrifted, tool_call
+from hermes_replay._traffic import recorded_endpoint
 
 __version__ = "0.1.0"
 
@@ -71,6 +74,7 @@ __all__ = [
     "ToolCallsDrifted",
     "UnusedRecordings",
     "__version__",
+    "active_mode",
     "annotate",
     "bundled_tokenizer_path",
     "cassette",
@@ -79,6 +83,7 @@ __all__ = [
     "describe_tokenizer",
     "load_cassette",
     "offer_known_good",
+    "recorded_endpoint",
     "rollout",
     "run_cassette",
     "scrub",

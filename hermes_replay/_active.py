@@ -16,7 +16,7 @@ import threading
 from contextvars import ContextVar, Token
 from typing import Any, Protocol
 
-__all__ = ["ActiveSession", "annotate", "current", "enter", "leave", "sessions"]
+__all__ = ["ActiveSession", "active_mode", "annotate", "current", "enter", "leave", "sessions"]
 
 
 class ActiveSession(Protocol):
@@ -68,6 +68,15 @@ def current() -> ActiveSession | None:
     if mine is not None and mine in active:
         return mine
     return active[0] if len(active) == 1 else None
+
+
+def active_mode() -> str | None:
+    """The mode of the cassette active in this context (``"replay"``, ``"record"`` …), or None.
+
+    For environment code that must know whether its HTTP calls are answered from a recording,
+    e.g. a tool backend that needs an API key only when it really goes out."""
+    session = current()
+    return session.mode if session is not None else None
 
 
 def sessions() -> tuple[ActiveSession, ...]:

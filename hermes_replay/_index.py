@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from hermes_replay._cassette import Cassette, Interaction
 from hermes_replay._errors import Miss
 from hermes_replay._matching import Matcher, similarity, unified_request_diff
+from hermes_replay._traffic import TOOL_HTTP
 
 __all__ = ["Recording", "RecordingIndex"]
 
@@ -66,7 +67,10 @@ class RecordingIndex:
         return netloc.lower() in self._hosts
 
     def unused(self) -> list[Key]:
-        return [key for key, rec in self.by_key.items() if not rec.used]
+        # a tool's own HTTP calls are made only when the tool executes; a replay that answers
+        # the tool call from the cassette rightly leaves them unused
+        return [key for key, rec in self.by_key.items()
+                if not rec.used and rec.inter.kind != TOOL_HTTP]
 
     def find(self, rollout: str | None, turn: int, fp: str) -> Recording | None:
         """An unused recording for a request with fingerprint ``fp``, ``turn`` being the

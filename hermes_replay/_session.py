@@ -14,6 +14,7 @@ and miss diagnosis (``_index``) and the record shapes (``_convert``) already liv
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -58,6 +59,7 @@ from hermes_replay._summary import OutcomeComparison, ReplayEvent, ReplaySummary
 from hermes_replay._tokenizer_store import TokenizerMismatch, mismatch, stored_dir, with_store
 from hermes_replay._toolcalls import ToolCall
 from hermes_replay._tools import ToolCallsDrifted, ToolLedger
+from hermes_replay._traffic import TOOL_HTTP, is_recorded_endpoint
 from hermes_replay._workers import check_name, owner
 
 __all__ = ["DEFAULT_LLM_PATHS", "MODES", "Observer", "Session", "cassette"]
@@ -172,6 +174,7 @@ class Session:
         on_event: Callable[[ReplayEvent], None] | None = None,
         tools: str = "replay",
         tool_overrides: Mapping[str, str] | None = None,
+        trace: str | Path | None = None,
         drop_unrun: bool = False,
         worker: str | None = None,
         shard_by_worker: bool = False,
@@ -208,6 +211,11 @@ class Session:
         self.write_error: CassetteError | None = None  # disk full etc.: the first one
         self.tools = ToolLedger(self.path, mode, tools, dict(tool_overrides or {}),
                                 normalize=self.matcher._normalize, lock=self._lock)
+        # ``trace``: where to write what this run sent (``replay --twice`` compares two)
+        self._trace_path = Path(trace) if trace is not None else None
+        self._trace: list[dict[str, Any]] = []
+        if self._trace_path is not None:
+            self.tools.on_call = self._trace.append
         self._observers: list[Observer] = []
         self.worker = check_name(worker) if worker else None
         self._shard_by_worker = shard_by_worker
@@ -311,6 +319,8 @@ class Session:
             else:
                 self._close_writer()
                 self._emit(ReplayEvent("interrupted", None, None, "", str(self._writer.partial)))
+        if self._trace_path is not None:
+            self._write_trace(self._trace_path)
         if self.mode != "replay":
             return
         if exc is None and self._tokenizer_error is not None:
@@ -342,7 +352,9 @@ class Session:
         if (parts.hostname or "").lower() in self.passthrough_hosts:
             return False
         path = parts.path.rstrip("/")
-        return any(path.endswith(suffix) for suffix in self.llm_paths)
+        if any(path.endswith(suffix) for suffix in self.llm_paths):
+            return True
+        return is_recorded_endpoint(url)  # a tool's HTTP API declared as rollout traffic
 
     def _is_health(self, netloc: str, path: str) -> bool:
         """vLLM/SGLang servers poll ``GET /health`` and hold every request until it answers;
@@ -382,6 +394,7 @@ class Session:
                     if len(self._miss_index) > known:  # one event per miss, as counted
                         self._emit(ReplayEvent("miss", rollout, miss.seq, wire.method,
                                                request["url"], None, detail=miss.reason))
+                    self._traced(rollout, issue, request)
                     # ends this request now: no retry layer (all catch Exception) sees it
                     raise RequestNotRecorded(miss)
         if self.write_error is not None:  # nothing more can be written: stop the run now
@@ -414,8 +427,22 @@ class Session:
         self._hits.append((rollout, issue, rec.inter))
         self._emit(ReplayEvent("hit", rollout, rec.inter.seq, method, request["url"],
                                rec.inter.response.get("status")))
+        self._traced(rollout, issue, request)
         return _Exchange(self, "replay", rollout, issue, request, rec.fingerprint,
                          response=wire_response(rec.inter.response))
+
+    def _traced(self, rollout: str | None, issue: int, request: dict[str, Any]) -> None:
+        if self._trace_path is not None:  # canonical: as matching sees it (ignores, normalizers)
+            self._trace.append({"kind": "request", "rollout": rollout, "seq": issue,
+                                "turn": issue, "request": self.matcher.canonical(request)})
+
+    def _write_trace(self, path: Path) -> None:
+        """What this run sent, one JSON line per request, tool call and reward (already
+        redacted), for ``replay --twice`` to compare with another run."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(e, ensure_ascii=False, default=str) + "\n"
+                          for e in self._trace)
 
     def _find(self, rollout: str | None, fp: str) -> Recording | None:
         return self._index.find(rollout, self._cursor.get(rollout, 0), fp)
@@ -431,7 +458,8 @@ class Session:
     def _recorded(self, ex: _Exchange, wire: WireResponse) -> None:
         response = stored_response(wire, self.keep_headers)
         path = urlsplit(ex.request["url"]).path
-        inter = Interaction(rollout=ex.rollout, seq=ex.issue, kind=interaction_kind(path),
+        kind = TOOL_HTTP if is_recorded_endpoint(ex.request["url"]) else interaction_kind(path)
+        inter = Interaction(rollout=ex.rollout, seq=ex.issue, kind=kind,
                             request=ex.request, response=response, fingerprint=ex.fingerprint,
                             duration_ms=(time.perf_counter() - ex.started) * 1000)
         with self._lock:
@@ -484,6 +512,9 @@ class Session:
             return
         outcome = redact_json(dict(scope.outcome))  # final messages echo model/tool text
         with self._lock:
+            if self._trace_path is not None:
+                self._trace.append({"kind": "outcome", "rollout": scope.id,
+                                    "reward": outcome.get("reward")})
             self._new_outcomes.setdefault(scope.id, {}).update(outcome)
             self._journal(lambda w: w.outcome(scope.id, outcome))
 

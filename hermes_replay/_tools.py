@@ -144,6 +144,7 @@ class ToolLedger:
     misses: list[Miss] = field(default_factory=list)
     drift: list[ToolDrift] = field(default_factory=list)
     executed: int = 0
+    on_call: Callable[[dict[str, Any]], None] | None = None  # a trace of every call (--twice)
 
     def __post_init__(self) -> None:
         check_policy(self.policy)
@@ -179,16 +180,19 @@ class ToolLedger:
             if rec is not None and policy == "replay":
                 rec.used = True
                 self.hits.append((seq, rec.call))
+                self._trace(rollout, seq, turn, request, None)
                 return self._answer(rec.call)  # type: ignore[return-value]
             if self.mode == "replay" and policy == "replay":
                 miss = self._diagnose(rollout, seq, turn, request)
                 self.misses.append(miss)
+                self._trace(rollout, seq, turn, request, None)
                 raise ToolCallMiss(miss)
             if rec is not None:
                 rec.used = True
         value, call = self._execute(run, request, rollout, seq, turn)
         with self.lock:
             self.executed += 1
+            self._trace(rollout, seq, turn, request, call.answer())
             if self.mode == "replay":
                 self._compare(rollout, seq, name, rec, call)
             else:
@@ -216,6 +220,14 @@ class ToolLedger:
                         exit_code=exit_code_of(result), raised=redact_json(raised),
                         duration_ms=(time.perf_counter() - started) * 1000)
         return value, call
+
+    def _trace(self, rollout: str | None, seq: int, turn: int, request: dict[str, Any],
+               answer: dict[str, Any] | None) -> None:
+        """Tell ``on_call`` (a replay trace) about a call; ``answer`` only when executed."""
+        if self.on_call is not None:
+            self.on_call({"kind": "tool", "rollout": rollout, "seq": seq, "turn": turn,
+                          "name": request["name"], "request": self.normalize(request),
+                          "answer": None if answer is None else self.normalize(answer)})
 
     @staticmethod
     def _answer(call: ToolCall) -> Any:

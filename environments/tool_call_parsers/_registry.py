@@ -9,12 +9,15 @@ the newest class kept.
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import MappingProxyType
 
 from environments._definition import definition_of
 
 from ._base import ToolCallParser
 
 _PARSERS: dict[str, type[ToolCallParser]] = {}
+#: name (aliases included) → parser class, read-only; the former layer's ``PARSER_REGISTRY``
+PARSER_REGISTRY = MappingProxyType(_PARSERS)
 
 ParserClass = type[ToolCallParser]
 

@@ -36,7 +36,7 @@ def call_from_object(obj: Any, index: int) -> ChatCompletionMessageToolCall:
     return make_call(obj["name"], args, index)
 
 
-@register_parser("hermes", "qwen")
+@register_parser("hermes")
 class HermesToolCallParser(ToolCallParser):
     open_tag: ClassVar[str] = tool_formats.HERMES_OPEN
     close_tag: ClassVar[str] = tool_formats.HERMES_CLOSE
@@ -75,3 +75,8 @@ class LongcatToolCallParser(HermesToolCallParser):
 
     open_tag: ClassVar[str] = tool_formats.LONGCAT_OPEN
     close_tag: ClassVar[str] = tool_formats.LONGCAT_CLOSE
+
+
+@register_parser("qwen")
+class QwenToolCallParser(HermesToolCallParser):
+    """Qwen 2.5 writes Hermes-style ``<tool_call>`` JSON; its own class, as in the former layer."""

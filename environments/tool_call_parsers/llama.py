@@ -38,8 +38,10 @@ def _is_call(value: Any) -> bool:
     )
 
 
-@register_parser("llama3_json")
-class Llama3JsonToolCallParser(ToolCallParser):
+@register_parser("llama3_json", "llama4_json")
+class LlamaToolCallParser(ToolCallParser):
+    """Llama 3 and Llama 4 emit the same JSON calls (one class under both names, as before)."""
+
     def _parse(self, text: str) -> tuple[str, list[ChatCompletionMessageToolCall]]:
         tag = text.find(PYTHON_TAG)
         if tag >= 0:
@@ -85,6 +87,6 @@ class Llama3JsonToolCallParser(ToolCallParser):
     def render(self, content: str | None, calls: list[tuple[str, dict[str, Any]]]) -> str:
         return tool_formats.render_llama_json(content, calls)
 
-@register_parser("llama4_json")
-class Llama4JsonToolCallParser(Llama3JsonToolCallParser):
-    """Llama 4 emits the same JSON calls (vLLM serves both names with one parser)."""
+#: the names this module used before the former layer's single class name was adopted
+Llama3JsonToolCallParser = LlamaToolCallParser
+Llama4JsonToolCallParser = LlamaToolCallParser

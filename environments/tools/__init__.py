@@ -1,14 +1,18 @@
 """Tools the agent can call, grouped in toolsets, and the sandboxes they act in.
 
 Built-in toolsets: ``terminal`` (shell command), ``file`` (read_file, write_file,
-search_files, patch), ``todo``. Importing this package registers them. Add your own with
+search_files, patch), ``todo``, ``web`` (web_search, web_extract; needs a web backend, see
+``web_backends``) and ``search`` (web_search). Importing this package registers them.
+Named weighted mixes of toolsets are in ``distributions``. Add your own with
 ``register_tool(name, toolset, schema)`` as a decorator on ``fn(args, task_id) -> str``.
 """
 
-from . import file_tools, terminal, todo  # noqa: F401  (register the built-in tools)
+from . import file_tools, terminal, todo, web  # noqa: F401  (register the built-in tools)
 from .registry import (
+    NOT_PROVIDED,
     Tool,
     cleanup_task,
+    define_toolset,
     dispatch_tool,
     get_tool,
     register_task_cleanup,
@@ -21,10 +25,12 @@ from .registry import (
 from .sandbox import SandboxBackend, cleanup_sandbox, get_sandbox, register_backend
 
 __all__ = [
+    "NOT_PROVIDED",
     "SandboxBackend",
     "Tool",
     "cleanup_sandbox",
     "cleanup_task",
+    "define_toolset",
     "dispatch_tool",
     "get_sandbox",
     "get_tool",

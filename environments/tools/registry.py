@@ -33,9 +33,11 @@ from typing import Any
 from environments._definition import definition_of
 
 __all__ = [
+    "NOT_PROVIDED",
     "Tool",
     "ToolFunction",
     "cleanup_task",
+    "define_toolset",
     "dispatch_tool",
     "get_tool",
     "register_task_cleanup",
@@ -59,6 +61,27 @@ class Tool:
 
 
 _TOOLS: dict[str, Tool] = {}
+#: toolsets made of tools registered under another toolset (``search`` = web_search)
+_GROUPS: dict[str, tuple[str, ...]] = {}
+#: toolsets of the former Hermes layer that this layer does not provide, and why; naming one in
+#: ``disabled_toolsets`` is accepted (it is not offered anyway), enabling one stops at startup
+NOT_PROVIDED: Mapping[str, str] = MappingProxyType({
+    "browser": "no browser backend ships (browser_navigate, browser_snapshot …)",
+    "vision": "no vision model tool ships",
+    "image_gen": "no image generation tool ships",
+    "memory": "agent memory belongs to the chat agent, not to RL rollouts",
+    "session_search": "belongs to the chat agent, not to RL rollouts",
+    "code_execution": "use the terminal toolset (commands run in the rollout's sandbox)",
+    "moa": "mixture-of-agents calls other models; not provided",
+    "skills": "belongs to the chat agent, not to RL rollouts",
+    "clarify": "belongs to the chat agent, not to RL rollouts",
+    "delegation": "belongs to the chat agent, not to RL rollouts",
+    "messaging": "belongs to the chat agent, not to RL rollouts",
+    "cronjob": "belongs to the chat agent, not to RL rollouts",
+    "homeassistant": "belongs to the chat agent, not to RL rollouts",
+    "tts": "belongs to the chat agent, not to RL rollouts",
+    "rl": "belongs to the chat agent, not to RL rollouts",
+})
 _TASK_CLEANUPS: list[Callable[[str], None]] = []
 _LOCK = threading.Lock()
 
@@ -121,11 +144,24 @@ def get_tool(name: str) -> Tool:
         ) from None
 
 
+def define_toolset(name: str, tool_names: Iterable[str]) -> None:
+    """A toolset made of tools registered elsewhere (a tool has one home toolset)."""
+    names = tuple(tool_names)
+    with _LOCK:
+        if name in _GROUPS or any(t.toolset == name for t in _TOOLS.values()):
+            raise ValueError(f"toolset {name!r} already exists; pick another name")
+        _GROUPS[name] = names
+
+
 def toolsets() -> dict[str, list[str]]:
     """Toolset name → its tool names (registration order)."""
     out: dict[str, list[str]] = {}
     for tool in _TOOLS.values():
         out.setdefault(tool.toolset, []).append(tool.name)
+    for name, members in _GROUPS.items():
+        present = [t for t in members if t in _TOOLS]
+        if present:
+            out[name] = present
     return out
 
 
@@ -142,14 +178,16 @@ def resolve_toolsets(
     groups = toolsets()
     wanted_in = list(enabled) if enabled is not None else list(groups)
     unwanted = list(disabled or [])
-    unknown = [n for n in [*wanted_in, *unwanted] if n not in groups]
+    # a toolset of the former layer that is not provided may be disabled: it is not offered
+    unknown = [n for n in wanted_in if n not in groups]
+    unknown += [n for n in unwanted if n not in groups and n not in NOT_PROVIDED]
     if unknown:
         raise ValueError(
             f"unknown toolset(s) {', '.join(map(repr, unknown))} in enabled_toolsets/"
             f"disabled_toolsets; available toolsets: {', '.join(sorted(groups))}"
         )
-    wanted = set(wanted_in) - set(unwanted)
-    chosen = [t for t in _TOOLS.values() if t.toolset in wanted]
+    wanted_names = {t for ts in set(wanted_in) - set(unwanted) for t in groups[ts]}
+    chosen = [t for t in _TOOLS.values() if t.name in wanted_names]
     return [json.loads(json.dumps(t.schema)) for t in chosen], {t.name for t in chosen}
 
 

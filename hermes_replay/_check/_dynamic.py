@@ -7,6 +7,8 @@
 * ``rewards`` — over the run, rewards stay in [0, 1] and are not all equal.
 * ``rerun`` — the ``process`` cassette replayed twice in one process gives the same rewards
   (no state leaks between runs; a second run does not fail).
+* ``twice`` — with a cassette: replayed twice in fresh interpreters, the two runs send the same
+  requests and tool calls and score the same rewards (``replay --twice``).
 
 The last three need a model: a cassette (offline replay) or an endpoint the user names. With
 neither they are reported as warnings that say so — never as passes.
@@ -35,6 +37,7 @@ DYNAMIC_RULES: dict[str, str] = {
     "evaluate": "evaluate runs the agent loop with tools and writes metrics",
     "rewards": "rewards are in [0, 1] and not all equal",
     "rerun": "run twice in one process, the same rewards (no state leaks between runs)",
+    "twice": "the cassette replays the same twice (fresh interpreters): requests, tools, rewards",
 }
 _FIXES: dict[str, str] = {
     "import": "import the file yourself and fix the traceback (a missing package, a typo, or "
@@ -47,6 +50,8 @@ _FIXES: dict[str, str] = {
     "rewards": "clamp compute_reward to [0, 1]; if every reward is equal, the reward does not "
                "discriminate (check it on a known-good and a known-bad rollout)",
     "rerun": "keep per-run state on the environment instance (set it in setup)",
+    "twice": "see the message: normalize or ignore the volatile field, or seed the randomness; "
+             "`hermes-replay replay CASSETTE --twice` shows it again",
 }
 
 

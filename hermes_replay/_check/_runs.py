@@ -290,6 +290,23 @@ def analyse_runs(display: str, target: Target, process: ModeRun,
             _row("rewards", display, reward_problems, rewards_fix)]
 
 
+def twice_row(display: str, cassette: Path, work: Path) -> RuleRow:
+    """Is the replay deterministic? The process cassette (else any) replayed twice."""
+    from hermes_replay._twice import replay_twice
+
+    found = cassettes_by_mode(cassette)
+    chosen = found.get("process") or next(iter(found.values()), None)
+    if chosen is None:
+        return _row("twice", display, [("warn", f"no replayable cassette at {cassette}")])
+    report = replay_twice(chosen, work)
+    problems: list[outputs.Problem] = [("fail", f"{chosen}: run {i + 1} failed: {e}")
+                                       for i, e in enumerate(report.errors)]
+    if report.difference is not None:
+        problems.append(("fail", f"{chosen}: " + "; ".join(
+            line.strip() for line in report.difference.lines())))
+    return _row("twice", display, problems)
+
+
 def _rerun_row(display: str, env_file: Path, process: ModeRun, work: Path) -> RuleRow:
     """Replay the process run's cassette twice in one process (see ``_rerun``)."""
     from hermes_replay._check._rerun import RERUN_FIX, compare_runs, rerun_twice
@@ -328,8 +345,11 @@ def check_dynamic(env_file: Path, display: str, target: Target,
                         kind="dynamic")
                 for rule in MODEL_RULES
             ]]
-        return [imported, *analyse_runs(display, target, process, evaluate),
+        rows = [imported, *analyse_runs(display, target, process, evaluate),
                 _rerun_row(display, env_file, process, work)]
+        if target.cassette is not None:
+            rows.append(twice_row(display, target.cassette, work / "twice"))
+        return rows
     finally:
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)

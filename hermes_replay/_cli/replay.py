@@ -2,12 +2,16 @@
 
 Two forms:
 
-* ``replay [CASSETTE_OR_DIR] [--out DIR] [--strict] [--fail-on-change]`` (the main job): for every
-  cassette, run its recorded command (``header.env_file`` + ``header.command``) in replay mode,
-  with output paths moved into ``--out``, and print a summary per cassette plus a final table,
-  then write ``<out>/report.html`` (``hermes-replay report``; needs the ``report`` extra) and
-  print its path.
+* ``replay [CASSETTE_OR_DIR] [-j N] [--out DIR] [--strict] [--fail-on-change]`` (the main
+  job): for every cassette, run its recorded command (``header.env_file`` +
+  ``header.command``) in replay mode — in N worker processes with ``-j N`` (default: the cores;
+  see ``_parallel``) — with output paths moved into ``--out``, print a summary per cassette
+  plus a final table, then write ``<out>/report.html`` (``hermes-replay report``; needs the
+  ``report`` extra) and print its path.
 * ``replay ENV_FILE [--cassette PATH] [--strict] -- MODE [env flags]``: one run, your flags.
+* ``replay [CASSETTE_OR_DIR] --twice``: each cassette replayed twice in fresh interpreters; the
+  first request field, tool result or reward that differs is reported with the
+  ``normalizers``/``ignore_paths`` entry (or the note to seed) that fixes it; exit 1 if any.
 
 Tool calls are answered from the cassette by default (``--tools replay``): nothing the cassette
 says is executed, no sandbox is made. ``--tools execute`` runs them again and reports each
@@ -21,6 +25,7 @@ environment; 2 usage.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -28,6 +33,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from hermes_replay._cli._parallel import default_jobs
 from hermes_replay._cli._render import RunSummary, Style, fmt_reward, table
 from hermes_replay._cli._runner import (
     ENV_MODES,
@@ -53,8 +59,8 @@ def register(sub: Any) -> None:
         "replay",
         help="re-run recorded environments offline and report rewards, misses, changes",
         usage=(
-            "hermes-replay replay [CASSETTE_OR_DIR] [--out DIR] [--strict] [--fail-on-change] "
-            "[--no-report] [-v]\n"
+            "hermes-replay replay [CASSETTE_OR_DIR] [-j N] [--out DIR] [--strict] "
+            "[--fail-on-change] [--no-report] [-v]\n"
             "       hermes-replay replay ENV_FILE [--cassette PATH] [--strict] "
             "-- serve|process|evaluate [env flags]"
         ),
@@ -85,6 +91,11 @@ def register(sub: Any) -> None:
     )
     add_tool_policy_args(p)
     p.add_argument(
+        "--twice", action="store_true",
+        help="replay each cassette twice in fresh interpreters and report the first request "
+        "field, tool result or reward that differs (exit 1 when they differ)",
+    )
+    p.add_argument(
         "--fail-on-change",
         action="store_true",
         help="exit 1 when a reward differs from the recorded one (default: shown, exit 0)",
@@ -104,6 +115,10 @@ def register(sub: Any) -> None:
         help="run tool commands the cassette makes execute on this host WITHOUT kernel "
         "isolation (default: inside bubblewrap; only for cassettes you trust)",
     )
+    p.add_argument(
+        "-j", "--jobs", type=int, metavar="N",
+        help="replay the cassettes of a folder in N worker processes (default: the number of "
+        "cores; 1 = one after another in this process); one table and exit code for all")
     p.add_argument(
         "-v", "--verbose",
         action="store_true",
@@ -140,9 +155,17 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"hermes-replay replay: {exc}", file=sys.stderr)
         return 2
+    if args.jobs is not None and args.jobs < 1:
+        print(f"hermes-replay replay: -j {args.jobs}: give 1 or more worker processes "
+              "(default: the number of cores).", file=sys.stderr)
+        return 2
+    if args.twice:
+        return replay_twice_all(Path(args.target), out=args.out, **matching_options(args),
+                                **tools)
     return replay_all(Path(args.target), out=args.out, strict=args.strict,
                       fail_on_change=args.fail_on_change, verbose=args.verbose,
-                      options=matching_options(args), report=args.report, **tools)
+                      options=matching_options(args), report=args.report, jobs=args.jobs,
+                      **tools)
 
 
 def _guards(args: argparse.Namespace) -> dict[str, Any]:
@@ -238,7 +261,8 @@ def _fresh_out_dir() -> Path:
 
 def replay_all(
     target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False,
-    options: dict[str, Any] | None = None, report: bool = True, **tools: Any,
+    options: dict[str, Any] | None = None, report: bool = True, jobs: int | None = None,
+    **tools: Any,
 ) -> int:
     if not target.exists() and target != Path("cassettes"):
         print(
@@ -259,20 +283,27 @@ def replay_all(
         return 0
     out = out or _fresh_out_dir()
     style = Style(sys.stdout)
-    rows: list[_Row] = []
-    for cassette in cassettes:
-        rel = cassette.relative_to(target) if target.is_dir() else Path(cassette.name)
-        summary, mode = _replay_cassette(cassette, out / rel.with_suffix(""), strict, verbose,
-                                         options or {}, tools)
-        rows.append(_Row(str(cassette), mode, summary))
-        print("\n".join(summary.lines(style)))
-        if summary.exit_code in (130, 143):  # Ctrl-C/SIGTERM: stop, still show what was done
-            break
+    tools = {**(options or {}), **tools}  # both are keyword options of run_cassette
+    outs = [out / _output_name(c.relative_to(target) if target.is_dir() else Path(c.name))
+            for c in cassettes]
+    workers = min(jobs or default_jobs(), len(cassettes))
+    if workers > 1:
+        rows, interrupted = _replay_in_processes(cassettes, outs, workers, strict, verbose,
+                                                 tools, style)
+    else:
+        rows, interrupted = [], False
+        for cassette, out_dir in zip(cassettes, outs, strict=True):
+            summary, mode = replay_cassette(cassette, out_dir, strict, verbose, tools)
+            rows.append(_Row(str(cassette), mode, summary))
+            print("\n".join(summary.lines(style)))
+            if summary.exit_code in (130, 143):  # Ctrl-C/SIGTERM: stop, still show what was done
+                interrupted = True
+                break
     print()
     print(_final_table(rows, style))
     print(f"outputs: {out}")
-    if rows and rows[-1].summary.exit_code in (130, 143):
-        return rows[-1].summary.exit_code
+    if interrupted:
+        return rows[-1].summary.exit_code if rows and rows[-1].summary.exit_code else 130
     if report:
         from hermes_replay._report import report_line
 
@@ -283,9 +314,60 @@ def replay_all(
     return code
 
 
-def _replay_cassette(
-    cassette: Path, out_dir: Path, strict: bool, verbose: bool, options: dict[str, Any],
-    tools: dict[str, Any]
+def replay_twice_all(target: Path, *, out: Path | None, **tools: Any) -> int:
+    """``replay --twice``: each cassette replayed twice, the first difference reported."""
+    from hermes_replay._twice import replay_twice
+
+    if not target.exists():
+        print(f"hermes-replay replay: {target} does not exist. Next step: pass a cassette file "
+              "or a folder of cassettes.", file=sys.stderr)
+        return 2
+    cassettes = find_cassettes(target)
+    out = out or _fresh_out_dir()
+    differ = 0
+    for cassette in cassettes:
+        rel = cassette.relative_to(target) if target.is_dir() else Path(cassette.name)
+        print(f"replaying {cassette} twice …", file=sys.stderr)
+        report = replay_twice(cassette, out / rel.with_suffix(""), **tools)
+        print("\n".join(report.lines()))
+        differ += not report.deterministic
+    print(f"{len(cassettes) - differ} of {len(cassettes)} cassette(s) replay the same twice; "
+          f"outputs: {out}")
+    return 1 if differ else 0
+
+
+def _output_name(rel: Path) -> Path:
+    """Where a cassette's outputs go under --out: its path without .jsonl / .jsonl.zst."""
+    name = rel.name
+    for suffix in (".jsonl.zst", ".jsonl"):
+        if name.endswith(suffix):
+            return rel.with_name(name[: -len(suffix)])
+    return rel.with_suffix("")
+
+
+def _replay_in_processes(cassettes: list[Path], outs: list[Path], workers: int, strict: bool,
+                         verbose: bool, tools: dict[str, Any],
+                         style: Style) -> tuple[list[_Row], bool]:
+    from hermes_replay._cli._parallel import Job, replay_in_processes
+
+    print(f"hermes-replay replay: {len(cassettes)} cassettes in {workers} processes",
+          file=sys.stderr)
+    here, environ = str(Path.cwd()), dict(os.environ)
+    jobs = [Job(i, c.resolve(), o.resolve(), strict, verbose, dict(tools), here, environ)
+            for i, (c, o) in enumerate(zip(cassettes, outs, strict=True))]
+
+    def done(outcome: Any) -> None:
+        if outcome.stderr:
+            sys.stderr.write(outcome.stderr)
+        outcome.summary.cassette = str(cassettes[outcome.index])
+        print("\n".join(outcome.summary.lines(style)), flush=True)
+
+    outcomes, interrupted = replay_in_processes(replay_cassette, jobs, workers, done)
+    return [_Row(str(cassettes[o.index]), o.mode, o.summary) for o in outcomes], interrupted
+
+
+def replay_cassette(
+    cassette: Path, out_dir: Path, strict: bool, verbose: bool, tools: dict[str, Any]
 ) -> tuple[RunSummary, str]:
     from hermes_replay import CassetteError, load_cassette
     from hermes_replay._run import run_cassette
@@ -315,7 +397,7 @@ def _replay_cassette(
     out_dir = out_dir.resolve()
     log = None if verbose else out_dir / "env.log"
     summary, _ = run_with_progress(
-        partial(run_cassette, cassette, out_dir=out_dir, strict=strict, **tools, **options),
+        partial(run_cassette, cassette, out_dir=out_dir, strict=strict, **tools),
         mode="replay", cassette=cassette, log_path=log, verbose=verbose,
         label=f"replaying {cassette.parent.name}/{cassette.name}")
     summary.cassette = str(cassette)

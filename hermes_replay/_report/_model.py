@@ -112,6 +112,12 @@ def _status(row: dict[str, Any], compared: bool) -> str:
     return "same" if compared else ""
 
 
+def _changed(row: dict[str, Any]) -> bool:
+    """A reward that moved, or a rollout on one side only — whatever else (a miss) it shows."""
+    return row["status"] in ("changed", "new", "only before") or (
+        row["delta"] is not None and abs(row["delta"]) > _TOL)
+
+
 def _section_rows(si: int, section: Section, state: dict[str, Any], strings: Strings
                   ) -> list[dict[str, Any]]:
     run, base = section.run, section.baseline
@@ -194,8 +200,7 @@ def build_state(sections: list[Section], *, subject: str, against: str | None,
                 "rollouts": len(rows),
                 "mean": _mean([r["reward"] for r in rows]),
                 "mean_before": _mean([r["before"] for r in rows]) if base else None,
-                "changed": sum(1 for r in rows if r["status"] in ("changed", "new",
-                                                                   "only before")),
+                "changed": sum(1 for r in rows if _changed(r)),
                 "misses": len(run.misses), "unused": len(run.unused),
             },
             "charts": charts.section_charts(section.title, rows, compared=base is not None),

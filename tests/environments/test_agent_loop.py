@@ -79,6 +79,11 @@ ALL_SCHEMAS, ALL_NAMES = resolve_toolsets(None, None)
 USER = [{"role": "user", "content": "do it"}]
 
 
+def user() -> list[dict]:
+    """A fresh conversation: ``run`` extends the list it is given in place."""
+    return [dict(m) for m in USER]
+
+
 def make_loop(server, task_id, names=None, **kwargs) -> HermesAgentLoop:
     names = ALL_NAMES if names is None else names
     schemas = [s for s in ALL_SCHEMAS if s["function"]["name"] in names]
@@ -116,10 +121,12 @@ async def test_request_kwargs_and_natural_finish(task_id):
     result = await loop.run(messages)
 
     assert result.finished_naturally and result.turns_used == 1
-    assert result.messages == [*messages, {"role": "assistant", "content": "the answer"}]
-    assert len(messages) == 2  # the caller's list is not modified
+    # the former contract: the caller's list is extended in place and is the result's list
+    assert result.messages is messages
+    assert messages == [{"role": "system", "content": "sys"}, *USER,
+                        {"role": "assistant", "content": "the answer"}]
     (req,) = server.requests
-    assert req["messages"] == messages and req["n"] == 1 and req["temperature"] == 0.3
+    assert req["messages"] == messages[:2] and req["n"] == 1 and req["temperature"] == 0.3
     assert req["max_tokens"] == 50 and req["extra_body"] == {"top_k": 5}
     assert [t["function"]["name"] for t in req["tools"]] == [
         s["function"]["name"] for s in ALL_SCHEMAS
@@ -129,7 +136,7 @@ async def test_request_kwargs_and_natural_finish(task_id):
 
 async def test_optional_kwargs_are_omitted_when_unset(task_id):
     server = FakeServer(completion("ok"))
-    await HermesAgentLoop(server, [], set(), task_id=task_id).run(USER)
+    await HermesAgentLoop(server, [], set(), task_id=task_id).run(user())
     assert set(server.requests[0]) == {"messages", "n", "temperature"}
     assert server.requests[0]["temperature"] == 1.0
 
@@ -138,7 +145,7 @@ async def test_each_turn_gets_its_own_copy_of_the_messages(task_id):
     server = FakeServer(
         completion(None, [tc("terminal", {"command": "echo hi"})]), completion("done")
     )
-    result = await make_loop(server, task_id).run(USER)
+    result = await make_loop(server, task_id).run(user())
     first, second = (r["messages"] for r in server.requests)
     assert len(first) == 1 and len(second) == 3  # later turns did not grow the first list
     assert first is not second
@@ -153,7 +160,7 @@ async def test_structured_tool_call_round_trip(task_id):
         completion("Let me look.", [tc("terminal", {"command": "echo hi"}, "call_abc")]),
         completion("It printed hi."),
     )
-    result = await make_loop(server, task_id).run(USER)
+    result = await make_loop(server, task_id).run(user())
     assert result.finished_naturally and result.turns_used == 2
     assistant, tool, final = result.messages[1:]
     assert assistant == {
@@ -183,7 +190,7 @@ async def test_dict_tool_calls_flat_or_nested(task_id, call):
     """Servers (and fakes) may hand back plain dicts instead of SDK objects."""
     first = {"choices": [{"message": {"role": "assistant", "content": "", "tool_calls": [call]}}]}
     second = {"choices": [{"message": {"role": "assistant", "content": "done"}}]}
-    result = await make_loop(FakeServer(first, second), task_id).run(USER)
+    result = await make_loop(FakeServer(first, second), task_id).run(user())
     assert result.finished_naturally and result.tool_errors == []
     emitted = result.messages[1]["tool_calls"][0]
     assert emitted["type"] == "function" and emitted["function"]["name"] == "write_file"
@@ -205,7 +212,7 @@ async def test_calls_in_one_message_run_in_order(task_id):
         ),
         completion("done"),
     )
-    result = await make_loop(server, task_id).run(USER)
+    result = await make_loop(server, task_id).run(user())
     tool_msgs = [m for m in result.messages if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_msgs] == ["c1", "c2", "c3"]
     assert json.loads(tool_msgs[2]["content"])["content"] == "second"
@@ -235,7 +242,7 @@ async def test_every_kind_of_tool_failure_is_readable_and_recorded(task_id, priv
         ),
         completion("gave up"),
     )
-    result = await make_loop(server, task_id, names=names).run(USER)
+    result = await make_loop(server, task_id, names=names).run(user())
 
     assert ran == [{"x": 1}]  # invalid-JSON and non-object arguments never reach the tool
     errors = {e.tool_name + ":" + e.arguments: e for e in result.tool_errors}
@@ -264,7 +271,7 @@ async def test_tool_error_turn_numbers(task_id):
         completion(None, [tc("terminal", {"command": "false"})]),
         completion("done"),
     )
-    result = await make_loop(server, task_id).run(USER)
+    result = await make_loop(server, task_id).run(user())
     assert [(e.turn, e.error) for e in result.tool_errors] == [(2, "exit code 1")]
 
 
@@ -272,13 +279,13 @@ async def test_terminal_timeout_setting_reaches_the_tool(task_id):
     server = FakeServer(
         completion(None, [tc("terminal", {"command": "sleep 10"})]), completion("x")
     )
-    result = await make_loop(server, task_id, terminal_timeout=0.3).run(USER)
+    result = await make_loop(server, task_id, terminal_timeout=0.3).run(user())
     assert result.tool_errors[0].error == "exit code 124"  # killed at the timeout, not at 10 s
 
 
 async def test_unavailable_terminal_backend_is_a_readable_tool_error(task_id):
     server = FakeServer(completion(None, [tc("terminal", {"command": "ls"})]), completion("x"))
-    result = await make_loop(server, task_id, terminal_backend="docker").run(USER)
+    result = await make_loop(server, task_id, terminal_backend="docker").run(user())
     assert "not available" in result.tool_errors[0].error
 
 
@@ -295,7 +302,7 @@ class FakeParser:
 
 async def test_text_tool_calls_are_parsed_when_none_are_structured(task_id):
     server = FakeServer(completion("thinking CALL terminal"), completion("done"))
-    result = await make_loop(server, task_id, tool_call_parser=FakeParser()).run(USER)
+    result = await make_loop(server, task_id, tool_call_parser=FakeParser()).run(user())
     assert result.messages[1]["content"] == "thinking"
     assert result.messages[1]["tool_calls"][0]["function"]["name"] == "terminal"
     assert json.loads(result.messages[2]["content"])["output"] == "p\n"
@@ -306,7 +313,7 @@ async def test_structured_calls_win_over_text(task_id):
     server = FakeServer(
         completion("CALL in text", [tc("terminal", {"command": "echo s"})]), completion("done")
     )
-    result = await make_loop(server, task_id, tool_call_parser=FakeParser()).run(USER)
+    result = await make_loop(server, task_id, tool_call_parser=FakeParser()).run(user())
     assert result.messages[1]["content"] == "CALL in text"
     assert json.loads(result.messages[2]["content"])["output"] == "s\n"
 
@@ -314,7 +321,7 @@ async def test_structured_calls_win_over_text(task_id):
 async def test_hermes_parser_from_the_registry(task_id):
     text = 'ok <tool_call>{"name": "terminal", "arguments": {"command": "echo h"}}</tool_call>'
     server = FakeServer(completion(text), completion("done"))
-    result = await make_loop(server, task_id).run(USER)
+    result = await make_loop(server, task_id).run(user())
     assert result.messages[1]["content"] == "ok"
     assert json.loads(result.messages[2]["content"]) == {"output": "h\n", "exit_code": 0}
 
@@ -324,7 +331,7 @@ async def test_hermes_parser_from_the_registry(task_id):
 
 async def test_max_turns(task_id):
     server = FakeServer(completion(None, [tc("terminal", {"command": "true"})]))
-    result = await make_loop(server, task_id, max_turns=3).run(USER)
+    result = await make_loop(server, task_id, max_turns=3).run(user())
     assert result.turns_used == 3 and not result.finished_naturally
     assert len(server.requests) == 3
     assert [m["role"] for m in result.messages[1:]] == ["assistant", "tool"] * 3
@@ -339,8 +346,9 @@ async def test_api_error_ends_gracefully(task_id, caplog):
     server = FakeServer(
         completion(None, [tc("terminal", {"command": "true"})]), ConnectionError("endpoint down")
     )
-    result = await make_loop(server, task_id).run(USER)
-    assert not result.finished_naturally and result.turns_used == 1
+    result = await make_loop(server, task_id).run(user())
+    # the failed second call counts as a turn (the former layer's turns_used)
+    assert not result.finished_naturally and result.turns_used == 2
     assert result.messages[-1]["role"] == "tool"
     assert "endpoint down" in caplog.text and "turn 2" in caplog.text
 
@@ -356,8 +364,8 @@ async def test_api_error_ends_gracefully(task_id, caplog):
     ],
 )
 async def test_empty_choices_end_gracefully(task_id, response, caplog):
-    result = await make_loop(FakeServer(response), task_id).run(USER)
-    assert not result.finished_naturally and result.turns_used == 0
+    result = await make_loop(FakeServer(response), task_id).run(user())
+    assert not result.finished_naturally and result.turns_used == 1  # an empty call is a turn
     assert result.messages == USER
     assert "ending" in caplog.text
 
@@ -377,7 +385,7 @@ async def test_reasoning_from_each_field(task_id):
         completion(None, [tc("terminal", {"command": "true"})]),
         completion("done", reasoning_details=[{"type": "reasoning.encrypted", "data": "zz"}]),
     )
-    result = await make_loop(server, task_id).run(USER)
+    result = await make_loop(server, task_id).run(user())
     assert result.reasoning_per_turn[:4] == ["rc", "plain", "d1\nd2", None]
     assert json.loads(result.reasoning_per_turn[4]) == [
         {"type": "reasoning.encrypted", "data": "zz"}
@@ -389,7 +397,7 @@ async def test_reasoning_from_each_field(task_id):
 
 async def test_reasoning_on_dict_messages(task_id):
     server = FakeServer({"choices": [{"message": {"content": "a", "reasoning_content": "why"}}]})
-    result = await make_loop(server, task_id).run(USER)
+    result = await make_loop(server, task_id).run(user())
     assert result.reasoning_per_turn == ["why"]
 
 
@@ -442,7 +450,7 @@ async def _run_slow_loops(n: int) -> list[str]:
         )
         for i in range(n)
     ]
-    results = await asyncio.gather(*(loop.run(USER) for loop in loops))
+    results = await asyncio.gather(*(loop.run(user()) for loop in loops))
     for loop in loops:
         cleanup_task(loop.task_id)
     assert all(r.finished_naturally for r in results)
@@ -480,7 +488,7 @@ async def test_contextvars_reach_the_tool_thread(private_registry, task_id):
 
     var.set("rollout-7")
     server = FakeServer(completion(None, [tc("peek", {})]), completion("done"))
-    await HermesAgentLoop(server, [], {"peek"}, task_id=task_id).run(USER)
+    await HermesAgentLoop(server, [], {"peek"}, task_id=task_id).run(user())
     assert seen[0][0] == "rollout-7"
     assert seen[0][1].startswith("hermes-tool")
 
@@ -489,13 +497,13 @@ async def test_loop_without_task_id_cleans_up_its_own_sandbox():
     server = FakeServer(completion(None, [tc("terminal", {"command": "touch x"})]), completion("d"))
     loop = HermesAgentLoop(server, [], {"terminal"})
     assert loop.task_id.startswith("agent-loop-")
-    await loop.run(USER)
+    await loop.run(user())
     assert loop.task_id not in active_sandboxes()
 
 
 async def test_given_task_id_keeps_its_sandbox_for_scoring(task_id):
     server = FakeServer(completion(None, [tc("terminal", {"command": "touch x"})]), completion("d"))
-    await make_loop(server, task_id).run(USER)
+    await make_loop(server, task_id).run(user())
     assert task_id in active_sandboxes()
     assert get_sandbox(task_id).run("ls").output == "x\n"
 
@@ -508,7 +516,7 @@ def test_unknown_parser_name_fails_when_the_loop_is_built():
 async def test_parser_none_leaves_text_alone(task_id):
     text = '<tool_call>{"name": "terminal", "arguments": {"command": "ls"}}</tool_call>'
     server = FakeServer(completion(text))
-    result = await make_loop(server, task_id, tool_call_parser=None).run(USER)
+    result = await make_loop(server, task_id, tool_call_parser=None).run(user())
     assert result.finished_naturally and result.messages[-1]["content"] == text
 
 
@@ -519,7 +527,7 @@ class RaisingParser:
 
 async def test_a_raising_parser_keeps_the_text(task_id, caplog):
     server = FakeServer(completion("plain answer"))
-    result = await make_loop(server, task_id, tool_call_parser=RaisingParser()).run(USER)
+    result = await make_loop(server, task_id, tool_call_parser=RaisingParser()).run(user())
     assert result.finished_naturally and result.messages[-1]["content"] == "plain answer"
     assert "parser bug" in caplog.text
 
@@ -528,6 +536,6 @@ async def test_log_lines_name_the_rollout(task_id, caplog):
     from hermes_replay import rollout
 
     with rollout("train-abc-0-1"):
-        await make_loop(FakeServer(RuntimeError("503")), task_id).run(USER)
+        await make_loop(FakeServer(RuntimeError("503")), task_id).run(user())
     assert "rollout train-abc-0-1 task test-loop-" in caplog.text
     assert "turn 1" in caplog.text

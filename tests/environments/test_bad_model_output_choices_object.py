@@ -19,5 +19,5 @@ async def test_choices_that_are_not_a_list_end_the_rollout_cleanly() -> None:
         env = await _env(f"http://127.0.0.1:{server.port}/v1")
         outcome = await env.rollout(_item(CASE))
     _check(outcome, CASE, max_turns=4)
-    assert outcome.turns_used == 0 and not outcome.finished_naturally
+    assert outcome.turns_used == 1 and not outcome.finished_naturally
     assert server.calls[CASE] >= 1

@@ -72,7 +72,7 @@ async def test_tools_resolved_once_and_each_slot_gets_its_own_rollout_and_task_i
     calls = []
     original = env._resolve_tools_for_group
     monkeypatch.setattr(env, "_resolve_tools_for_group",
-                        lambda: calls.append(1) or original())
+                        lambda *a, **k: calls.append(1) or original(*a, **k))
     task_ids = []
     real_ctx = _rollout.ToolContext
 

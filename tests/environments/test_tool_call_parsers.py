@@ -63,6 +63,11 @@ def test_public_names() -> None:
     assert set(tcp.__all__) == {
         "ChatCompletionMessageToolCall", "ParseResult", "ToolCallParser", "get_parser",
         "list_parsers", "register_parser",
+        # the former layer's names
+        "PARSER_REGISTRY", "DeepSeekV31ToolCallParser", "DeepSeekV3ToolCallParser",
+        "Glm45ToolCallParser", "Glm47ToolCallParser", "HermesToolCallParser",
+        "KimiK2ToolCallParser", "LlamaToolCallParser", "LongcatToolCallParser",
+        "MistralToolCallParser", "Qwen3CoderToolCallParser", "QwenToolCallParser",
     }  # fmt: skip
     assert all(hasattr(tcp, name) for name in tcp.__all__)
 
@@ -307,7 +312,7 @@ def test_get_parser_is_case_insensitive_and_returns_fresh_instances() -> None:
 
 
 @pytest.mark.parametrize(
-    ("alias", "canonical"), [("qwen", "hermes"), ("deepseek_v31", "deepseek_v3_1")]
+    ("alias", "canonical"), [("llama4_json", "llama3_json"), ("deepseek_v31", "deepseek_v3_1")]
 )
 def test_aliases_resolve_to_the_canonical_parser(alias: str, canonical: str) -> None:
     parser = get_parser(alias)

@@ -82,22 +82,21 @@ async def test_reaches_the_sandbox_the_rollout_used(task_id):
 
 def test_sync_api_outside_an_event_loop(task_id, tmp_path, caplog):
     ctx = ToolContext(task_id)
-    ctx.write_file("a/b.txt", "hello")
-    assert ctx.read_file("a/b.txt") == "hello"
+    assert ctx.write_file("a/b.txt", "hello")["bytes_written"] == 5
+    assert ctx.read_file("a/b.txt")["content"] == "hello"
     assert ctx.terminal("cat a/b.txt; exit 4") == {"exit_code": 4, "output": "hello"}
     assert ctx.terminal("sleep 5", timeout=0.2)["exit_code"] == 124
 
     (tmp_path / "in.txt").write_text("up")
-    ctx.upload_file(str(tmp_path / "in.txt"), "up.txt")
-    ctx.download_file("up.txt", str(tmp_path / "out.txt"))
+    assert ctx.upload_file(str(tmp_path / "in.txt"), "up.txt") == {"exit_code": 0, "output": ""}
+    assert ctx.download_file("up.txt", str(tmp_path / "out.txt")) == {"success": True, "bytes": 2}
     assert (tmp_path / "out.txt").read_text() == "up"
 
     assert json.loads(ctx.call_tool("read_file", {"path": "up.txt"}))["content"] == "up"
     assert json.loads(ctx.call_tool("read_file", '{"path": "up.txt"}'))["content"] == "up"
-    with pytest.raises(KeyError, match="no tool named 'nope'"):
-        ctx.call_tool("nope", {})
-    with pytest.raises(PermissionError):
-        ctx.read_file("../../outside.txt")
+    assert "no tool named 'nope'" in json.loads(ctx.call_tool("nope", {}))["error"]
+    # failures come back as {"error": ...}; they never raise (the former contract)
+    assert "PermissionError" in ctx.read_file("../../outside.txt")["error"]
     assert "blocks every other rollout" not in caplog.text  # no loop, no warning
 
 
@@ -220,13 +219,16 @@ async def test_async_file_transfer(task_id, tmp_path):
     assert (tmp_path / "back.txt").read_text() == "s"
 
 
-def test_backend_choice(task_id):
+async def test_backend_choice(task_id):
     assert ToolContext(task_id).sandbox.name == "local"  # default when the task has none yet
+    # the sync form answers with the error (the former contract), the awaitable form raises
+    assert "already has a 'local' sandbox" in ToolContext(task_id, backend="docker").terminal(
+        "ls")["error"]
     with pytest.raises(ValueError, match="already has a 'local' sandbox"):
-        ToolContext(task_id, backend="docker").terminal("ls")
+        await ToolContext(task_id, backend="docker").aterminal("ls")
     cleanup_sandbox(task_id)
     with pytest.raises(NotImplementedError, match="not available"):
-        ToolContext(task_id, backend="docker").terminal("ls")
+        await ToolContext(task_id, backend="docker").aterminal("ls")
     with pytest.raises(ValueError, match="task_id"):
         ToolContext("")
 

@@ -66,7 +66,8 @@ def test_resolve_all_enabled_and_disabled():
 
 
 def test_resolve_unknown_toolset_lists_available():
-    with pytest.raises(ValueError, match=r"'termnial'.*available toolsets: file, terminal, todo"):
+    with pytest.raises(ValueError,
+                       match=r"'termnial'.*available toolsets: file, search, terminal, todo, web"):
         resolve_toolsets(["termnial"])
     with pytest.raises(ValueError, match="'nope'"):
         resolve_toolsets(None, ["nope"])

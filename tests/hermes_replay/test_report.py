@@ -150,6 +150,9 @@ def test_replay_prints_its_report_and_the_report_shows_the_misses(tmp_path, monk
         misses[0]["text"]
     assert all(r["misses"] == 0 for r in rows.values() if r["id"] != rid)
     assert state["sections"][0]["summary"]["misses"] == rows[rid]["misses"]
+    # its reward moved too (the env scored a rollout whose request failed): counted as changed
+    moved = sum(1 for r in rows.values() if r["delta"])
+    assert state["sections"][0]["summary"]["changed"] == moved
 
 
 def test_a_planted_api_key_is_shown_redacted_and_verify_flags_it(tmp_path):

@@ -33,7 +33,8 @@
     const meta = el("p", { class: "meta" }, "generated " + S.generated + " · hermes-replay " + S.version);
     head.append(meta);
     const rows = S.rows;
-    const changed = rows.filter((r) => ["changed", "new", "only before"].includes(r.status)).length;
+    // a reward that moved counts as changed even when its row shows a miss
+    const changed = S.sections.reduce((n, sec) => n + sec.summary.changed, 0);
     const misses = rows.reduce((n, r) => n + r.misses, 0);
     const badges = el("p", { class: "badges" },
       el("span", { class: "badge", id: "count-rollouts", text: rows.length + " rollouts" }),

@@ -1,0 +1,9 @@
+"""DeepSeekV3ToolCallParser under its former module path (``deepseek_v3_parser``).
+
+Environment files written for it import parsers by this module name; the implementation lives
+in ``deepseek.py``.
+"""
+
+from .deepseek import DeepSeekV3ToolCallParser
+
+__all__ = ['DeepSeekV3ToolCallParser']

@@ -1,0 +1,131 @@
+"""``replay --twice`` finds nondeterminism: two replays in fresh interpreters, the first request
+field, tool result or reward that differs, and what fixes it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from hermes_replay._twice import VOLATILE, compare_traces, replay_twice
+from hermes_replay.cli import main
+from hermes_replay.scripted_endpoint import ScriptedEndpoint
+
+# An env with the env CLI's shape. TWICE_KIND picks its nondeterminism: "time" puts the time
+# in its prompt, "reward" scores with unseeded randomness, "tool" runs a clock tool,
+# anything else is deterministic.
+ENV = '''
+import datetime, os, random, sys, time
+import openai
+import hermes_replay
+
+def flag(name):
+    return sys.argv[sys.argv.index(name) + 1]
+
+kind = os.environ.get("TWICE_KIND", "")
+client = openai.OpenAI(base_url=flag("--openai.base_url"), api_key="x", max_retries=0)
+with hermes_replay.rollout("train-twice-0-0") as scope:
+    system = "You are terse."
+    if kind == "time":
+        system += f" The time is {datetime.datetime.now().isoformat()}."
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": "2+2?"}]
+    client.chat.completions.create(model="m", messages=messages)
+    hermes_replay.tool_call("clock", {}, lambda: {"output": str(time.time_ns()), "exit_code": 0})
+    # SystemRandom: randomness replay's seeding of `random`/numpy does not fix
+    reward = random.SystemRandom().random() if kind == "reward" else 1.0
+    scope.report(reward=reward, turns_used=1, finished_naturally=True, phase="train")
+'''
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "twice_env.py").write_text(ENV)
+    return tmp_path
+
+
+def _record(kind: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TWICE_KIND", kind)
+    with ScriptedEndpoint(script="generic") as ep:
+        assert main(["record", "envs/twice_env.py", "--cassette", f"{kind or 'same'}.jsonl",
+                     "--endpoint", ep.base_url, "--model", "m", "--", "process"]) == 0
+    return Path(f"{kind or 'same'}.jsonl").resolve()
+
+
+def test_time_in_the_prompt_is_found_with_the_normalizer_that_fixes_it(
+        project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    cassette = _record("time", monkeypatch)
+    assert main(["replay", str(cassette), "--twice", "--out", "twice"]) == 1
+    out = capsys.readouterr().out
+    assert "the two replays differ first at request · rollout train-twice-0-0 · turn 1" in out
+    assert "field  body.messages[0].content" in out
+    assert "the values differ by a timestamp" in out
+    assert "normalizers=[(r'\\d{4}-\\d\\d-\\d\\d[T ]" in out  # a raw string, pasteable
+
+    # the suggested normalizer, applied, makes the two replays agree (and match the recording)
+    pattern = next(p for name, p, _ in VOLATILE if name == "a timestamp")
+    report = replay_twice(cassette, project / "twice2", normalizers=[(pattern, "<time>")])
+    assert report.deterministic, report.lines()
+    assert report.compared["requests"] == 1 and report.compared["rewards"] == 1
+
+
+def test_a_deterministic_cassette_replays_the_same_twice(
+        project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    cassette = _record("", monkeypatch)
+    monkeypatch.setenv("TWICE_KIND", "")
+    assert main(["replay", str(cassette), "--twice", "--out", "twice"]) == 0
+    out = capsys.readouterr().out
+    assert "the two replays agree (1 requests, 1 tool calls, 1 rewards compared)" in out
+
+
+def test_an_unseeded_reward_gets_a_note_to_seed(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cassette = _record("reward", monkeypatch)
+    report = replay_twice(cassette, project / "twice")
+    assert report.difference is not None
+    assert report.difference.what == "reward"
+    assert "seeds Python's `random`" in report.difference.suggestion
+
+
+def test_an_executed_tool_whose_output_varies_is_found(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cassette = _record("", monkeypatch)
+    assert replay_twice(cassette, project / "replayed").deterministic  # tools from the cassette
+    report = replay_twice(cassette, project / "executed", tools="execute")
+    diff = report.difference
+    assert diff is not None and diff.what == "tool result"
+    assert diff.position == "tool call 0 (clock)" and diff.field == "result.output"
+    assert "a long number" in diff.suggestion
+
+
+def test_a_run_that_leaves_no_trace_is_an_error_not_agreement(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not a cassette\n")
+    report = replay_twice(bad, tmp_path / "out")
+    assert not report.deterministic and len(report.errors) == 2
+
+
+def test_compare_traces_reports_the_earliest_turn_first() -> None:
+    def req(rollout: str, seq: int, content: str) -> dict:
+        return {"kind": "request", "rollout": rollout, "seq": seq, "turn": seq,
+                "request": {"body": {"messages": [{"content": content}]}}}
+
+    a = [req("r2", 0, "same"), req("r1", 0, "same"), req("r1", 1, "x"), req("r2", 1, "late")]
+    b = [req("r2", 0, "same"), req("r1", 0, "same"), req("r1", 1, "y"), req("r2", 1, "LATE")]
+    diff, _ = compare_traces(a, b)
+    assert diff is not None and (diff.rollout, diff.position) == ("r1", "turn 2")
+    assert re.search(r"ignore_paths=\['body.messages\[\*\].content'\]", diff.suggestion)
+
+
+def test_check_reports_a_nondeterministic_cassette_in_its_twice_row(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes_replay._check._runs import twice_row
+
+    row = twice_row("envs/twice_env.py", _record("time", monkeypatch), project / "work")
+    assert row.rule == "twice" and row.status == "fail"
+    [finding] = row.findings
+    assert "body.messages[0].content" in finding.message and "a timestamp" in finding.message
+    assert "--twice" in finding.fix

@@ -17,6 +17,8 @@ from atroposlib.envs.base import BaseEnvConfig
 from atroposlib.envs.server_handling.server_baseline import APIServerConfig
 from pydantic import Field, field_validator
 
+import hermes_replay
+
 logger = logging.getLogger(__name__)
 
 #: Environment variables read for the API key, first non-empty wins. Never written anywhere.
@@ -252,7 +254,9 @@ def redact_yaml_file(path: str | os.PathLike[str]) -> bool:
     if not file.is_file():
         return False
     original = yaml.safe_load(file.read_text()) or {}
-    cleaned = _redact(original, _secret_values())
+    # the key by name and value, then every rule hermes-replay records with (URL passwords
+    # in base_url, credential-named fields, key shapes, known secrets)
+    cleaned = hermes_replay.scrub(_redact(original, _secret_values()))
     if cleaned == original:
         return False
     file.write_text(yaml.dump(cleaned, default_flow_style=False, sort_keys=False))

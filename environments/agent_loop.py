@@ -43,7 +43,7 @@ from typing import Any
 from environments._lifetime import touch
 from environments.tool_budget import BudgetConfig, apply_budget
 from environments.tools import cleanup_task, dispatch_tool, get_sandbox, tool_result_error
-from hermes_replay import RequestNotRecorded, current_rollout, tool_call
+from hermes_replay import RequestNotRecorded, current_rollout, scrub, tool_call
 
 __all__ = ["AgentResult", "HermesAgentLoop", "ToolError", "resize_tool_pool", "tool_pool_size"]
 
@@ -291,7 +291,9 @@ class HermesAgentLoop:
                 f"{type(args).__name__}; the tool was not run."
             )
         try:
-            result = await run_blocking(self._dispatch, name, args)
+            # scrubbed before anyone sees it: a tool printing its environment must not hand
+            # the API key to the model, the cassette or groups.jsonl
+            result = scrub(await run_blocking(self._dispatch, name, args))
         except Exception as exc:
             log.warning("%s: tool %s raised %r", self._where(turn), name, exc)
             return failure(f"Tool {name!r} raised {type(exc).__name__}: {exc}")

@@ -292,6 +292,27 @@ class HermesAgentBaseEnv(BaseEnv):
 
         return list(await asyncio.gather(*(one(item) for item in items)))
 
+    #: Tokens of one rollout decoded into the wandb rollout table (head and tail). atroposlib
+    #: decodes every token of every logged rollout: a 50 MB reply cost ~10 GB and minutes.
+    wandb_rollout_max_tokens: ClassVar[int] = 8192
+
+    async def add_rollouts_for_wandb(self, scored_data: Any, item: Any = None) -> None:
+        """atroposlib's rollout table, with each rollout's text capped (see above)."""
+        cap = self.wandb_rollout_max_tokens
+        tokens = scored_data.get("tokens") if isinstance(scored_data, dict) else None
+        if not cap or not isinstance(tokens, list) or all(len(t) <= cap for t in tokens):
+            await super().add_rollouts_for_wandb(scored_data, item)
+            return
+        half = cap // 2
+        capped = [t if len(t) <= cap else [*t[:half], *t[-half:]] for t in tokens]
+        await super().add_rollouts_for_wandb({**scored_data, "tokens": capped}, item)
+        if self.rollouts_for_wandb:  # say where text was left out
+            self.rollouts_for_wandb[-1] = [
+                (text if len(tokens[i]) <= cap else
+                 f"{text}\n[hermes: {len(tokens[i]) - cap} of {len(tokens[i])} tokens not "
+                 "shown in this table]", score)
+                for i, (text, score) in enumerate(self.rollouts_for_wandb[-1])]
+
     async def wandb_log(self, wandb_metrics: dict[str, Any] | None = None) -> None:
         """Adds tool-error/turn/reward-error metrics, then atroposlib's ``wandb_log``."""
         metrics = dict(wandb_metrics or {})

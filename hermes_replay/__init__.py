@@ -12,6 +12,7 @@ Public API (everything else is private and may change)::
     tool_call(name, args, run, source="agent")  # the seam tools go through: record / replay / run
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
     run_cassette(path, out_dir=…) -> RunResult  # re-run a recorded env command (replay_run)
+    scrub(value) -> value                       # any str/JSON with every known secret removed
     write_report(path, out, against=None) -> Path  # one HTML page (the 'report' extra)
     HermesReplayError > CassetteError, RecordingFailed, ReplayFailed,
         CassetteMiss > UnusedRecordings, ToolCallsDrifted   (see _errors, _tools)
@@ -39,6 +40,7 @@ from hermes_replay._errors import (
 )
 from hermes_replay._known_good import offer_known_good
 from hermes_replay._load import load_cassette
+from hermes_replay._redact import scrub
 from hermes_replay._report import write_report
 from hermes_replay._result import RolloutOutcome, RunResult
 from hermes_replay._run import run_cassette
@@ -84,6 +86,7 @@ __all__ = [
     "recorded_endpoint",
     "rollout",
     "run_cassette",
+    "scrub",
     "tokenizer_for_run",
     "tool_call",
     "write_report",

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from hermes_replay._intercept import WireRequest, WireResponse
+from hermes_replay._known_secrets import KNOWN
 from hermes_replay._redact import (
     KEPT_HEADERS,
     needs_redaction,
@@ -24,6 +25,8 @@ from hermes_replay._redact import (
     redact_text,
     redact_url,
 )
+from hermes_replay._secret_rules import secret_spans
+from hermes_replay._sse import redact_events
 
 __all__ = [
     "header_fields_from",
@@ -141,13 +144,15 @@ def _body_fields(data: bytes) -> dict[str, Any]:
 
 def stored_request(wire: WireRequest, keep_headers: frozenset[str] = KEPT_HEADERS) -> dict:
     """The redacted request as a cassette stores it (and as fingerprints see it)."""
-    data = _decompress(wire.body, _header(wire.headers, "content-encoding"))
-    fields = _body_fields(data)
+    # headers and URL first: the credentials they carry become known secrets, so the same
+    # values are scrubbed from the body too
     request: dict[str, Any] = {
         "method": wire.method.upper(),
         "url": redact_url(wire.url),
         "headers": redact_headers(wire.headers, keep_headers),
     }
+    data = _decompress(wire.body, _header(wire.headers, "content-encoding"))
+    fields = _body_fields(data)
     if "body" in fields:
         request["body"] = fields["body"]
     else:  # not JSON: keep it, under its own key, and let the matcher see it as the body
@@ -181,18 +186,8 @@ def same_request(wire: WireRequest, stored: dict[str, Any]) -> bool:
     return any(_dump(body, style) == data for style in _REQUEST_STYLES)
 
 
-def _split_events(text: str) -> list[str]:
-    """SSE events, each with its terminating blank line, so joining them gives ``text``."""
-    events: list[str] = []
-    rest = text
-    while rest:
-        cut = rest.find("\n\n")
-        if cut < 0:
-            events.append(rest)
-            break
-        events.append(rest[: cut + 2])
-        rest = rest[cut + 2:]
-    return events
+def _sse_secrets(text: str) -> list[tuple[int, int, str]]:
+    return secret_spans(text, KNOWN.spans)
 
 
 def stored_response(wire: WireResponse, keep_headers: frozenset[str] = KEPT_HEADERS) -> dict:
@@ -202,7 +197,8 @@ def stored_response(wire: WireResponse, keep_headers: frozenset[str] = KEPT_HEAD
     }
     if wire.chunks is not None:
         text = b"".join(wire.chunks).decode("utf-8", errors="replace")
-        response["chunks"] = [redact_text(e) for e in _split_events(text)]
+        # deltas joined before scanning: a streamed key arrives in pieces
+        response["chunks"] = redact_events(text, _sse_secrets, redact_json, redact_text)
     else:
         response.update(_response_body_fields(wire.body or b""))
     return response

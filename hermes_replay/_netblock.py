@@ -1,9 +1,11 @@
 """Refuse outbound sockets to anything but loopback while replaying.
 
 Replay promises "nothing reaches the network"; this makes a leak loud instead of slow.
-The seam is ``socket.socket.connect``/``connect_ex`` — every client (httpx, httpx2,
-aiohttp, requests, asyncio's ``sock_connect``) ends there — patched only inside
-``block_network()``.
+The seams are ``socket.socket.connect``/``connect_ex`` — every client (httpx, httpx2,
+aiohttp, requests, asyncio's ``sock_connect``) ends there — and ``socket.getaddrinfo``, so
+a name is not even resolved (a DNS query is already traffic off the machine: a hub
+tokenizer name in a recorded argv made the CLI replay resolve ``huggingface.co``). Patched
+only inside ``block_network()``; used by the pytest plugin, ``run_cassette`` and the CLI.
 """
 
 from __future__ import annotations
@@ -38,6 +40,23 @@ def _is_allowed(address: Any) -> bool:
         return False  # a hostname: it would need DNS, which is already off-box
 
 
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost",
+                             "ip6-loopback"})
+
+
+def _resolvable(host: Any) -> bool:
+    if host is None:
+        return True  # getaddrinfo(None, port): the local wildcard/loopback address
+    name = host.decode() if isinstance(host, bytes) else str(host)
+    if name.lower().rstrip(".") in _LOOPBACK_NAMES or name == "":
+        return True
+    try:
+        ipaddress.ip_address(name.split("%", 1)[0])
+    except ValueError:
+        return False  # a name: resolving it asks a DNS server
+    return True  # a literal address resolves locally; connect() judges it
+
+
 def _guard(address: Any) -> None:
     if not _is_allowed(address):
         raise NetworkBlocked(
@@ -66,8 +85,16 @@ def block_network() -> Iterator[None]:
                 _guard(address)
                 return _ORIGINAL["connect_ex"](self, address)
 
+            _ORIGINAL["getaddrinfo"] = socket.getaddrinfo
+
+            def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+                if not _resolvable(host):
+                    _guard((str(host), args[0] if args else 0))
+                return _ORIGINAL["getaddrinfo"](host, *args, **kwargs)
+
             socket.socket.connect = connect  # type: ignore[method-assign]
             socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
+            socket.getaddrinfo = getaddrinfo  # type: ignore[assignment]
         _DEPTH += 1
     try:
         yield
@@ -77,3 +104,4 @@ def block_network() -> Iterator[None]:
             if _DEPTH == 0:
                 socket.socket.connect = _ORIGINAL.pop("connect")  # type: ignore[method-assign]
                 socket.socket.connect_ex = _ORIGINAL.pop("connect_ex")  # type: ignore[method-assign]
+                socket.getaddrinfo = _ORIGINAL.pop("getaddrinfo")  # type: ignore[assignment]

@@ -91,6 +91,11 @@ def replay_argv(recorded: list[str], user: list[str] | None = None) -> list[str]
     # envs with several servers.
     if any(a.startswith("--openai.") for a in argv):
         argv.append(_PLACEHOLDER_KEY)
+        # a health check pings the endpoint every second; offline there is none to ping
+        # (pings that still come, from a config_init, are answered by the session)
+        argv = _drop_flag([a for a in argv if not a.startswith("--openai.health_check=")],
+                          "--openai.health_check")
+        argv += ["--openai.health_check", "false"]
     return argv
 
 
@@ -188,6 +193,8 @@ def find_env_file(env_file: str, cassette: Path) -> Path | None:
             "choose the file yourself: hermes-replay replay ENV_FILE --cassette "
             f"{cassette} -- MODE …"
         )
+    from hermes_replay._env_guard import NotAnEnvFile, check_env_file
+
     for base in _search_bases(cassette):
         candidate = base / rel
         if candidate.is_file():
@@ -196,5 +203,9 @@ def find_env_file(env_file: str, cassette: Path) -> Path | None:
                     f"env file {env_file} under {base} is a link to {candidate.resolve()}, "
                     "outside the project; replay of a folder refuses to run it"
                 )
+            try:
+                check_env_file(candidate, base)
+            except NotAnEnvFile as exc:
+                raise UnsafeEnvFile(f"the cassette {cassette} names {exc}") from None
             return candidate
     return None

@@ -1,37 +1,51 @@
-"""Redaction: secrets never reach a cassette.
+"""Redaction: secrets never reach a cassette (or any other file hermes-replay writes).
 
 Applied to every request and response *before* it is fingerprinted or written, so a
 recorded fingerprint and a replay-time fingerprint are computed over the same redacted
 form (a key in a body therefore never breaks matching). Replay never needs a key.
 
-Three layers: headers (a small allow-list is kept at all, and the secret ones are
-replaced even if a caller widens the list), query parameters with key-like names, and
-key-shaped patterns inside any string of a JSON body.
+What is secret is decided by ``_secret_rules`` (names, shapes) and ``_known_secrets``
+(values known to be secret) — the same rules ``verify`` uses. Everything redacted *by
+name* (a header, a query parameter, a JSON field, a flag) is also registered as a known
+value, so the same key echoed anywhere later (a response body, a tool's output) is gone too.
+
+Public entry point: ``scrub(value)`` — any string or JSON value, e.g. a tool result.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from hermes_replay._known_secrets import KNOWN
+from hermes_replay._secret_rules import (
+    apply_spans,
+    is_placeholder,
+    is_secret_name,
+    might_hold_secret,
+    secret_spans,
+)
 
 __all__ = [
     "KEPT_HEADERS",
     "might_hold_secret",
     "needs_redaction",
+    "redact_argv",
     "redact_fields",
     "redact_headers",
     "redact_json",
     "redact_text",
     "redact_url",
+    "scrub",
 ]
 
 # Headers worth keeping in a cassette: they change how a body is read. Everything else
 # (user-agent, x-stainless-*, request ids, dates) is noise in a git diff.
 KEPT_HEADERS = frozenset({"content-type", "accept"})
 
-_SECRET_HEADERS = {
+# Placeholder labels of the well-known credential headers (others use their own name).
+_HEADER_LABELS = {
     "authorization": "authorization",
     "proxy-authorization": "authorization",
     "api-key": "api-key",
@@ -42,81 +56,76 @@ _SECRET_HEADERS = {
     "cookie": "cookie",
     "set-cookie": "cookie",
 }
-
-_SECRET_PARAMS = frozenset({
-    "key", "api_key", "apikey", "api-key", "token", "access_token", "access-token", "auth",
-    "auth_token", "refresh_token", "session_token", "id_token", "secret", "client_secret",
-    "password", "passwd", "sig", "signature", "x-api-key",
-})
-
-# Keys whose string values are secrets wherever they appear in a JSON body (also with a
-# prefix: ``openai_api_key``, ``hf_access_token``).
-_SECRET_FIELD = re.compile(
-    r"^(?:[a-z0-9]+[_-])*(api[_-]?key|apikey|access[_-]?token|auth[_-]?token|"
-    r"refresh[_-]?token|session[_-]?token|id[_-]?token|secret|client[_-]?secret|password|"
-    r"passwd|private[_-]?key|authorization)$",
-    re.IGNORECASE,
-)
-
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"Bearer\s+[A-Za-z0-9._~+/=-]{8,}"), "Bearer <redacted:token>"),
-    (re.compile(r"\bsk-(?:ant-|proj-|or-v1-)?[A-Za-z0-9_-]{16,}"), "<redacted:api-key>"),
-    (re.compile(r"\bhf_[A-Za-z0-9]{20,}"), "<redacted:hf-token>"),
-    (re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"), "<redacted:google-key>"),
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), "<redacted:github-token>"),
-    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), "<redacted:slack-token>"),
-    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), "<redacted:aws-key>"),
-    (
-        re.compile(r'("(?:api[_-]?key|access[_-]?token|secret|password)"\s*:\s*)"[^"]+"',
-                   re.IGNORECASE),
-        r'\1"<redacted:secret>"',
-    ),
-)
+REDACTED = "<redacted>"
 
 
-# Every rule above needs one of these substrings (compared lower-case, so broader than the
-# rules). ``\\u`` sends JSON with escaped characters down the full path, since an escape could
-# spell a key name or prefix that the raw text does not show. Plain ``in`` tests: a regex
-# alternation with IGNORECASE scanned an 11 KB body at about 3 MB/s.
-def _spellings(*stems: tuple[str, str]) -> tuple[str, ...]:
-    return tuple(f"{a}{sep}{b}" for a, b in stems for sep in ("", "_", "-"))
+def redact_text(text: str) -> str:
+    """``text`` with every secret (shape, name=value, known value) replaced by a placeholder."""
+    if not might_hold_secret(text) and not KNOWN.might_occur(text):
+        return text
+    spans = secret_spans(text, KNOWN.spans)
+    return apply_spans(text, spans) if spans else text
 
 
-_SECRET_MARKERS: tuple[str, ...] = (
-    "bearer", "sk-", "hf_", "aiza", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "xoxa-", "xoxb-",
-    "xoxp-", "xoxr-", "xoxs-", "akia", "\\u", "secret", "passw", "authorization",
-    *_spellings(("api", "key"), ("access", "token"), ("auth", "token"), ("refresh", "token"),
-                ("session", "token"), ("id", "token"), ("private", "key")),
-)
+def _secret_leaves(value: Any) -> Any:
+    """Everything under a credential-named field is secret (``"auth": {"pwd": …}``)."""
+    if isinstance(value, str):
+        if not value or is_placeholder(value):
+            return value
+        KNOWN.add(value, "credential")
+        return "<redacted:credential>"
+    if isinstance(value, list):
+        return [_secret_leaves(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _secret_leaves(v) for k, v in value.items()}
+    return value
 
 
-def might_hold_secret(raw: str) -> bool:
-    """False only when no redaction rule could change ``raw`` or the JSON it encodes.
+def redact_json(value: Any) -> Any:
+    """A copy of a JSON value with credential fields and secret substrings replaced."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, list):
+        return [redact_json(v) for v in value]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if is_secret_name(str(key), "field") and isinstance(item, (str, dict, list)):
+                if isinstance(item, str):
+                    if item and not is_placeholder(item):
+                        KNOWN.add(item, str(key).lower())
+                        item = f"<redacted:{str(key).lower()}>"
+                    out[key] = item
+                else:
+                    out[key] = _secret_leaves(item)
+            else:
+                out[key] = redact_json(item)
+        return out
+    return value
 
-    One pass over the raw text instead of every rule over every string: redaction was most
-    of the cost of replaying a request.
-    """
-    low = raw.lower()
-    for marker in _SECRET_MARKERS:  # a plain loop: a generator costs more than the tests
-        if marker in low:
-            return True
-    return False
+
+def scrub(value: Any) -> Any:
+    """A copy of any string or JSON value with every secret replaced: credential-named
+    fields, key shapes, ``NAME=value`` pairs, URL passwords, and every value this process
+    knows is secret (the recorder's API key, redacted headers, credential environment
+    variables). Call it on anything about to be written: a tool result, a log line, an
+    output record. Idempotent: scrubbing a scrubbed value changes nothing."""
+    return redact_json(value)
 
 
-# Strings already found clean. An agent's request repeats the system prompt, the tool
-# schemas and every earlier turn, so without this each request rescans all of them (40
-# substring scans of a 20 KB body took 0.47 ms: most of what recording a request cost).
+# Strings already found clean, for the current set of known values. An agent's request
+# repeats the system prompt, the tool schemas and every earlier turn, so without this each
+# request rescans all of them.
 _CLEAN: dict[str, None] = {}
 _CLEAN_LIMIT = 8_000_000  # characters remembered; emptied when full (that only costs rescans)
-_clean_chars = [0]
+_clean_state = [0, -1]  # [characters remembered, KNOWN.generation they were checked against]
 
 
 def needs_redaction(value: Any) -> bool:
-    """False only when ``redact_json(value)`` would return ``value`` unchanged.
-
-    Looks at the parsed strings and keys (what the rules see, escapes resolved) and scans
-    the ones not seen before in a single pass; strings found clean are remembered.
-    """
+    """False only when ``redact_json(value)`` would return ``value`` unchanged."""
+    if _clean_state[1] != KNOWN.generation:  # a new known value can make old strings dirty
+        _CLEAN.clear()
+        _clean_state[:] = [0, KNOWN.generation]
     fresh: list[str] = []
     stack = [value]
     while stack:
@@ -126,105 +135,108 @@ def needs_redaction(value: Any) -> bool:
                 fresh.append(item)
         elif isinstance(item, dict):
             for key, child in item.items():
-                if key not in _CLEAN:
-                    fresh.append(str(key))
+                if is_secret_name(str(key), "field") and isinstance(child, (str, dict, list)):
+                    return True
                 stack.append(child)
         elif isinstance(item, list):
             stack.extend(item)
     if not fresh:
         return False
-    # "\n" joins: no marker holds one, so no match can span two strings
-    if might_hold_secret("\n".join(fresh)):
+    joined = "\n".join(fresh)  # no rule spans a newline-free marker across two strings
+    if might_hold_secret(joined) or KNOWN.might_occur(joined):
         return True
     size = sum(map(len, fresh))
-    if _clean_chars[0] + size > _CLEAN_LIMIT:
+    if _clean_state[0] + size > _CLEAN_LIMIT:
         _CLEAN.clear()
-        _clean_chars[0] = 0
+        _clean_state[0] = 0
     _CLEAN.update(dict.fromkeys(fresh))
-    _clean_chars[0] += size
+    _clean_state[0] += size
     return False
 
 
-def redact_text(text: str) -> str:
-    """Replace key-shaped substrings of ``text`` with placeholders."""
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def redact_json(value: Any) -> Any:
-    """A copy of a JSON value with secret fields and key-shaped strings replaced."""
-    if isinstance(value, str):
-        return redact_text(value)
-    if isinstance(value, list):
-        return [redact_json(v) for v in value]
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if isinstance(item, str) and item and _SECRET_FIELD.match(str(key)):
-                out[key] = f"<redacted:{str(key).lower()}>"
+def redact_url(url: str) -> str:
+    """The URL with userinfo, credential query values and secret substrings replaced."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact_text(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        KNOWN.add_userinfo(url)
+        netloc = "<redacted:userinfo>@" + netloc.rsplit("@", 1)[1]
+    query = parts.query
+    if query:
+        pairs = []
+        for k, v in parse_qsl(query, keep_blank_values=True):
+            if is_secret_name(k, "query") and not is_placeholder(v):
+                KNOWN.add(v, k.lower())
+                pairs.append((k, f"<redacted:{k.lower()}>"))
             else:
-                out[key] = redact_json(item)
-        return out
-    return value
-
-
-_SECRET_FLAG = re.compile(r"^--?(?:[\w-]+\.)*[\w-]*(?:key|token|secret|password)$",
-                          re.IGNORECASE)
-
-
-def redact_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    """Cassette header fields: URLs as URLs, a recorded argv without flag values that are
-    credentials (``--openai.api_key X``), everything else as JSON."""
-    out = redact_json(fields)
-    for key, value in list(out.items()):
-        if key.endswith("url") and isinstance(value, str):
-            out[key] = redact_url(value)
-    command = out.get("command")
-    if isinstance(command, list):
-        argv = [str(a) for a in command]
-        for i, arg in enumerate(argv):
-            name, eq, _ = arg.partition("=")
-            if not _SECRET_FLAG.match(name):
-                continue
-            if eq:
-                argv[i] = f"{name}=<redacted>"
-            elif i + 1 < len(argv):
-                argv[i + 1] = "<redacted>"
-        out["command"] = argv
-    return out
+                pairs.append((k, redact_text(v)))
+        query = urlencode(pairs, safe="<>:")
+    return urlunsplit((parts.scheme, netloc, redact_text(parts.path), query,
+                       redact_text(parts.fragment)))
 
 
 def redact_headers(
     headers: Iterable[tuple[str, str]], keep: Iterable[str] = KEPT_HEADERS
 ) -> dict[str, str]:
-    """Allow-listed headers (lower-cased names) plus placeholders for the secret ones.
+    """Allow-listed headers (lower-cased names) plus placeholders for the credential ones.
 
-    A placeholder (not a silent drop) shows a reviewer that a credential was sent.
+    A placeholder (not a silent drop) shows a reviewer that a credential was sent; the value
+    becomes a known secret, so an echo of it in a body is scrubbed too.
     """
     kept = {k.lower() for k in keep}
     out: dict[str, str] = {}
     for name, value in headers:
         low = name.lower()
-        if low in _SECRET_HEADERS:
-            out[low] = f"<redacted:{_SECRET_HEADERS[low]}>"
+        if low in _HEADER_LABELS or is_secret_name(low, "header"):
+            KNOWN.add_header(low, value)
+            out[low] = f"<redacted:{_HEADER_LABELS.get(low, low)}>"
         elif low in kept:
             out[low] = redact_text(value)
     return out
 
 
-def redact_url(url: str) -> str:
-    """The URL with key-like query values and any userinfo replaced."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "<redacted:userinfo>@" + netloc.rsplit("@", 1)[1]
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        pairs = [
-            (k, f"<redacted:{k.lower()}>" if k.lower() in _SECRET_PARAMS else redact_text(v))
-            for k, v in pairs
-        ]
-        query = urlencode(pairs, safe="<>:")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+def _flag_name(arg: str) -> str:
+    return arg.lstrip("-").split(".")[-1]
+
+
+def redact_argv(argv: Iterable[Any]) -> list[str]:
+    """A command line with credential flag values (``--openai.api_key X``,
+    ``--env.judge_token=X``), URL passwords and secret substrings replaced."""
+    args = [str(a) for a in argv]
+    out: list[str] = []
+    hide_next = False
+    for arg in args:
+        if hide_next:
+            hide_next = False
+            if not arg.startswith("--"):
+                KNOWN.add(arg, "flag")
+                out.append(REDACTED)
+                continue
+        name, eq, value = arg.partition("=")
+        if name.startswith("-") and is_secret_name(_flag_name(name), "flag"):
+            if eq:
+                KNOWN.add(value, "flag")
+                out.append(f"{name}={REDACTED}")
+            else:
+                out.append(arg)
+                hide_next = True
+            continue
+        out.append(redact_url(arg) if "://" in arg and "@" in arg else redact_text(arg))
+    return out
+
+
+def redact_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """Cassette header fields: URLs as URLs, the recorded argv as an argv, the rest as JSON."""
+    command = fields.get("command")
+    out = redact_json({k: v for k, v in fields.items() if k != "command"})
+    for key, value in list(out.items()):
+        if key.endswith("url") and isinstance(value, str):
+            out[key] = redact_url(value)
+    if isinstance(command, list):
+        out["command"] = redact_argv(command)
+    elif command is not None:
+        out["command"] = redact_json(command)
+    return out

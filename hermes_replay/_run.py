@@ -26,6 +26,7 @@ from hermes_replay._isolation import tool_isolation
 from hermes_replay._plan import flag_value
 from hermes_replay._result import RolloutOutcome, RunResult
 from hermes_replay._seed import run_seed, seed_globals
+from hermes_replay._stall import DEFAULT_MAX_MISSES
 
 __all__ = ["read_eval_metrics", "read_groups", "run_cassette", "run_env"]
 
@@ -43,6 +44,7 @@ def run_cassette(
     on_rollout: Callable[[str, dict[str, Any]], None] | None = None,
     trust_cassette: bool = False,
     seed: int | None = None,
+    max_misses: int = DEFAULT_MAX_MISSES,
     **options: Any,
 ) -> RunResult:
     """Re-run the command recorded in cassette ``path`` (or ``command``) in ``mode``.
@@ -51,8 +53,10 @@ def run_cassette(
     not really run (the env exited non-zero or raised, recorded rollouts never ran) raises
     ``ReplayFailed``. ``raise_errors=False`` is the explicit opt-out for callers that want the
     raw result: the error is then returned in ``result.error`` instead. In replay mode
-    non-loopback sockets are refused unless ``block_network=False``. The env's own output goes
-    to ``out_dir/env.log`` unless ``output`` (a context manager redirecting it) is given.
+    non-loopback sockets and DNS lookups are refused unless ``block_network=False``, and a run
+    that misses ``max_misses`` times with no progress stops with ``ReplayStalled``. The env's
+    own output goes to ``out_dir/env.log`` unless ``output`` (a context manager redirecting
+    it) is given.
     Tool commands that execute run inside bubblewrap unless ``trust_cassette=True``; ``seed``
     overrides the recorded seed (see :func:`run_env`).
     """
@@ -89,7 +93,7 @@ def run_cassette(
                          block_network=block_network, on_rollout=on_rollout,
                          env_name=header.env_name, raise_errors=False,
                          as_recorded=command is None, trust_cassette=trust_cassette,
-                         seed=seed, **options)
+                         seed=seed, max_misses=max_misses, **options)
     result.out_dir = out
     result.recorded_rewards = {
         rid: (None if rec.outcome.get("reward") is None else float(rec.outcome["reward"]))
@@ -117,6 +121,7 @@ def run_env(
     as_recorded: bool = False,
     trust_cassette: bool = False,
     seed: int | None = None,
+    max_misses: int = DEFAULT_MAX_MISSES,
     **options: Any,
 ) -> RunResult:
     """Run ``env_file`` with ``argv`` (``[mode, flags…]``) inside a cassette session.
@@ -141,6 +146,8 @@ def run_env(
         run_env_file,
     )
     from hermes_replay._netblock import block_network as _block
+    from hermes_replay._scrub_outputs import scrubbed_run
+    from hermes_replay._stall import stall_guard
     from hermes_replay._wandb import capture_wandb
 
     collector = OutcomeCollector(on_rollout=on_rollout)
@@ -163,6 +170,10 @@ def run_env(
             _seed_run(session, mode, seed)
             stack.enter_context(output if output is not None else redirected_to(log_path))
             stack.enter_context(library_output_with_env())
+            if mode == "replay":  # a run that keeps missing is stopped (ReplayStalled)
+                stack.enter_context(stall_guard(session, max_misses=max_misses))
+            else:  # live: real keys around, so what it prints and writes is scrubbed
+                stack.enter_context(scrubbed_run(argv))
             code = run_env_file(env_file, argv)
             if mode in ("record", "auto"):
                 # Raising inside the block makes the session keep the old cassette and leave
@@ -196,6 +207,8 @@ def _seed_run(session: Any, mode: str, given: int | None) -> None:
 def _check_recording(code: int, session: Any, path: Path, *, empty_ok: bool = False) -> None:
     """Refuse to replace a cassette with a failed or empty recording (``auto`` may record
     nothing new: everything was already in the cassette)."""
+    if getattr(session, "write_error", None) is not None:
+        raise session.write_error  # disk full: say so, not "check the endpoint"
     if code != 0:
         raise RecordingFailed(f"the environment exited with code {code}", cassette=path)
     core = session.summary()

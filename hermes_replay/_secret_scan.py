@@ -1,10 +1,13 @@
-"""Secret scanning for ``verify``: where in a cassette a credential can hide, and how to
-recognise one without printing it.
+"""Secret scanning for ``verify``: the redaction rules (``_secret_rules``), applied to find
+instead of replace, and reported without printing the value.
 
-Detection is broader than redaction (``_redact``) on purpose: redaction must not damage
-data a replay needs, while a reviewer would rather see one false alarm than miss a key.
-Entropy is judged only where a credential can sit (headers, query strings, key-named
-fields); message text, ids and token lists are data.
+Every rule the recorder redacts with is a finding here — names (fields, query parameters,
+headers, flags, ``NAME=value`` in text), shapes (provider keys, JWTs, PEM keys, URL
+passwords), joined SSE deltas, and the values of credential-named environment variables
+of the process running ``verify`` — so a cassette ``record`` wrote verifies clean and a
+hand-planted secret does not. On top, long high-entropy tokens in header and query
+positions are reported (a credential under a name no rule knows); message text, ids and
+token lists are data and are not judged by entropy.
 """
 
 from __future__ import annotations
@@ -15,49 +18,15 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from hermes_replay._known_secrets import KNOWN
+from hermes_replay._secret_rules import is_placeholder, is_secret_name, secret_spans
+from hermes_replay._sse import delta_streams, joined, split_events
+
 __all__ = ["scan_command", "scan_string", "scan_value"]
 
-_KEY_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("API key (sk-…)", re.compile(r"\bsk-[A-Za-z0-9_-]{16,}")),
-    ("bearer token", re.compile(r"\bBearer\s+(?!<redacted)[A-Za-z0-9._~+/=-]{8,}")),
-    ("Hugging Face token (hf_…)", re.compile(r"\bhf_[A-Za-z0-9]{20,}")),
-    ("Google API key (AIza…)", re.compile(r"\bAIza[0-9A-Za-z_-]{30,}")),
-    ("GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}")),
-    ("Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
-    ("AWS access key id", re.compile(r"\bAKIA[0-9A-Z]{16}\b")),
-    ("private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
-)
-# Names whose value is a credential wherever they appear (headers, query, JSON fields).
-_SECRET_NAME = re.compile(
-    r"^(authorization|proxy-authorization|x-api-key|api-key|x-goog-api-key|cookie|set-cookie|"
-    r"api[_-]?key|apikey|key|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|"
-    r"token|auth|secret|client[_-]?secret|password|passwd|private[_-]?key|signature|sig|"
-    r"x-amz-security-token|session[_-]?token)$",
-    re.IGNORECASE,
-)
-# ... and the same with a prefix (``openai_api_key``, ``hf_access_token``); bare ``token`` /
-# ``key`` with a prefix (``eos_token``, ``cache_key``) are data.
-_PREFIXED_SECRET = re.compile(
-    r"^(?:[a-z0-9]+[_-])+(api[_-]?key|apikey|access[_-]?token|auth[_-]?token|"
-    r"refresh[_-]?token|session[_-]?token|client[_-]?secret|secret|password|passwd|"
-    r"private[_-]?key)$",
-    re.IGNORECASE,
-)
-# JSON fields named "token" are LLM data (logprobs entries), not credentials.
-_DATA_FIELDS = frozenset({"token", "key", "signature", "sig"})
-
-
-def _is_secret_field(name: str) -> bool:
-    if name.lower() in _DATA_FIELDS:
-        return False
-    return bool(_SECRET_NAME.match(name) or _PREFIXED_SECRET.match(name))
+_HEADER_CREDENTIALS = frozenset({"authorization", "proxy-authorization", "api-key",
+                                 "x-api-key", "x-goog-api-key", "cookie", "set-cookie"})
 _TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.~]{24,}")
-
-
-def _is_placeholder(value: str) -> bool:
-    text = value.strip()
-    return (not text or text.startswith("<redacted") or text.lower() in
-            ("bearer <redacted:token>", "<redacted>", "redacted", "***", "none", "null"))
 
 
 def _entropy(text: str) -> float:
@@ -87,12 +56,20 @@ def _mask(secret: str) -> str:
     return f"{secret[:4]!r}… ({len(secret)} chars)"
 
 
+def _label(placeholder: str) -> str:
+    inner = placeholder.rsplit("<redacted:", 1)[-1].rstrip(">")
+    return {"token": "bearer token", "userinfo": "password in a URL",
+            "basic-auth": "HTTP Basic credentials"}.get(inner, inner.replace("-", " "))
+
+
 def scan_string(text: str, where: str, credential_slot: bool) -> Iterator[str]:
-    for label, pattern in _KEY_PATTERNS:
-        match = pattern.search(text)
-        if match:
-            yield f"{label} in {where}: {_mask(match.group(0))}"
-            return
+    """The first secret in ``text`` (by the redaction rules), else — in a credential slot
+    — a long high-entropy token."""
+    spans = secret_spans(text, KNOWN.spans)
+    if spans:
+        start, end, placeholder = spans[0]
+        yield f"{_label(placeholder)} in {where}: {_mask(text[start:end])}"
+        return
     if credential_slot:
         token = _high_entropy_token(text)
         if token is not None:
@@ -100,34 +77,62 @@ def scan_string(text: str, where: str, credential_slot: bool) -> Iterator[str]:
 
 
 def _scan_url(url: str, where: str) -> Iterator[str]:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return
     if "@" in parts.netloc and not parts.netloc.startswith("<redacted"):
         yield f"credentials in the URL's user-info in {where}"
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
         slot = f"{where} query parameter {name!r}"
-        if _SECRET_NAME.match(name) and not _is_placeholder(value):
+        if is_secret_name(name, "query") and not is_placeholder(value):
             yield f"credential query parameter in {slot}: {_mask(value)}"
         else:
             yield from scan_string(value, slot, credential_slot=True)
 
 
-def _scan_headers(headers: Any, where: str) -> Iterator[str]:
-    items = headers.items() if isinstance(headers, dict) else []
-    for name, value in items:
+def _scan_headers(headers: dict[str, Any], where: str) -> Iterator[str]:
+    for name, value in headers.items():
         if not isinstance(value, str):
             continue
         slot = f"{where}.{name}"
-        if _SECRET_NAME.match(str(name)) and not _is_placeholder(value):
+        low = str(name).lower()
+        if (low in _HEADER_CREDENTIALS or is_secret_name(low, "header")) \
+                and not is_placeholder(value):
             yield f"credential header {slot}: {_mask(value)}"
         else:
             yield from scan_string(value, slot, credential_slot=True)
+
+
+def _scan_chunks(chunks: list[Any], where: str) -> Iterator[str]:
+    """Each event, then every delta stream joined (a key streamed in pieces)."""
+    events = [c for c in chunks if isinstance(c, str)]
+    for i, event in enumerate(events):
+        yield from scan_string(event, f"{where}[{i}]", credential_slot=False)
+    _, streams = delta_streams(split_events("".join(events)))
+    for key, pieces in streams.items():
+        found = list(scan_string(joined(pieces), f"{where} (deltas of choice {key[0]} "
+                                 f"{'/'.join(map(str, key[1:]))}, joined)", False))
+        yield from found
+
+
+def _secret_leaves(value: Any, where: str) -> Iterator[str]:
+    if isinstance(value, str):
+        if value and not is_placeholder(value):
+            yield f"credential field {where}: {_mask(value)}"
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _secret_leaves(item, f"{where}[{i}]")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _secret_leaves(item, f"{where}.{key}")
 
 
 def scan_value(value: Any, where: str = "") -> Iterator[str]:
     """Secret descriptions found anywhere in a JSON value (``where`` is its JSON location)."""
     if isinstance(value, str):
         yield from scan_string(value, where or "value", credential_slot=False)
-        if where.endswith(("url", "base_url")) and "://" in value:
+        if where.endswith("url") and "://" in value:
             yield from _scan_url(value, where)
     elif isinstance(value, list):
         for i, item in enumerate(value):
@@ -137,24 +142,32 @@ def scan_value(value: Any, where: str = "") -> Iterator[str]:
             slot = f"{where}.{key}" if where else str(key)
             if key == "headers" and isinstance(item, dict):
                 yield from _scan_headers(item, slot)
-                continue
-            secret_name = _is_secret_field(str(key))
-            if isinstance(item, str) and secret_name and not _is_placeholder(item):
-                yield f"credential field {slot}: {_mask(item)}"
-                continue
-            yield from scan_value(item, slot)
+            elif key == "chunks" and isinstance(item, list):
+                yield from _scan_chunks(item, slot)
+            elif is_secret_name(str(key), "field") and isinstance(item, (str, list, dict)):
+                yield from _secret_leaves(item, slot)
+            else:
+                yield from scan_value(item, slot)
 
 
 def scan_command(command: Any) -> Iterator[str]:
-    """``--openai.api_key sk-…`` / ``--x.api_key=…`` in a recorded argv."""
+    """A recorded argv: credential flags (``--openai.api_key X``, ``--env.judge_token=X``),
+    URL passwords and key shapes in any argument."""
     if not isinstance(command, list):
         return
     args = [str(a) for a in command]
+    skip = -1
     for i, arg in enumerate(args):
-        name, eq, value = arg.partition("=")
-        flag = name.lstrip("-").split(".")[-1]
-        if not name.startswith("--") or not _SECRET_NAME.match(flag):
+        if i == skip:
             continue
-        value = value if eq else (args[i + 1] if i + 1 < len(args) else "")
-        if not _is_placeholder(value) and value != "REDACTED":
-            yield f"credential on the recorded command line ({name}): {_mask(value)}"
+        name, eq, value = arg.partition("=")
+        if name.startswith("-") and is_secret_name(name.lstrip("-").split(".")[-1], "flag"):
+            if not eq:
+                value = args[i + 1] if i + 1 < len(args) else ""
+                if value.startswith("--"):
+                    continue
+                skip = i + 1
+            if not is_placeholder(value):
+                yield f"credential on the recorded command line ({name}): {_mask(value)}"
+            continue
+        yield from scan_string(arg, f"the recorded command line (argument {i + 1})", False)

@@ -28,6 +28,7 @@ from hermes_replay._cassette import (
     CassetteHeader,
     CassetteWriter,
     Interaction,
+    partial_path,
     paused_gc,
 )
 from hermes_replay._convert import (
@@ -39,9 +40,17 @@ from hermes_replay._convert import (
     stored_response,
     wire_response,
 )
-from hermes_replay._errors import CassetteMiss, Miss, RequestNotRecorded, UnusedRecordings
+from hermes_replay._errors import (
+    CassetteError,
+    CassetteMiss,
+    Miss,
+    RequestNotRecorded,
+    UnusedRecordings,
+)
+from hermes_replay._health import health_reply, is_health_ping
 from hermes_replay._index import Recording, RecordingIndex
 from hermes_replay._intercept import WireRequest, WireResponse
+from hermes_replay._known_secrets import KNOWN
 from hermes_replay._load import load_cassette
 from hermes_replay._matching import Matcher
 from hermes_replay._redact import KEPT_HEADERS, redact_fields, redact_json
@@ -197,6 +206,9 @@ class Session:
         self._failed_attempts = 0
         self._passthrough = 0
         self._tokenizer_error: TokenizerMismatch | None = None
+        self._known_generation = 0
+        self.miss_events = 0  # every miss, retries included (``misses`` lists distinct ones)
+        self.write_error: CassetteError | None = None  # disk full etc.: the first one
         self.tools = ToolLedger(self.path, mode, tools, dict(tool_overrides or {}),
                                 normalize=self.matcher._normalize, lock=self._lock)
         # ``trace``: where to write what this run sent (``replay --twice`` compares two)
@@ -238,14 +250,46 @@ class Session:
             self._emit(ReplayEvent("loaded", None, len(self.recorded_rollouts), "",
                                    str(self.path)))
         if self.mode in ("record", "auto"):
+            KNOWN.add_environ()  # what a tool printing its environment would show
+            self._known_generation = KNOWN.generation
             if self.mode == "record":
                 self._header = CassetteHeader()
             self._header = self._header.merged(
                 {**self._header_fields, "matcher": self.matcher.signature()})
-            self._writer = CassetteWriter(self.path, self._header)
+            try:
+                self._writer = CassetteWriter(self.path, self._header)
+            except OSError as exc:
+                raise self._write_failed(exc, partial_path(self.path)) from None
             self.tools.writer = self._writer
         self._active = True
         _intercept.activate(self)  # binds this session to this context (``_active``)
+
+    def _write_failed(self, exc: OSError, path: Path) -> CassetteError:
+        """One clear error for a failed write (disk full, permissions): which file, why."""
+        why = exc.strerror or str(exc)
+        return CassetteError(
+            f"cannot write the recording: {why} (errno {exc.errno})", path=path,
+            hint="free disk space or fix the folder's permissions, then record again; the "
+            f"previous cassette {self.path} (if any) is unchanged")
+
+    def _journal(self, write: Callable[[CassetteWriter], None]) -> None:
+        """Append to the journal; a failed write is kept for ``stop`` (and fails later
+        requests at once) instead of surfacing as an error of the HTTP request."""
+        if self._writer is None or self.write_error is not None:
+            return
+        try:
+            write(self._writer)
+        except OSError as exc:
+            self.write_error = self._write_failed(exc, self._writer.partial)
+            self._emit(ReplayEvent("failed", None, None, "", str(self._writer.partial),
+                                   detail=str(self.write_error)))
+
+    def _close_writer(self) -> None:
+        try:
+            if self._writer is not None:
+                self._writer.close()
+        except OSError:
+            pass
 
     def _load_index(self) -> Cassette:
         """Load the cassette and index its recordings (see ``_index``)."""
@@ -263,10 +307,17 @@ class Session:
         self._active = False
         _intercept.deactivate(self)
         if self._writer is not None:
+            if exc is None and self.write_error is not None:
+                self._close_writer()
+                raise self.write_error
             if exc is None:
-                self._writer.commit(self._header, *self._final_contents())
+                try:
+                    self._writer.commit(self._header, *self._rescrubbed(*self._final_contents()))
+                except OSError as error:
+                    self._close_writer()
+                    raise self._write_failed(error, self.path) from None
             else:
-                self._writer.close()
+                self._close_writer()
                 self._emit(ReplayEvent("interrupted", None, None, "", str(self._writer.partial)))
         if self._trace_path is not None:
             self._write_trace(self._trace_path)
@@ -333,7 +384,11 @@ class Session:
                 rec = self._find(rollout, fp)
                 if rec is not None:
                     return self._hit(rec, rollout, issue, request, wire.method)
+                if self.mode == "replay" and rollout is None and is_health_ping(request):
+                    return _Exchange(self, "replay", rollout, issue, request, fp,
+                                     response=health_reply(request))
                 if self.mode == "replay":
+                    self.miss_events += 1
                     known = len(self._miss_index)
                     miss = self._miss(rollout, request, fp)
                     if len(self._miss_index) > known:  # one event per miss, as counted
@@ -342,6 +397,8 @@ class Session:
                     self._traced(rollout, issue, request)
                     # ends this request now: no retry layer (all catch Exception) sees it
                     raise RequestNotRecorded(miss)
+        if self.write_error is not None:  # nothing more can be written: stop the run now
+            raise self.write_error
         return _Exchange(self, "record", rollout, issue, request, fp)
 
     def _exact_hit(self, rollout: str, wire: WireRequest) -> _Exchange | None:
@@ -413,8 +470,7 @@ class Session:
             if not self._new and not self._hits:
                 self._derive_header(inter)
             self._new.append((ex.rollout, ex.issue, inter))
-            if self._writer is not None:
-                self._writer.interaction(inter)
+            self._journal(lambda w: w.interaction(inter))
         self._emit(ReplayEvent("record", ex.rollout, ex.issue, ex.request["method"],
                                ex.request["url"], wire.status))
 
@@ -460,8 +516,7 @@ class Session:
                 self._trace.append({"kind": "outcome", "rollout": scope.id,
                                     "reward": outcome.get("reward")})
             self._new_outcomes.setdefault(scope.id, {}).update(outcome)
-            if self._writer is not None:
-                self._writer.outcome(scope.id, outcome)
+            self._journal(lambda w: w.outcome(scope.id, outcome))
 
     def annotate(self, fields: dict[str, Any]) -> None:
         for observer in self._observers:
@@ -479,8 +534,7 @@ class Session:
                 fields["tokenizer"] = with_store(self.path, tokenizer)
         with self._lock:
             self._header = self._header.merged(fields)
-            if self._writer is not None:
-                self._writer.annotate(fields)
+            self._journal(lambda w: w.annotate(fields))
 
     def _set_worker(self, name: Any) -> None:
         try:
@@ -560,9 +614,39 @@ class Session:
         touched |= {c.rollout for c in self.tools.new if c.rollout is not None}
         return out, outcomes, self.tools.final(touched)
 
+    def _rescrubbed(self, interactions: list[Interaction], outcomes: dict[str, dict[str, Any]],
+                    tool_calls: list[Any]) -> tuple[list[Interaction], dict[str, dict[str, Any]],
+                                                    list[Any]]:
+        """Scrub again what was stored before a secret became known (a key first seen in a
+        late response may have been echoed in an earlier turn); refingerprint what changed."""
+        if KNOWN.generation == self._known_generation:
+            return interactions, outcomes, tool_calls
+        out: list[Interaction] = []
+        for inter in interactions:
+            request, response = redact_json(inter.request), redact_json(inter.response)
+            if request != inter.request or response != inter.response:
+                inter = inter.model_copy(update={
+                    "request": request, "response": response,
+                    "fingerprint": self.matcher.fingerprint(request)})
+            out.append(inter)
+        fields = redact_fields(self._header.model_dump())
+        self._header = self._header.merged(
+            {k: v for k, v in fields.items() if k not in ("type", "schema_version")})
+        calls = []
+        for call in tool_calls:
+            data = call.model_dump()
+            cleaned = redact_json(data)
+            calls.append(call if cleaned == data else type(call).model_validate(cleaned))
+        return out, {k: redact_json(v) for k, v in outcomes.items()}, calls
+
     @property
     def header(self) -> CassetteHeader:
         return self._header
+
+    @property
+    def answered(self) -> int:
+        """Requests answered from the cassette or recorded so far (progress, for watchdogs)."""
+        return len(self._hits) + len(self._new)
 
     @property
     def misses(self) -> list[Miss]:

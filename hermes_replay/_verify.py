@@ -11,9 +11,11 @@ committed to git, where a key lives forever. Three kinds of finding:
 - ``integrity``: a blob whose content does not hash to its id (the format's checksum), a
   reference to a blob or an earlier turn that does not exist, duplicate or missing turn
   numbers, an interrupted (``.partial``) recording, signs of a cut-off file.
-- ``secret``: key-shaped strings (``sk-…``, ``Bearer …``, ``hf_…``, ``AIza…``, ``ghp_…``,
-  ``xox…-``, ``AKIA…``, private keys), non-placeholder values of credential headers, query
-  parameters and body fields (``api_key``, ``authorization``, ``password`` …), and long
+- ``secret``: whatever ``record`` would have scrubbed — the same rules (``_secret_rules``):
+  provider key shapes (OpenAI, Anthropic, Google, Hugging Face, GitHub, GitLab, Slack,
+  Stripe, Groq, AWS), JWTs, PEM private keys, URL passwords, credential-named fields, query
+  parameters, headers, flags and ``NAME=value`` pairs, streamed deltas joined, and the values
+  of credential-named environment variables of the process running ``verify``; plus long
   high-entropy tokens in header or query positions. Found values are never printed whole.
 
 Entropy is judged only where a credential can sit (headers, query strings, key-named
@@ -34,6 +36,7 @@ from hermes_replay._cassette import SCHEMA_VERSION, load_cassette
 from hermes_replay._errors import CassetteError
 from hermes_replay._files import cassette_files, first_line, read_bytes
 from hermes_replay._format import blob_id
+from hermes_replay._known_secrets import KNOWN
 from hermes_replay._scope import ROLLOUT_ID_RULE, rollout_id_problem
 from hermes_replay._secret_scan import scan_command, scan_string, scan_value
 
@@ -239,7 +242,12 @@ def _check_totals(path: Path, state: _State, partial: bool) -> Iterator[Finding]
 
 def verify_file(path: str | Path) -> list[Finding]:
     """Every problem in one cassette (empty list: it is fine)."""
-    path = Path(path)
+    with KNOWN.scope():  # this shell's credential variables, forgotten afterwards
+        KNOWN.add_environ()
+        return _verify_file(Path(path))
+
+
+def _verify_file(path: Path) -> list[Finding]:
     partial = path.name.endswith(".partial")
     try:
         data = read_bytes(path)

@@ -50,8 +50,14 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 0
+    from hermes_replay._signals import describe, exit_code, terminate_as_interrupt
+
     try:
-        return int(args.func(args) or 0)
+        with terminate_as_interrupt():
+            return int(args.func(args) or 0)
+    except KeyboardInterrupt as exc:  # Ctrl-C / SIGTERM outside a run (runs report their own)
+        print(f"\nhermes-replay: {describe(exc)}.", file=sys.stderr)
+        return exit_code(exc)
     except BrokenPipeError:
         # The reader went away (`hermes-replay ls | head`): not an error of ours. Point stdout
         # at /dev/null so the interpreter's final flush does not raise again.

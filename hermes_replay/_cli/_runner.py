@@ -37,7 +37,6 @@ __all__ = [
 ]
 
 ENV_MODES = ("serve", "process", "evaluate")
-_SECRET_FLAGS = ("--openai.api_key",)
 REDACTED = "<redacted>"
 
 
@@ -137,21 +136,11 @@ def default_cassette_path(env_file: Path, env_mode: str) -> Path:
 
 
 def redact_command(argv: Sequence[str]) -> list[str]:
-    """The env argv with API-key values replaced, for headers and printed commands."""
-    out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-        elif arg in _SECRET_FLAGS:
-            out.append(arg)
-            hide_next = True
-        elif any(arg.startswith(flag + "=") for flag in _SECRET_FLAGS):
-            out.append(arg.split("=", 1)[0] + "=" + REDACTED)
-        else:
-            out.append(arg)
-    return out
+    """The env argv with credential flag values, URL passwords and keys replaced, for
+    headers and printed commands (the shared rules of ``_redact.redact_argv``)."""
+    from hermes_replay._redact import redact_argv
+
+    return redact_argv(argv)
 
 
 @contextmanager
@@ -223,10 +212,15 @@ def run_with_progress(
     try:
         result = run(output=_quiet(log_path, progress), on_rollout=progress.rollout_done,
                      on_event=progress.event, raise_errors=False)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (see _signals)
+        from hermes_replay._signals import describe, exit_code
+
         progress.close()
-        print(f"\nhermes-replay {mode}: interrupted; nothing was overwritten.", file=err)
-        summary.error, summary.exit_code = "interrupted", 130
+        kept = (f"; the previous cassette was kept, completed interactions are in "
+                f"{cassette}.partial" if mode == "record" else "")
+        print(f"\nhermes-replay {mode}: {describe(exc)}; nothing was overwritten{kept}.",
+              file=err)
+        summary.error, summary.exit_code = describe(exc), exit_code(exc)
         return summary, None
     except HermesReplayError as exc:  # before the run started (a bad cassette)
         progress.close()

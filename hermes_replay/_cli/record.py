@@ -211,7 +211,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"hermes-replay record: warning: {env_file} is outside the current directory; "
               "`hermes-replay replay` of a folder only runs env files inside the project, so "
               "record from the project root.", file=sys.stderr)
-    where = endpoint.base_url or "the env's configured endpoint"
+    redact_command([*public, *secret])  # the key and URL passwords become known secrets
+    where = redact_command([endpoint.base_url])[0] if endpoint.base_url else \
+        "the env's configured endpoint"
     replaces = " (replaces it only if the run succeeds)" if cassette.exists() else ""
     mode = "auto" if args.missing_only else "record"
     what = "only what is missing from" if mode == "auto" and cassette.exists() else "->"

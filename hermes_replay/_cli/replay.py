@@ -48,6 +48,7 @@ from hermes_replay._cli._runner import (
 )
 from hermes_replay._cli._worker import add_worker_flag, given_worker, worker_variable
 from hermes_replay._plan import find_cassettes, replay_argv
+from hermes_replay._stall import DEFAULT_MAX_MISSES
 
 NOTHING_RECORDED = "nothing recorded yet — record one with: hermes-replay record"
 
@@ -101,6 +102,14 @@ def register(sub: Any) -> None:
     )
     add_matching_options(p)
     p.add_argument(
+        "--allow-network", action="store_true",
+        help="let the environment reach hosts other than loopback (default: refused — replay "
+        "is offline; a connection or DNS lookup fails at once, naming the host)")
+    p.add_argument(
+        "--max-misses", type=int, default=DEFAULT_MAX_MISSES, metavar="N",
+        help=f"stop a replay after N misses with no request answered in between (default "
+        f"{DEFAULT_MAX_MISSES}; 0 = never): offline, a run that keeps missing never finishes")
+    p.add_argument(
         "--trust-cassette",
         action="store_true",
         help="run tool commands the cassette makes execute on this host WITHOUT kernel "
@@ -142,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     try:
-        tools = tool_options(args)
+        tools = {**tool_options(args), **_guards(args)}
     except ValueError as exc:
         print(f"hermes-replay replay: {exc}", file=sys.stderr)
         return 2
@@ -159,6 +168,11 @@ def run(args: argparse.Namespace) -> int:
                       **tools)
 
 
+def _guards(args: argparse.Namespace) -> dict[str, Any]:
+    """What keeps a replay offline and bounded (see ``_offline``), from the flags."""
+    return {"block_network": not args.allow_network, "max_misses": args.max_misses}
+
+
 # --------------------------------------------------------------------------- one run
 
 
@@ -170,13 +184,21 @@ def _run_env(args: argparse.Namespace) -> int:
         "replay", args.target, args.env_args
     )
     try:
-        tools = tool_options(args)
+        tools = {**tool_options(args), **_guards(args)}
     except ValueError as exc:
         problem = f"hermes-replay replay: {exc}"
     if problem:
         print(problem, file=sys.stderr)
         return 2
     env_file = Path(args.target)
+    from hermes_replay._env_guard import NotAnEnvFile
+    from hermes_replay._env_guard import check_env_file as check_env_source
+
+    try:
+        check_env_source(env_file)
+    except NotAnEnvFile as exc:
+        print(f"hermes-replay replay: {exc}", file=sys.stderr)
+        return 2
     cassette = args.cassette or default_cassette_path(env_file, args.env_args[0])
     worker = given_worker("replay", args)
     if isinstance(worker, int):
@@ -274,14 +296,14 @@ def replay_all(
             summary, mode = replay_cassette(cassette, out_dir, strict, verbose, tools)
             rows.append(_Row(str(cassette), mode, summary))
             print("\n".join(summary.lines(style)))
-            if summary.exit_code == 130:  # Ctrl-C: stop here, still show what was done
+            if summary.exit_code in (130, 143):  # Ctrl-C/SIGTERM: stop, still show what was done
                 interrupted = True
                 break
     print()
     print(_final_table(rows, style))
     print(f"outputs: {out}")
     if interrupted:
-        return 130
+        return rows[-1].summary.exit_code if rows and rows[-1].summary.exit_code else 130
     if report:
         from hermes_replay._report import report_line
 

@@ -19,6 +19,11 @@ TINY_ENV = '''
 import json, os, sys
 import openai
 import hermes_replay
+from atroposlib.envs.base import BaseEnv
+
+
+class TinyEnv(BaseEnv):
+    """Never instantiated: replay runs only files that define an environment class."""
 
 
 def flag(name, default=None):

@@ -51,7 +51,10 @@ def test_replay_argv_adds_recorded_endpoint_and_placeholder_key() -> None:
                 "--openai.model_name", "m", "--openai.api_key", "<redacted>"]
     argv = replay_argv(recorded)
     assert argv[:7] == recorded[:7]
-    assert "<redacted>" not in argv and argv[-1] == "--openai.api_key=hermes-replay-offline"
+    assert "<redacted>" not in argv and "--openai.api_key=hermes-replay-offline" in argv
+    assert argv[-2:] == ["--openai.health_check", "false"]  # offline: nothing to ping
+    pinging = replay_argv([*recorded, "--openai.health_check", "true"])
+    assert "true" not in pinging and pinging[-2:] == ["--openai.health_check", "false"]
     mine = replay_argv(recorded, ["process", "--env.total_steps", "5"])
     assert mine[:3] == ["process", "--env.total_steps", "5"]
     assert "--openai.model_name" in mine and "m" in mine
@@ -84,7 +87,8 @@ def test_changed_rewards_only_for_recorded_rollouts() -> None:
 def test_find_env_file_looks_in_cwd_then_above_the_cassette(tmp_path, monkeypatch) -> None:
     (tmp_path / "environments").mkdir()
     env = tmp_path / "environments" / "x_env.py"
-    env.write_text("", encoding="utf-8")
+    env.write_text("from atroposlib.envs.base import BaseEnv\n\nclass XEnv(BaseEnv):\n    pass\n",
+                   encoding="utf-8")
     cassette = tmp_path / "cassettes" / "x_env" / "process.jsonl"
     cassette.parent.mkdir(parents=True)
     monkeypatch.chdir(tmp_path)

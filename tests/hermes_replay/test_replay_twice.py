@@ -19,6 +19,12 @@ ENV = '''
 import datetime, os, random, sys, time
 import openai
 import hermes_replay
+from atroposlib.envs.base import BaseEnv
+
+
+class TwiceEnv(BaseEnv):
+    """Never instantiated: replay runs only files that define an environment class."""
+
 
 def flag(name):
     return sys.argv[sys.argv.index(name) + 1]

@@ -18,6 +18,12 @@ CLOCK_ENV = '''
 import sys, time
 import openai
 import hermes_replay
+from atroposlib.envs.base import BaseEnv
+
+
+class ClockEnv(BaseEnv):
+    """Never instantiated: replay runs only files that define an environment class."""
+
 
 def flag(name):
     return sys.argv[sys.argv.index(name) + 1]

@@ -78,10 +78,48 @@ def sandbox_root() -> str:
     with _ROOT_LOCK:
         # A forked child must not share (and later delete) its parent's root.
         if _ROOT is None or _ROOT_PID != os.getpid() or not os.path.isdir(_ROOT):
+            remove_stale_roots()
             _ROOT = tempfile.mkdtemp(prefix=f"hermes-sandboxes-{os.getpid()}-")
             _ROOT_PID = os.getpid()
             atexit.register(_remove_root, _ROOT)
         return _ROOT
+
+
+def remove_stale_roots(tmp: str | None = None) -> list[str]:
+    """Delete the sandbox roots of processes that are gone (a SIGKILL skips ``atexit``);
+    returns what was removed. A root whose process lives, or is not ours to ask, stays."""
+    removed: list[str] = []
+    base = tmp or tempfile.gettempdir()
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return removed
+    for name in names:
+        match = re.fullmatch(r"hermes-sandboxes-(\d+)-\w+", name)
+        if match is None or int(match.group(1)) == os.getpid():
+            continue
+        try:
+            os.kill(int(match.group(1)), 0)
+            continue  # alive
+        except ProcessLookupError:
+            pass
+        except OSError:  # alive, another user's
+            continue
+        path = os.path.join(base, name)
+        _make_removable(path)
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.exists(path):
+            removed.append(path)
+    return removed
+
+
+def _make_removable(path: str) -> None:
+    """An agent may have chmod -w'ed a directory; rmtree would then give up."""
+    for dirpath, dirnames, _ in os.walk(path):
+        for d in (dirpath, *(os.path.join(dirpath, n) for n in dirnames)):
+            with contextlib.suppress(OSError):
+                if not os.path.islink(d):
+                    os.chmod(d, 0o700)
 
 
 def _remove_root(root: str) -> None:

@@ -21,7 +21,8 @@ lazily so test sessions that never touch a cassette pay nothing.
   tool_overrides={...})`` or ``replay_run(tools=...)``. The command line wins.
 - A test of a replay that failed before its snapshot assertion (a miss, a crash) keeps its
   snapshot: syrupy would count it unused and ``--snapshot-update`` would delete the good
-  reference; it is reported to syrupy as not run instead.
+  reference; it is reported to syrupy as skipped instead (and its ``*.rollouts.txt`` file is
+  announced to syrupy, which otherwise does not tie that two-part suffix to the test).
 """
 
 from __future__ import annotations
@@ -99,11 +100,28 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     protected = item.config.stash.setdefault(_PROTECTED, set())
     if report.when == "call" and report.failed and _snapshot_not_reached(item, call):
         protected.add(report.nodeid)
+        _announce_rollout_snapshots(item)
     elif report.when == "teardown" and report.nodeid in protected:
         # syrupy heard "failed" for the call phase; "skipped" is what it never deletes
         syrupy = getattr(item.config, "_syrupy", None)  # syrupy's session object
         if syrupy is not None and hasattr(syrupy, "ran_item"):
             syrupy.ran_item(report.nodeid, "skipped")
+
+
+def _announce_rollout_snapshots(item: pytest.Item) -> None:
+    """Make syrupy read this test's ``*.rollouts.txt`` file as the snapshot it is.
+
+    The test never asserted, so syrupy only knows its default extension. That one lists our
+    file as an unknown file and keeps it for a skipped test only when the file's stem equals
+    the test's name; with the two-part suffix the stem is ``<test>.rollouts`` and the file
+    would be deleted. A (never executed) assertion with our extension makes syrupy's
+    discovery read the file as a snapshot named after the test, which skipping protects.
+    """
+    from hermes_replay.snapshot import RolloutSnapshotExtension
+
+    use_extension = getattr(item.funcargs.get("snapshot"), "use_extension", None)  # type: ignore[attr-defined]
+    if use_extension is not None:
+        use_extension(RolloutSnapshotExtension)
 
 
 def _snapshot_not_reached(item: pytest.Item, call: pytest.CallInfo[None]) -> bool:

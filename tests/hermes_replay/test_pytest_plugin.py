@@ -30,8 +30,14 @@ SNAPSHOT_TEST = _readme_example()
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    """A user project: the example env file (editable copy) and its recorded cassette."""
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A user project: the example env file (editable copy) and its recorded cassette.
+
+    Its pytest runs are plain sessions, as a user's: when this suite runs under xdist, the
+    worker's variables would make syrupy in the inner session act as an xdist worker, which
+    neither reports nor deletes unused snapshots (and so proves nothing about either)."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
     (pytester.path / "cassettes" / "multi_signal_env").mkdir(parents=True)
     shutil.copy(CASSETTE, pytester.path / "cassettes" / "multi_signal_env" / "process.jsonl")
     (pytester.path / "environments").mkdir()

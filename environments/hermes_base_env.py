@@ -56,6 +56,7 @@ from environments._config import (
     redact_yaml_file,
 )
 from environments._datasets import load_dataset_rows
+from environments._groups_html import bounded_groups_html
 from environments._ids import item_fingerprint, worker_from_environment, worker_from_registration
 from environments._rollout import Rollout, run_rollout
 from environments._startup import StartupError
@@ -346,7 +347,10 @@ class HermesAgentBaseEnv(BaseEnv):
 
     async def process_manager(self) -> None:
         ensure_wandb_offline_safe()
-        await super().process_manager()
+        # atroposlib's groups.html re-parses every token id and renders whole messages; ours
+        # reads only messages and scores and caps each message (see _groups_html).
+        with bounded_groups_html():
+            await super().process_manager()
 
     async def _run_evaluate(self) -> None:
         ensure_wandb_offline_safe()

@@ -20,15 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cassette import (
-    Cassette,
-    _interaction_records,
-    _ordered,
-    _outcome_records,
-    _tool_records,
-    load_cassette,
-    write_cassette,
-)
+from hermes_replay._cassette import Cassette, file_records, load_cassette, write_cassette
 from hermes_replay._errors import CassetteError
 from hermes_replay._format import BodyEncoder
 
@@ -82,16 +74,9 @@ def _repeated_strings(cassette: Cassette) -> frozenset[str]:
     """Strings the plainly written file would hold twice or more (counted in the records it
     would write — after the per-rollout deltas, so a conversation prefix is not counted)."""
     counts: Counter[str] = Counter()
-    encoder = BodyEncoder()
-    for kind, item in _ordered(cassette.interactions, cassette.outcomes, cassette.tool_calls):
-        if kind == "interaction":
-            records = _interaction_records(encoder, item)
-        elif kind == "tool":
-            records = _tool_records(encoder, item)
-        else:
-            records = _outcome_records(encoder, *item)
-        for record in records:
-            _count(record, counts)
+    for record in file_records(cassette.interactions, cassette.outcomes, cassette.tool_calls,
+                               BodyEncoder()):
+        _count(record, counts)
     return frozenset(s for s, n in counts.items() if n > 1)
 
 

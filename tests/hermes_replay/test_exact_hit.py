@@ -12,7 +12,7 @@ import openai
 import pytest
 
 import hermes_replay
-from hermes_replay import _session
+from hermes_replay import _session_wire
 from hermes_replay._convert import same_request
 from hermes_replay._intercept import WireRequest
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
@@ -24,13 +24,13 @@ MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "conten
 def full_path_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Counts requests that took the full path (``stored_request`` in the session)."""
     calls: list[str] = []
-    real = _session.stored_request
+    real = _session_wire.stored_request
 
     def counting(wire: WireRequest, *args: object) -> dict:
         calls.append(wire.url)
         return real(wire, *args)
 
-    monkeypatch.setattr(_session, "stored_request", counting)
+    monkeypatch.setattr(_session_wire, "stored_request", counting)
     return calls
 
 

@@ -143,8 +143,12 @@ def _html_report(report: ProbeReport, work: Path) -> str:
     folder = work / "report"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
+    copied = 0
     for row in report.rows:
         cassette = Path(row.cassette)
-        if cassette.is_file():
+        if cassette.is_file() and row.rollouts:
             shutil.copy2(cassette, folder / cassette.name)
+            copied += 1
+    if not copied:  # every probe crashed: the findings above say why; nothing to show
+        return "report: none (no probe recorded a rollout)"
     return report_line(folder)

@@ -1,6 +1,7 @@
 """Parallel replay: ``hermes-replay replay DIR -j 2`` against ``-j 1``, side by side in one run.
 
-    .venv/bin/python benchmarks/parallel_bench.py [--generated 20] [--reps 2] [--quick]
+    .venv/bin/python benchmarks/parallel_bench.py [--generated 20] [--reps 2] [--shipped N]
+                                                   [--quick]
 
 The folder holds the shipped cassettes (``cassettes/``) and ``--generated`` more, recorded here
 first against the scripted endpoint (``process`` runs of the three example environments with
@@ -68,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--generated", type=int, default=None, help="cassettes recorded here (20)")
     p.add_argument("--reps", type=int, default=None, help="timed runs per -j value (2)")
+    p.add_argument("--shipped", type=int, default=None,
+                   help="replay only the first N shipped cassettes (all)")
     p.add_argument("--quick", action="store_true", help="2 generated, 1 rep: proves it works")
     args = p.parse_args(argv)
     generated = args.generated if args.generated is not None else (2 if args.quick else 20)
@@ -78,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                         "HERMES_API_KEY": "sk-bench-not-a-key"}.items():
         os.environ.setdefault(name, value)
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
-    shipped = sorted((ROOT / "cassettes").glob("*/*.jsonl"))
+    shipped = sorted((ROOT / "cassettes").glob("*/*.jsonl"))[:args.shipped]
     print(f"parallel replay benchmark: {len(shipped)} shipped + {generated} generated "
           f"cassettes; nproc={os.cpu_count()}; load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")

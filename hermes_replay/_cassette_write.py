@@ -74,6 +74,7 @@ class CassetteWriter:
         self.partial.parent.mkdir(parents=True, exist_ok=True)
         self._encoder = BodyEncoder()
         self._file: IO[str] | None = _open_journal(self.partial)
+        self._claim: tuple[int, Path, bool] | None = None  # see ``retarget``
         _remove_stale_rewrites(self.path)  # safe now: we hold the journal lock
         self._write([header.model_dump(mode="json")])
 
@@ -97,11 +98,38 @@ class CassetteWriter:
 
     def retarget(self, path: str | Path) -> None:
         """Write the finished cassette to ``path`` instead (a shard named after its worker,
-        known only once the worker registered); the journal keeps its name until then."""
-        self.path = Path(path)
+        known only once the worker registered); the journal keeps its name until then.
+
+        ``path`` is claimed with the lock a recorder of ``path`` itself would take, so two
+        workers that came up with one identity fail at once instead of the last one to
+        finish silently replacing the other's shard."""
+        path = Path(path)
+        if path == self.path:
+            return
+        claim = partial_path(path)
+        existed = claim.exists()
+        fd = _locked(claim, busy=f"another recorder is writing {path.name} right now: two "
+                     "workers with one identity?",
+                     hint="give every worker its own identity (--worker NAME, or "
+                     "HERMES_REPLAY_WORKER), then record again")
+        self._release_claim()
+        self._claim = (fd, claim, existed)
+        self.path = path
+
+    def _release_claim(self) -> None:
+        if self._claim is None:
+            return
+        fd, claim, existed = self._claim
+        self._claim = None
+        try:  # an empty claim file we created is ours; anything else is someone's journal
+            if not existed and os.fstat(fd).st_size == 0:
+                claim.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
 
     def close(self) -> None:
         """Stop writing and leave the ``.partial`` as it is (interrupted recording)."""
+        self._release_claim()
         if self._file is not None:
             self._file.close()
             self._file = None
@@ -122,6 +150,15 @@ def _open_journal(partial: Path) -> IO[str]:
     """Open ``<path>.partial`` for a new recording: never through a symlink, and only if no
     other process is recording the same cassette (an exclusive lock, released on exit —
     also by a crash, so a stale journal never blocks)."""
+    fd = _locked(partial, busy="another process is recording this cassette right now",
+                 hint="wait for that recording to finish, or record into another path")
+    os.ftruncate(fd, 0)
+    return os.fdopen(fd, "w", encoding="utf-8")
+
+
+def _locked(partial: Path, *, busy: str, hint: str) -> int:
+    """A descriptor of ``partial`` (created if missing, never through a symlink) holding its
+    exclusive lock; ``CassetteError(busy)`` when another recorder holds it."""
     flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(partial, flags, 0o644)
@@ -133,11 +170,8 @@ def _open_journal(partial: Path) -> IO[str]:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
         os.close(fd)
-        raise CassetteError(
-            "another process is recording this cassette right now", path=partial,
-            hint="wait for that recording to finish, or record into another path") from exc
-    os.ftruncate(fd, 0)
-    return os.fdopen(fd, "w", encoding="utf-8")
+        raise CassetteError(busy, path=partial, hint=hint) from exc
+    return fd
 
 
 def _rewrite_tmp(path: Path, pid: int) -> Path:

@@ -356,8 +356,16 @@ class Session(WireHandling, Results):
             self.worker = name
             if self._shard_by_worker and self._writer is not None and self.mode == "record":
                 suffix = ".jsonl.zst" if self.path.name.endswith(".zst") else ".jsonl"
-                self.path = self.path.with_name(name + suffix)
-                self._writer.retarget(self.path)
+                target = self.path.with_name(name + suffix)
+                try:
+                    self._writer.retarget(target)
+                except CassetteError as exc:  # the identity is taken: stop the run now
+                    if self.write_error is None:
+                        self.write_error = exc
+                    self._emit(ReplayEvent("failed", None, None, "", str(target),
+                                           detail=str(exc)))
+                    return
+                self.path = target
 
     # ------------------------------------------------------------------ tokenizer
 

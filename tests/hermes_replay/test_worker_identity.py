@@ -149,3 +149,26 @@ def test_two_workers_of_one_configuration_record_merge_and_replay_by_flag(
         assert code == 0 and "2 rollouts replayed" in text and "0 misses" in text, text
         recorded = [json.loads(line) for line in (tmp_path / f"{worker}.jsonl").open()]
         assert [json.loads(line) for line in out.open()] == recorded
+
+
+def test_two_workers_with_one_identity_fail_instead_of_replacing_a_shard(tmp_path: Path) -> None:
+    """Identities must be unique; when two recorders come up with the same one, the second
+    fails as it learns it (naming the cause) and the first one's shard is the one written."""
+    first = hermes_replay.cassette(shard_path(tmp_path / "c.jsonl", "host-1"), mode="record",
+                                   shard_by_worker=True)
+    second = hermes_replay.cassette(shard_path(tmp_path / "c.jsonl", "host-2"), mode="record",
+                                    shard_by_worker=True)
+    final = shard_path(tmp_path / "c.jsonl", "w1")
+    first.start()
+    try:
+        first.annotate({"worker": "w1", "note": "first"})
+        second.start()
+        second.annotate({"worker": "w1", "note": "second"})
+        assert second.path != final  # it never took the name
+        with pytest.raises(hermes_replay.CassetteError, match="two workers with one identity"):
+            second.stop()
+    finally:
+        first.stop()
+    assert load_cassette(final).header.extra["note"] == "first"
+    assert not final.with_name("w1.jsonl.partial").exists()  # the claim went with the commit
+    assert final.with_name("host-2.jsonl.partial").exists()  # the loser's journal is kept

@@ -15,9 +15,10 @@ __all__ = ["MARKER_VAR", "children_of", "group_members", "scan", "signal_group",
 MARKER_VAR = "HERMES_SANDBOX_ID"
 
 
-def _live_processes() -> list[tuple[int, int, int]]:
-    """(pid, pgid, sid) of every non-zombie process, from ``/proc``; [] where there is none."""
-    found = []
+def _stats() -> list[tuple[int, list[str]]]:
+    """(pid, fields of ``/proc/<pid>/stat`` after the command name) of every live
+    (non-zombie) process; [] where there is no ``/proc``."""
+    found: list[tuple[int, list[str]]] = []
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -30,12 +31,16 @@ def _live_processes() -> list[tuple[int, int, int]]:
                 raw = fh.read().decode(errors="replace")
         except OSError:
             continue
-        # fields after the ")" closing the command name: state ppid pgrp session ...
+        # the fields after the ")" closing the command name: state ppid pgrp session ...
         fields = raw[raw.rfind(")") + 2 :].split()
-        if len(fields) < 4 or fields[0] == "Z":
-            continue
-        found.append((int(entry), int(fields[2]), int(fields[3])))
+        if len(fields) >= 4 and fields[0] != "Z":
+            found.append((int(entry), fields))
     return found
+
+
+def _live_processes() -> list[tuple[int, int, int]]:
+    """(pid, pgid, sid) of every non-zombie process."""
+    return [(pid, int(f[2]), int(f[3])) for pid, f in _stats()]
 
 
 def _has_marker(pid: int, needle: bytes) -> bool:
@@ -98,20 +103,4 @@ def signal_pid(pid: int, sig: int) -> None:
 
 def children_of(parent: int) -> list[int]:
     """Live direct children of ``parent`` (from ``/proc``; [] where there is none)."""
-    found = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                raw = fh.read().decode(errors="replace")
-        except OSError:
-            continue
-        fields = raw[raw.rfind(")") + 2 :].split()
-        if len(fields) > 1 and fields[0] != "Z" and int(fields[1]) == parent:
-            found.append(int(entry))
-    return found
+    return [pid for pid, fields in _stats() if int(fields[1]) == parent]

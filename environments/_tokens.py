@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from environments._chunked import encode_ids
+
 logger = logging.getLogger(__name__)
 
 MASK = -100
@@ -81,7 +83,9 @@ def split_segments(tokenizer: Any, messages: Sequence[dict[str, Any]],
 
 
 def _encode(tokenizer: Any, text: str) -> list[int]:
-    return list(tokenizer.encode(text, add_special_tokens=False)) if text else []
+    # In bounded pieces with the same ids as one call (see _chunked): a multi-megabyte reply
+    # encoded in one call costs ~150 bytes of tokenizer state per character.
+    return encode_ids(tokenizer, text)
 
 
 def _last_turn_only(tokenizer: Any, messages: Sequence[dict[str, Any]],

@@ -56,7 +56,9 @@ from environments._config import (
     redact_yaml_file,
 )
 from environments._datasets import load_dataset_rows
+from environments._groups_html import bounded_groups_html
 from environments._ids import item_fingerprint, worker_from_environment, worker_from_registration
+from environments._live_groups import scrub_live_groups
 from environments._rollout import Rollout, run_rollout
 from environments._startup import StartupError
 from environments.agent_loop import AgentResult
@@ -346,7 +348,18 @@ class HermesAgentBaseEnv(BaseEnv):
 
     async def process_manager(self) -> None:
         ensure_wandb_offline_safe()
-        await super().process_manager()
+        # atroposlib's groups.html re-parses every token id and renders whole messages; ours
+        # reads only messages and scores and caps each message (see _groups_html).
+        with bounded_groups_html():
+            await super().process_manager()
+
+    async def handle_send_to_api(self, scored_data: Any, item: Any = None,
+                                 do_send_to_api: bool = True,
+                                 abort_on_any_max_length_exceeded: bool = True) -> Any:
+        scrub_live_groups(scored_data)  # before the line is written: a kill leaves no secret
+        return await super().handle_send_to_api(
+            scored_data, item, do_send_to_api=do_send_to_api,
+            abort_on_any_max_length_exceeded=abort_on_any_max_length_exceeded)
 
     async def _run_evaluate(self) -> None:
         ensure_wandb_offline_safe()

@@ -72,6 +72,10 @@ def run_cassette(
             "the header names no env_file, so there is no command to re-run", path=path, line=1,
             hint="record it with `hermes-replay record ENV_FILE … -- process …`, or use "
                  "hermes_replay.cassette() around your own code")
+    recorded_rewards = {
+        rid: (None if rec.outcome.get("reward") is None else float(rec.outcome["reward"]))
+        for rid, rec in recorded_run.rollouts.items() if rec.outcome}
+    del recorded_run  # the replay loads its own copy; a huge reply need not be held twice
     env_file = find_env_file(header.env_file, Path(path))
     if env_file is None:
         raise CassetteError(
@@ -95,9 +99,7 @@ def run_cassette(
                          as_recorded=command is None, trust_cassette=trust_cassette,
                          seed=seed, max_misses=max_misses, **options)
     result.out_dir = out
-    result.recorded_rewards = {
-        rid: (None if rec.outcome.get("reward") is None else float(rec.outcome["reward"]))
-        for rid, rec in recorded_run.rollouts.items() if rec.outcome}
+    result.recorded_rewards = recorded_rewards
     from hermes_replay._result_io import write_run_result
 
     write_run_result(result, out)
@@ -270,8 +272,19 @@ def read_groups(argv: Sequence[str]) -> list[dict[str, Any]]:
     path = flag_value(argv, "--env.data_path_to_save_groups")
     if not path or not Path(path).is_file():
         return []
+    # One int object per distinct number: token ids and masks of a huge reply then cost a list
+    # slot each (8 bytes), not a fresh int each (36 bytes), and parse no slower.
+    decoder = json.JSONDecoder(parse_int=_SharedInts().__getitem__)
     with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+        return [decoder.decode(line) for line in fh if line.strip()]
+
+
+class _SharedInts(dict):
+    """``parse_int`` that hands back the same int object for the same digits."""
+
+    def __missing__(self, digits: str) -> int:
+        value = self[digits] = int(digits)
+        return value
 
 
 def read_eval_metrics(argv: Sequence[str]) -> dict[str, Any]:

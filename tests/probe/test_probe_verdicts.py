@@ -74,6 +74,16 @@ def test_broken_rewards_are_findings(rule, tmp_path: Path, name: str, kind: str)
     assert kind in _kinds(report, "empty"), report.lines()
 
 
+def test_an_env_that_never_returns_a_group_is_stopped_not_waited_for(rule,
+                                                                      tmp_path: Path) -> None:
+    rule("drops")  # atroposlib's process would retry the group forever
+    report = run_probes(ENV, items=1, probes=["empty"], cassette_dir=tmp_path / "c",
+                        work_dir=tmp_path / "w")
+    (finding,) = report.findings
+    assert finding.kind == "crashed" and "returned no group 9 times" in finding.message
+    assert "scores are all equal" in finding.message
+
+
 def test_declared_range_decides_what_is_out_of_range(rule, tmp_path: Path) -> None:
     rule("above")
     report = run_probes(ENV, items=1, probes=["known-good"], cassette_dir=tmp_path / "c",

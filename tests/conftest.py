@@ -20,6 +20,15 @@ pytest_plugins = ["pytester"]
 import pytest  # noqa: E402
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _env_logs_in_the_session_folder(tmp_path_factory: pytest.TempPathFactory):
+    """The env logs of record/passthrough runs go under this session's temp folder, not the
+    machine's /tmp (subprocesses inherit the variable)."""
+    os.environ["HERMES_REPLAY_LOG_DIR"] = str(tmp_path_factory.mktemp("env-logs"))
+    yield
+    os.environ.pop("HERMES_REPLAY_LOG_DIR", None)
+
+
 @pytest.fixture(scope="session")
 def _calc_recording(tmp_path_factory: pytest.TempPathFactory):
     from _calc_project import record_project

@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 ENV_MODES = ("serve", "process", "evaluate")
+LOG_DIR_VARIABLE = "HERMES_REPLAY_LOG_DIR"  # where env logs of record/passthrough go
 REDACTED = "<redacted>"
 
 
@@ -148,13 +149,15 @@ def add_verbose_flag(parser: argparse.ArgumentParser) -> None:
 
 def env_log_path(prog: str, env_file: Path, env_mode: str) -> Path:
     """A new file for the env's own output of a run with no output folder (``record``,
-    ``passthrough``, ``replay ENV_FILE -- MODE``): under the system's temp folder, never
-    beside the cassette, which is committed. Created private (0600): a live run's output is
-    scrubbed of known secrets, but it stays the user's."""
+    ``passthrough``, ``replay ENV_FILE -- MODE``): in ``$HERMES_REPLAY_LOG_DIR`` if set (a
+    CI job keeps it as an artifact), else under the system's temp folder — never beside the
+    cassette, which is committed. Created private (0600): a live run's output is scrubbed of
+    known secrets, but it stays the user's."""
     import tempfile
     from datetime import datetime, timezone
 
-    folder = Path(tempfile.gettempdir()) / "hermes-replay-logs"
+    chosen = os.environ.get(LOG_DIR_VARIABLE, "").strip()
+    folder = Path(chosen) if chosen else Path(tempfile.gettempdir()) / "hermes-replay-logs"
     folder.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     fd, name = tempfile.mkstemp(prefix=f"{prog}-{env_file.stem}-{env_mode}-{stamp}-",

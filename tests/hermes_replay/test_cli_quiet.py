@@ -6,6 +6,7 @@ on the project's base class) against the scripted endpoint.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -52,6 +53,7 @@ def test_record_keeps_the_library_output_in_the_env_log(project: Path, capsys) -
     for noise in LIBRARY_NOISE:
         assert noise not in out + err, noise
     log = _log_named_in(err)
+    assert log.parent == Path(os.environ["HERMES_REPLAY_LOG_DIR"])  # the suite's own folder
     text = log.read_text(encoding="utf-8")
     for noise in LIBRARY_NOISE:  # all of it is in the log instead
         assert noise in text, noise

@@ -3,8 +3,9 @@
 On a terminal, tables get a header rule and bold headers, and a run shows a progress bar. When
 the output is a file or a pipe (CI logs, scripts, tests), the same content comes out as plain
 ASCII: no escape codes, nothing wrapped or cut, columns two spaces apart, one progress line
-every few seconds. ``NO_COLOR`` turns colors off on a terminal too. Every command renders
-through this module, so the two forms stay the same everywhere.
+every few seconds. ``NO_COLOR`` turns colors off on a terminal too. ``ls``, ``show``,
+``diff``, ``verify`` and the run commands render through this module, so the two forms stay
+alike (``check`` and ``probe`` print their own report text).
 """
 
 from __future__ import annotations

@@ -52,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from hermes_replay._signals import describe, exit_code, terminate_as_interrupt
 
+    # transformers' import-time advice that no torch is installed (the harness needs only the
+    # tokenizers): a library line that would reach the terminal before any env log is open
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     try:
         with terminate_as_interrupt():
             return int(args.func(args) or 0)

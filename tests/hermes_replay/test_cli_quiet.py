@@ -77,3 +77,41 @@ def test_a_crash_while_recording_shows_the_end_of_the_log(project: Path, capsys)
     assert "RuntimeError: calc env: setup failed on purpose" in tail
     for noise in LIBRARY_NOISE:  # before the quoted tail, the terminal stayed quiet
         assert noise not in out + before, noise
+
+
+def test_a_fresh_replay_process_prints_only_its_own_lines(calc_project: Path) -> None:
+    """What a user sees from the console script: no library line at all (transformers'
+    import-time advice included), only the harness's start line, summary and table."""
+    import subprocess
+    import sys
+
+    from _calc_project import CASSETTE_REL
+
+    exe = Path(sys.executable).with_name("hermes-replay")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "hermes_replay.cli"]
+    proc = subprocess.run([*cmd, "replay", ENV_REL, "--cassette", CASSETTE_REL, "--",
+                           *PROCESS_ARGS], capture_output=True, text=True, timeout=300,
+                          check=False, cwd=calc_project)
+    assert proc.returncode == 0, proc.stderr
+    assert [line for line in proc.stderr.splitlines() if line.strip()] == [
+        line for line in proc.stderr.splitlines()
+        if line.startswith(("hermes-replay replay: environment output:", "[hermes-replay] "))]
+    assert "4 rollouts replayed" in proc.stdout
+    for noise in (*LIBRARY_NOISE, "None of PyTorch", "Successfully generated HTML"):
+        assert noise not in proc.stdout + proc.stderr, noise
+
+
+def test_transformers_import_advice_stays_off_the_terminal(tmp_path: Path) -> None:
+    """``check`` loads a tokenizer outside any env log; transformers' import-time advice (no
+    torch installed, which the harness never needs) must not print then."""
+    import subprocess
+    import sys
+
+    code = ("import os; os.environ.pop('TRANSFORMERS_NO_ADVISORY_WARNINGS', None)\n"
+            "from hermes_replay.cli import main\n"
+            f"main(['ls', {str(tmp_path)!r}])\n"
+            "import transformers")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "None of PyTorch" not in proc.stderr

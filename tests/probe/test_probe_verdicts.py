@@ -51,6 +51,7 @@ def test_planted_success_claim_hack_is_a_finding_and_exits_1(rule, tmp_path: Pat
                  str(tmp_path / "w"), "--json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 1 and report["ok"] is False
+    assert report["sandbox"] == "bwrap"  # the tampering probes' commands ran isolated
     hacks = [f for f in report["findings"] if f["kind"] == "hack"]
     assert [f["probe"] for f in hacks] == ["claim-success"]
     assert "1.00 >= 0.50" in hacks[0]["message"]
@@ -149,6 +150,16 @@ def test_cli_prints_the_table_and_writes_an_html_report_of_the_probe_cassettes(
                  str(tmp_path / "c"), "--out", str(tmp_path / "w")])
     out = capsys.readouterr().out
     assert code == 0 and "no findings" in out
+    assert "tool sandbox: bubblewrap (kernel isolation), record and replay" in out
     assert out.splitlines()[-1].strip() == f"report: {tmp_path / 'w' / 'report' / 'report.html'}"
     page = (tmp_path / "w" / "report" / "report.html").read_text()
     assert "probe-empty" in page and (tmp_path / "w" / "report" / "probe-empty.jsonl").is_file()
+
+
+def test_the_report_says_when_the_user_opted_out_of_the_sandbox(
+        rule, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rule("honest")
+    monkeypatch.setenv("HERMES_SANDBOX", "none")
+    report = run_probes(ENV, items=1, probes=["empty"], cassette_dir=tmp_path / "c",
+                        work_dir=tmp_path / "w")
+    assert report.sandbox == "none" and report.to_json()["sandbox"] == "none"

@@ -163,7 +163,7 @@ async def run_rollout(env: RolloutEnv, item: Any, tool_schemas: list[dict],
             messages = env.initial_messages(item)
             # Only while `hermes-replay probe` runs is the hook called (see known_good_reply).
             hermes_replay.offer_known_good(_first_user_text(messages),
-                                           lambda: env.known_good_reply(item))
+                                           lambda: env.known_good_reply(item), item)
             if env.phase2:
                 async with env.server.managed_server(tokenizer=env.tokenizer) as managed:
                     _managed.install_translator(managed, cfg.tool_call_parser)

@@ -14,7 +14,8 @@ lazily so test sessions that never touch a cassette pay nothing.
 - In replay mode both block sockets to anything but loopback.
 - ``probe_battery(env_file, **options)`` runs ``hermes-replay probe``'s battery offline and
   returns a ``ProbeReport`` (``report.assert_clean()`` fails with the table); cassettes and
-  logs go under the test's ``tmp_path`` unless ``cassette_dir``/``work_dir`` say otherwise.
+  logs go under the test's ``tmp_path`` unless ``cassette_dir``/``work_dir`` say otherwise;
+  the other options are ``run_probes``'s (``items``, ``probes``, ``env_args``, ``known_good``).
 - Tool calls: answered from the cassette by default, nothing executed. ``--replay-tools
   execute`` runs them again (drift reported; fatal with ``strict=True``), ``--replay-tool
   NAME=execute`` one tool; in code ``@pytest.mark.cassette(path, tools="execute",

@@ -1,4 +1,6 @@
-"""``hermes-replay probe ENV_FILE`` — scripted adversarial policies against the real reward.
+"""``hermes-replay probe ENV_FILE [options] [-- env flags]`` — scripted adversarial policies
+against the real reward. Everything after ``--`` is the env's own flags for every run (e.g.
+``--env.terminal_backend local``), so an env file is probed as it is, without edits.
 
 Exit codes: 0 no finding; 1 at least one finding; 2 usage (argparse, a missing file, a bad
 option value).
@@ -40,7 +42,12 @@ def _range(text: str) -> tuple[float, float]:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("probe", help=HELP, description=DESCRIPTION)
+    p = subparsers.add_parser(
+        "probe", help=HELP, description=DESCRIPTION,
+        usage="hermes-replay probe ENV_FILE [options] [-- ENV FLAGS]",
+        epilog="env flags after `--` go to every run, e.g.: hermes-replay probe my_env.py "
+        "--known-good 'ANSWER: {answer}' -- --env.terminal_backend local. "
+        "Exit codes: 0 no finding; 1 a finding; 2 usage")
     p.add_argument("env_file", metavar="ENV_FILE", help="the environment file")
     p.add_argument("--items", type=int, default=3, metavar="N",
                    help="items each probe runs on (default 3)")
@@ -56,6 +63,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "the reward range, or the known-good mean if lower)")
     p.add_argument("--reward-range", type=_range, metavar="LO,HI",
                    help="the reward's declared range (default: the env's reward_range, [0, 1])")
+    p.add_argument("--known-good", metavar="TEMPLATE", dest="known_good",
+                   help="the known-good reply for each item, from its fields (e.g. "
+                   "'{reference}' or 'ANSWER: {answer}'), instead of the env's "
+                   "known_good_reply hook: for env files you do not edit")
     p.add_argument("--judge", default="examples", metavar="SCRIPT",
                    help="scripted-endpoint script answering judge-style requests "
                    "(default: examples)")
@@ -67,7 +78,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hermes_replay.probe import ProbeRun, list_probes, load_probe_files, run_probes
+    from hermes_replay.probe import (
+        ProbeRun,
+        list_probes,
+        load_probe_files,
+        probe_env_args,
+        run_probes,
+    )
 
     env = Path(args.env_file)
     if not env.is_file() or env.suffix != ".py":
@@ -78,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         print("hermes-replay probe: --items must be at least 1", file=sys.stderr)
         return 2
     try:
+        env_args = probe_env_args(args.env_args or [])
         load_probe_files(env, args.probe_files)
     except (OSError, ValueError) as exc:
         print(f"hermes-replay probe: {exc}", file=sys.stderr)
@@ -105,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
     report = run_probes(env, items=args.items, probes=args.probes, cassette_dir=args.cassettes,
                         work_dir=work, threshold=args.threshold,
                         reward_range=args.reward_range, judge=args.judge,
-                        on_probe=None if args.json else progress)
+                        on_probe=None if args.json else progress, env_args=env_args,
+                        known_good=args.known_good)
     if args.json:
         print(report.dumps())
     else:
@@ -124,8 +143,12 @@ def _html_report(report: ProbeReport, work: Path) -> str:
     folder = work / "report"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
+    copied = 0
     for row in report.rows:
         cassette = Path(row.cassette)
-        if cassette.is_file():
+        if cassette.is_file() and row.rollouts:
             shutil.copy2(cassette, folder / cassette.name)
+            copied += 1
+    if not copied:  # every probe crashed: the findings above say why; nothing to show
+        return "report: none (no probe recorded a rollout)"
     return report_line(folder)

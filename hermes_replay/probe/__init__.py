@@ -29,6 +29,9 @@ beside the env file (loaded automatically) or in any file given with ``--probes 
 
 The known-good probe answers each item with the reply the environment offers through its
 ``known_good_reply(item)`` hook (``HermesAgentBaseEnv``); see ``hermes_replay.offer_known_good``.
+For an env file you may not edit, ``known_good=`` gives the reference instead: a template over
+the item's fields (``"ANSWER: {answer}"``) or a function of the item. ``env_args`` are the
+env's own flags for every run (``["--env.terminal_backend", "local"]``).
 """
 
 from __future__ import annotations
@@ -38,9 +41,10 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from hermes_replay._known_good import Reference
 from hermes_replay.probe._catalog import get_probe, list_probes
 from hermes_replay.probe._registry import Probe, ProbeContext, register_probe
-from hermes_replay.probe._runner import ProbeRun, ProbeRunaway, run_probe
+from hermes_replay.probe._runner import ProbeRun, ProbeRunaway, probe_env_args, run_probe
 from hermes_replay.probe._verdict import ProbeFinding, ProbeReport, ProbeRow, judge_runs
 
 __all__ = [
@@ -54,6 +58,7 @@ __all__ = [
     "get_probe",
     "list_probes",
     "load_probe_files",
+    "probe_env_args",
     "register_probe",
     "run_probes",
 ]
@@ -88,18 +93,23 @@ def run_probes(
     seed: int = 0,
     probe_files: Iterable[str | Path] = (),
     on_probe: Callable[[ProbeRun], None] | None = None,
+    env_args: Sequence[str] = (),
+    known_good: Reference | None = None,
 ) -> ProbeReport:
     """Run the battery (or the named ``probes``) against ``env_file``; see the module docstring.
 
     ``cassette_dir`` defaults to ``cassettes/<env file stem>``; ``work_dir`` (outputs and one
     ``env.log`` per probe) to a fresh temporary folder. ``judge`` names the scripted-endpoint
-    script that answers judge-style requests.
+    script that answers judge-style requests. ``env_args``: the env's own flags, given to
+    every run (a probe's own flags are refused: ``ValueError``). ``known_good``: where the
+    known-good probe's replies come from instead of the env's hook.
     """
     env = Path(env_file)
     if not env.is_file():
         raise FileNotFoundError(f"environment file {env} does not exist")
     if items < 1:
         raise ValueError(f"items must be at least 1, not {items}")
+    env_args = probe_env_args(env_args)  # a bad flag fails here, before any probe ran
     load_probe_files(env, probe_files)
     chosen = [get_probe(n) for n in probes] if probes else list_probes(env.stem)
     chosen.sort(key=lambda p: p.kind != "known-good")  # its mean sets the threshold
@@ -108,7 +118,8 @@ def run_probes(
     runs = []
     for probe in chosen:
         run = run_probe(env, probe, items=items, cassette=cassettes / f"probe-{probe.name}.jsonl",
-                        work_dir=work, judge=judge, seed=seed)
+                        work_dir=work, judge=judge, seed=seed, env_args=env_args,
+                        known_good=known_good)
         runs.append(run)
         if on_probe is not None:
             on_probe(run)

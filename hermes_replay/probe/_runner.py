@@ -8,6 +8,11 @@
    the recording) and each rollout's reward is compared with the first run's: a difference, or
    a request the recording does not hold, is the environment's nondeterminism.
 
+``env_args`` (the env's own flags, e.g. ``--env.terminal_backend local`` for a file whose
+default backend is not provided here) follow the probe's flags on the command line and are kept
+in the cassette's command, so the replay runs them too; the flags the probe sets itself are
+refused (:func:`probe_env_args`).
+
 Network other than loopback is refused during both runs. A run that keeps asking for more
 rollouts than it was given items (atroposlib's ``process`` retries a group it cannot score,
 forever) is stopped with ``ProbeRunaway``.
@@ -16,17 +21,20 @@ forever) is stopped with ``ProbeRunaway``.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hermes_replay._errors import HermesReplayError
-from hermes_replay._known_good import collecting_known_good
+from hermes_replay._known_good import Reference, collecting_known_good
 from hermes_replay.probe._registry import Probe, ProbeContext, probe_script
 
-__all__ = ["ProbeRun", "ProbeRunaway", "run_probe"]
+__all__ = ["ProbeRun", "ProbeRunaway", "probe_env_args", "run_probe"]
 
 OUTPUT_NAME = "groups.jsonl"
+#: Flags every probe run sets itself (one item per step, group of 1, its own endpoint).
+OWNED_FLAGS = ("--env.total_steps", "--env.group_size", "--env.data_path_to_save_groups")
 
 
 class ProbeRunaway(HermesReplayError):
@@ -76,25 +84,54 @@ class _Outcomes:
             )
 
 
-def env_argv(items: int, base_url: str, model: str, out_dir: Path | None) -> list[str]:
+def probe_env_args(env_args: Sequence[str]) -> list[str]:
+    """``env_args`` checked for a probe run: an optional leading ``process`` is dropped; another
+    mode, or a flag the probe sets itself, is a ``ValueError`` saying why."""
+    flags = list(env_args)
+    if flags and flags[0] == "process":
+        flags = flags[1:]
+    if flags and flags[0] in ("serve", "evaluate"):
+        raise ValueError(f"a probe runs the environment's `process` mode, not {flags[0]!r}; "
+                         "after `--` give only the env's own flags, e.g. -- "
+                         "--env.terminal_backend local")
+    for flag in flags:
+        name = flag.split("=", 1)[0]
+        if name in OWNED_FLAGS or name.startswith("--openai."):
+            raise ValueError(f"{name} is set by the probe itself (each probe runs N items, "
+                             "one rollout each, against its own scripted endpoint); use --items "
+                             "for the number of items and leave it out after `--`")
+    return flags
+
+
+def env_argv(items: int, base_url: str, model: str, out_dir: Path | None,
+             env_args: Sequence[str] = ()) -> list[str]:
     """The env CLI command of a probe run (``out_dir`` None: the form stored in the header)."""
     out = str(out_dir / OUTPUT_NAME) if out_dir is not None else OUTPUT_NAME
     return ["process", "--env.total_steps", str(items), "--env.group_size", "1",
             "--env.data_path_to_save_groups", out,
             "--openai.base_url", base_url, "--openai.model_name", model,
-            "--openai.server_type", "openai", "--openai.health_check", "false"]
+            "--openai.server_type", "openai", "--openai.health_check", "false", *env_args]
 
 
-def _first_tools(requests: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+def _offered_tools(requests: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+    """Every tool offered in any request of the run, once. Groups may be offered different
+    tools (a ``distribution`` draws per group): a probe is n/a only if no rollout could act."""
+    seen: dict[str, dict[str, Any]] = {}
     for _, body in requests:
-        if isinstance(body, dict) and body.get("tools"):
-            return list(body["tools"])
-    return []
+        for tool in (body.get("tools") or []) if isinstance(body, dict) else []:
+            fn = tool.get("function", tool) if isinstance(tool, dict) else None
+            if isinstance(fn, dict):
+                seen.setdefault(str(fn.get("name")), tool)
+    return list(seen.values())
 
 
 def run_probe(env_file: Path, probe: Probe, *, items: int, cassette: Path, work_dir: Path,
-              judge: str = "examples", seed: int = 0, replay: bool = True) -> ProbeRun:
-    """Record ``probe`` against ``env_file`` into ``cassette``, then replay it once."""
+              judge: str = "examples", seed: int = 0, replay: bool = True,
+              env_args: Sequence[str] = (), known_good: Reference | None = None) -> ProbeRun:
+    """Record ``probe`` against ``env_file`` into ``cassette``, then replay it once.
+
+    ``known_good`` (a template over the item's fields, or a function of the item) replaces
+    the env's ``known_good_reply`` hook as the source of known-good replies."""
     from hermes_replay import load_cassette
     from hermes_replay._cli._runner import relative_to_cwd
     from hermes_replay._run import run_env
@@ -112,27 +149,28 @@ def run_probe(env_file: Path, probe: Probe, *, items: int, cassette: Path, work_
     judge_script = probe.judge or judge
     if isinstance(judge_script, str):
         judge_script = get_script(judge_script)
-    with collecting_known_good() as table:
+    env_args = probe_env_args(env_args)
+    with collecting_known_good(known_good) as table:
         ctx = ProbeContext(known_good=table)
         with ScriptedEndpoint(script=probe_script(probe, ctx, judge_script),
                               seed=seed) as endpoint:
             header = {
                 "env_file": relative_to_cwd(env_file),
-                "command": env_argv(n, endpoint.base_url, model, None),
+                "command": env_argv(n, endpoint.base_url, model, None, env_args),
                 "endpoint_type": "openai", "base_url": endpoint.base_url, "model": model,
                 "extra": {"probe": {"name": probe.name, "kind": probe.kind, "items": n,
                                     "judge": judge_script.name, "seed": seed}},
             }
-            argv = env_argv(n, endpoint.base_url, model, work)
+            argv = env_argv(n, endpoint.base_url, model, work, env_args)
             # One seed for the endpoint and the env's `random`/numpy: a re-run is the same run.
             result = run_env(env_file, argv, cassette=cassette, mode="record",
                              log_path=run.log, block_network=True, on_rollout=outcomes,
                              header=header, seed=seed)
-            run.tools = _first_tools(endpoint.requests)
+            run.tools = _offered_tools(endpoint.requests)
         run.known_good_offers = table.offers
     run.exit_code = result.exit_code
     if result.error is not None:
-        run.error = f"{_first_line(result.error)}; see {run.log}"
+        run.error = f"{_first_line(result.error)}{_last_words(run.log)}; see {run.log}"
     run.outcomes = outcomes.outcomes
     if run.error is None:
         run.annotations = dict(load_cassette(cassette).header.extra)
@@ -161,6 +199,18 @@ def _replay(run: ProbeRun, env_file: Path, argv: list[str], work: Path) -> None:
         run.replay_error = f"the replay exited with code {result.exit_code}; see {log}"
     run.replay_rewards = {rid: (float(o["reward"]) if isinstance(o.get("reward"), (int, float))
                                 else None) for rid, o in outcomes.outcomes.items()}
+
+
+def _last_words(log: Path | None) -> str:
+    """The env log's last line (a startup error, the exception of a traceback), when the
+    error itself does not say why; env flags are the usual cure, hence the hint."""
+    from hermes_replay._verdict import log_tail
+
+    tail = log_tail(log, 1)
+    if not tail:
+        return ""
+    return (f" — the environment said: {tail[0].strip()} (env flags go after `--`: "
+            "hermes-replay probe ENV_FILE -- --env.FIELD VALUE)")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -10,7 +10,8 @@ outside it. Three probes, so the table says which trick worked:
 * ``tamper-verifier`` — overwrite the test files it finds with one trivially passing test and
   plant the files a test run reads: ``conftest.py`` and ``sitecustomize.py`` that exit 0,
   a ``pytest.py`` that shadows ``python -m pytest``, a ``pytest.ini`` whose ``addopts`` only
-  collects.
+  collects; the files the task names are created too (as ``tamper-named-files``), so a
+  verifier that first checks they exist goes on to run the tampered tests.
 
 They need a shell tool (a ``command`` parameter) or a file-writing tool (``path`` and
 ``content``); with neither they report "n/a".
@@ -103,7 +104,8 @@ def plan_exit_stubs(prompt: str) -> Plan:
 
 
 def plan_verifier(prompt: str) -> Plan:
-    return [
+    planted = {"conftest.py", "sitecustomize.py", "pytest.py", "pytest.ini"}
+    return [step for step in plan_named_files(prompt) if step[0] not in planted] + [
         ("conftest.py", EXIT_PY, False),
         ("sitecustomize.py", EXIT_PY, False),
         ("pytest.py", "raise SystemExit(0)\n", False),

@@ -27,6 +27,9 @@ from hermes_replay.probe._runner import ProbeRun
 __all__ = ["ProbeFinding", "ProbeReport", "ProbeRow", "judge_runs"]
 
 DEFAULT_RANGE = (0.0, 1.0)
+#: The built-in probe that plays the env's own known-good replies: with none offered it is n/a.
+#: A user's own ``kind="known-good"`` probe brings its replies and is judged on what it scored.
+HOOKED_PROBE = "known-good"
 
 
 @dataclass(frozen=True)
@@ -157,7 +160,8 @@ def judge_runs(env_file: str, items: int, runs: list[ProbeRun], *,
 
 def _known_good_mean(runs: list[ProbeRun]) -> float | None:
     for run in runs:
-        if run.probe.kind == "known-good" and run.known_good_offers and run.error is None:
+        offered = run.known_good_offers or run.probe.name != HOOKED_PROBE
+        if run.probe.kind == "known-good" and offered and run.error is None:
             values = [r for r in run.rewards.values() if r is not None and not math.isnan(r)]
             if values:
                 return sum(values) / len(values)
@@ -181,8 +185,9 @@ def _row(run: ProbeRun, rng: tuple[float, float], base: float, degenerate_at: fl
         found(ProbeFinding(probe.name, kind, message))
 
     skipped = probe.not_applicable(run.tools)
-    if probe.kind == "known-good" and not run.known_good_offers and run.error is None:
-        skipped = "the env offers no known-good reply (known_good_reply hook)"
+    if probe.name == HOOKED_PROBE and not run.known_good_offers and run.error is None:
+        skipped = ("the env offers no known-good reply (known_good_reply hook, or "
+                   "--known-good TEMPLATE)")
     if run.error is not None:
         finding("crashed", run.error)
     elif not run.outcomes:

@@ -145,14 +145,24 @@ def find_cassettes(target: Path) -> list[Path]:
     return found
 
 
+HEAD_LIMIT = 1 << 20  # bytes of a first line read to decide (a header is a few KB)
+
+
 def _looks_like_cassette(path: Path) -> bool:
     """First line is a JSON header (a data file of an env is not a cassette)."""
     from hermes_replay._files import first_line
 
     try:
-        first = json.loads(first_line(path) or b"null")
-    except (OSError, ValueError):
+        line = first_line(path, limit=HEAD_LIMIT)
+    except OSError:
         return True  # let load_cassette report what is wrong with it
+    try:
+        first = json.loads(line or b"null")
+    except ValueError:
+        # A broken cassette is load_cassette's to report; but a first line longer than any
+        # header whose start names no schema is an env's data (the scored group of a 1 MB
+        # reply, in a replay's output folder), not a cassette cut short.
+        return len(line) < HEAD_LIMIT or b'"schema_version"' in line[:4096]
     return isinstance(first, dict) and "schema_version" in first
 
 

@@ -202,15 +202,17 @@ def _replay(run: ProbeRun, env_file: Path, argv: list[str], work: Path) -> None:
 
 
 def _last_words(log: Path | None) -> str:
-    """The env log's last line (a startup error, the exception of a traceback), when the
-    error itself does not say why; env flags are the usual cure, hence the hint."""
+    """What the environment said last (a startup error, the exception of a traceback): the
+    last line of the log's end that is not indented (traceback frames and footers are)."""
     from hermes_replay._verdict import log_tail
 
-    tail = log_tail(log, 1)
-    if not tail:
+    said = next((line for line in reversed(log_tail(log, 40))
+                 if line[:1].strip() and not line.startswith("Traceback")), None)
+    if said is None:
         return ""
-    return (f" — the environment said: {tail[0].strip()} (env flags go after `--`: "
-            "hermes-replay probe ENV_FILE -- --env.FIELD VALUE)")
+    hint = (" (env flags go after `--`: hermes-replay probe ENV_FILE -- --env.FIELD VALUE)"
+            if "--env." in said else "")
+    return f" — the environment said: {said.strip()}{hint}"
 
 
 def _first_line(exc: BaseException) -> str:

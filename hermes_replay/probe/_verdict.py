@@ -198,6 +198,8 @@ def _row(run: ProbeRun, rng: tuple[float, float], base: float, degenerate_at: fl
         if error:
             kind = "nan" if "NaN" in str(error) else "raised"
             finding(kind, f"compute_reward on {rid}: {error}")
+        elif reward is None and run.error is not None:
+            continue  # the rollout never got scored: the crash above says why
         elif not isinstance(reward, (int, float)) or math.isnan(reward):
             finding("nan", f"{rid} has no numeric reward ({reward!r})")
         elif not rng[0] - 1e-9 <= reward <= rng[1] + 1e-9:

@@ -127,6 +127,17 @@ def test_find_cassettes_skips_non_cassette_jsonl(tmp_path: Path) -> None:
     assert find_cassettes(tmp_path) == [tmp_path / "a.jsonl"]
 
 
+def test_find_cassettes_skips_data_whose_first_line_is_longer_than_any_header(
+        tmp_path: Path) -> None:
+    # the scored group of a 1 MB reply, as a probe's replay writes it to its output folder
+    (tmp_path / "a.jsonl").write_text('{"type": "header", "schema_version": 1}\n')
+    (tmp_path / "groups.jsonl").write_text('{"tokens": [' + "7, " * 600_000 + "7]}\n")
+    # … while a cassette cut short (or a huge header) is still found, for load_cassette to judge
+    (tmp_path / "cut.jsonl").write_text('{"type": "header", "schema_version": 1, "x": "' +
+                                        "y" * (1 << 20))
+    assert find_cassettes(tmp_path) == [tmp_path / "a.jsonl", tmp_path / "cut.jsonl"]
+
+
 def test_progress_plain_lines_are_periodic() -> None:
     now = [0.0]
     stream = io.StringIO()

@@ -113,3 +113,12 @@ def test_a_template_naming_a_missing_field_says_which_fields_the_item_has() -> N
         reference_reply("{reference}", item)
     with pytest.raises(TypeError, match="function of the item"):
         reference_reply("{answer}", "a plain string item")
+
+
+def test_a_bad_template_stops_the_probe_with_the_env_run_saying_why(tmp_path: Path) -> None:
+    report = run_probes(Path(__file__).with_name("reward_env.py"), items=1,
+                        probes=["known-good"], known_good="{reference}",
+                        cassette_dir=tmp_path / "c", work_dir=tmp_path / "w")
+    (finding,) = report.findings  # the crash alone: no "nan" for the rollout it stopped
+    assert finding.kind == "crashed"
+    assert "no field 'reference'; its fields are id, answer" in finding.message

@@ -168,6 +168,8 @@ class Session(WireHandling, Results):
         self.write_error: CassetteError | None = None  # disk full etc.: the first one
         self.tools = ToolLedger(self.path, mode, tools, dict(tool_overrides or {}),
                                 normalize=self.matcher._normalize, lock=self._lock)
+        self.tools.on_miss = lambda miss: self._emit(ReplayEvent(
+            "miss", miss.rollout, miss.seq, miss.method, miss.path, None, detail=miss.reason))
         # ``trace``: where to write what this run sent (``replay --twice`` compares two)
         self._trace_path = Path(trace) if trace is not None else None
         self._trace: list[dict[str, Any]] = []

@@ -145,6 +145,7 @@ class ToolLedger:
     drift: list[ToolDrift] = field(default_factory=list)
     executed: int = 0
     on_call: Callable[[dict[str, Any]], None] | None = None  # a trace of every call (--twice)
+    on_miss: Callable[[Miss], None] | None = None  # the session's "miss" event (progress)
 
     def __post_init__(self) -> None:
         check_policy(self.policy)
@@ -185,6 +186,8 @@ class ToolLedger:
             if self.mode == "replay" and policy == "replay":
                 miss = self._diagnose(rollout, seq, turn, request)
                 self.misses.append(miss)
+                if self.on_miss is not None:  # counted where LLM misses are: one event each
+                    self.on_miss(miss)
                 self._trace(rollout, seq, turn, request, None)
                 raise ToolCallMiss(miss)
             if rec is not None:

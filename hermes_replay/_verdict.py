@@ -33,7 +33,8 @@ def log_tail(log: Path | None, lines: int = TAIL_LINES) -> list[str]:
             text = fh.read().decode("utf-8", "replace")
     except OSError:
         return []
-    kept = [line.rstrip()[:300] for line in text.splitlines() if line.strip()]
+    # an error message of one long line (an env's startup check) must still show its advice
+    kept = [line.rstrip()[:1000] for line in text.splitlines() if line.strip()]
     return kept[-lines:]
 
 

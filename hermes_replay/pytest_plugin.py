@@ -20,9 +20,12 @@ lazily so test sessions that never touch a cassette pay nothing.
   execute`` runs them again (drift reported; fatal with ``strict=True``), ``--replay-tool
   NAME=execute`` one tool; in code ``@pytest.mark.cassette(path, tools="execute",
   tool_overrides={...})`` or ``replay_run(tools=...)``. The command line wins.
+- ``--replay-mode auto`` ends with a terminal-summary section: per test, what was re-recorded
+  (turns per rollout), or that the run failed and the cassette was kept as it was.
 - A test of a replay that failed before its snapshot assertion (a miss, a crash) keeps its
   snapshot: syrupy would count it unused and ``--snapshot-update`` would delete the good
-  reference; it is reported to syrupy as not run instead.
+  reference; it is reported to syrupy as skipped instead (and its ``*.rollouts.txt`` file is
+  announced to syrupy, which otherwise does not tie that two-part suffix to the test).
 """
 
 from __future__ import annotations
@@ -86,6 +89,41 @@ def pytest_configure(config: pytest.Config) -> None:
         "cassette(path, **options): the hermes-replay cassette this test replays (used by the "
         "replay_run and hermes_cassette fixtures); options go to hermes_replay.cassette().",
     )
+    config.pluginmanager.register(_AutoReport(), "hermes-replay-auto-report")
+
+
+_AUTO = "hermes-replay auto"  # a user property of the test: xdist carries it to the controller
+
+
+def _note_auto(node: pytest.Item, cassette: Path, rerecorded: dict[str, int] | None) -> None:
+    """What ``--replay-mode auto`` did to ``cassette`` in this test, for the terminal summary;
+    ``rerecorded`` None: the run failed, so the cassette was left as it was."""
+    node.user_properties.append((_AUTO, [str(cassette), rerecorded]))
+
+
+class _AutoReport:
+    """Collects the auto-mode notes of every test (from its reports, so under xdist too) and
+    prints them at the end: what was re-recorded where, and which cassettes were kept."""
+
+    def __init__(self) -> None:
+        self.notes: list[tuple[str, str, dict[str, int] | None]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown":  # the last report: a fixture's own exit has run too
+            self.notes += [(report.nodeid, cassette, rerecorded)
+                           for key, (cassette, rerecorded) in report.user_properties
+                           if key == _AUTO]
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.notes:
+            return
+        from hermes_replay._summary import rerecorded_line
+
+        terminalreporter.write_sep("-", "hermes-replay --replay-mode auto")
+        for nodeid, cassette, rerecorded in self.notes:
+            what = ("the run failed: the cassette was kept as it was" if rerecorded is None
+                    else rerecorded_line(rerecorded))
+            terminalreporter.write_line(f"{nodeid}: {cassette}: {what}")
 
 
 _PROTECTED = pytest.StashKey[set]()
@@ -100,11 +138,28 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     protected = item.config.stash.setdefault(_PROTECTED, set())
     if report.when == "call" and report.failed and _snapshot_not_reached(item, call):
         protected.add(report.nodeid)
+        _announce_rollout_snapshots(item)
     elif report.when == "teardown" and report.nodeid in protected:
         # syrupy heard "failed" for the call phase; "skipped" is what it never deletes
         syrupy = getattr(item.config, "_syrupy", None)  # syrupy's session object
         if syrupy is not None and hasattr(syrupy, "ran_item"):
             syrupy.ran_item(report.nodeid, "skipped")
+
+
+def _announce_rollout_snapshots(item: pytest.Item) -> None:
+    """Make syrupy read this test's ``*.rollouts.txt`` file as the snapshot it is.
+
+    The test never asserted, so syrupy only knows its default extension. That one lists our
+    file as an unknown file and keeps it for a skipped test only when the file's stem equals
+    the test's name; with the two-part suffix the stem is ``<test>.rollouts`` and the file
+    would be deleted. A (never executed) assertion with our extension makes syrupy's
+    discovery read the file as a snapshot named after the test, which skipping protects.
+    """
+    from hermes_replay.snapshot import RolloutSnapshotExtension
+
+    use_extension = getattr(item.funcargs.get("snapshot"), "use_extension", None)  # type: ignore[attr-defined]
+    if use_extension is not None:
+        use_extension(RolloutSnapshotExtension)
 
 
 def _snapshot_not_reached(item: pytest.Item, call: pytest.CallInfo[None]) -> bool:
@@ -200,11 +255,22 @@ def replay_run(
         merged = _tool_options(request, {**_options(request), **options})
         if request.config.getoption("--trust-cassette"):
             merged["trust_cassette"] = True
+        cassette = _resolve(request, path)
+        if mode == "auto":  # as `record --missing-only`: rollouts the run no longer makes go,
+            merged.setdefault("drop_unrun", True)  # or the next replay fails on them
         try:
-            return run_cassette(_resolve(request, path), out_dir=tmp_path / f"run-{runs}",
-                                mode=mode, command=command, **merged)
+            result = run_cassette(cassette, out_dir=tmp_path / f"run-{runs}", mode=mode,
+                                  command=command, **merged)
         except CassetteMiss as exc:
             raise exc.with_hint(_pytest_miss_hint(request)) from None
+        except BaseException:
+            if mode == "auto":
+                _note_auto(request.node, cassette, None)
+            raise
+        if mode == "auto":
+            _note_auto(request.node, cassette, dict(result.summary.rerecorded)
+                       if result.summary is not None else None)
+        return result
 
     return run
 
@@ -228,6 +294,7 @@ def hermes_cassette(request: pytest.FixtureRequest, replay_mode: str) -> Iterato
     mode = _effective_mode(request, replay_mode)
     path = _resolve(request, None)
     options = _tool_options(request, _options(request))
+    session = None
     try:
         with hermes_replay.cassette(path, mode=mode, **options) as session:  # type: ignore[arg-type]
             if mode == "replay":
@@ -237,6 +304,12 @@ def hermes_cassette(request: pytest.FixtureRequest, replay_mode: str) -> Iterato
                 yield session
     except hermes_replay.CassetteMiss as exc:
         raise exc.with_hint(_pytest_miss_hint(request)) from None
+    except BaseException:
+        if mode == "auto":
+            _note_auto(request.node, path, None)
+        raise
+    if mode == "auto" and session is not None:
+        _note_auto(request.node, path, dict(session.summary().rerecorded))
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cli._render import RunSummary
+from hermes_replay._cli._run_summary import RunSummary
 
 __all__ = ["Job", "Outcome", "default_jobs", "replay_in_processes"]
 

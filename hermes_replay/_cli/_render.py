@@ -1,5 +1,10 @@
-"""Terminal output for the CLI: colors (only on a terminal, never with NO_COLOR), tables,
-the progress line, and the end-of-run summary. Standard library only.
+"""Terminal output of the CLI, drawn by rich: colors, tables and the live progress bar.
+
+On a terminal, tables get a header rule and bold headers, and a run shows a progress bar. When
+the output is a file or a pipe (CI logs, scripts, tests), the same content comes out as plain
+ASCII: no escape codes, nothing wrapped or cut, columns two spaces apart, one progress line
+every few seconds. ``NO_COLOR`` turns colors off on a terminal too. Every command renders
+through this module, so the two forms stay the same everywhere.
 """
 
 from __future__ import annotations
@@ -7,65 +12,54 @@ from __future__ import annotations
 import io
 import os
 import re
+import shutil
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, TextIO
+from typing import Any, TextIO
 
-__all__ = [
-    "LineClearingStream",
-    "Progress",
-    "RunSummary",
-    "Style",
-    "fmt_reward",
-    "sanitize",
-    "table",
-    "truncate",
-]
+from rich import box
+from rich.color import ColorSystem
+from rich.console import Console
+from rich.file_proxy import FileProxy
+from rich.progress import BarColumn, ProgressColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichProgress
+from rich.style import Style as RichStyle
+from rich.table import Column, Table
+from rich.text import Text
+
+__all__ = ["Progress", "Style", "fmt_reward", "sanitize", "table", "truncate"]
+
+# Without a terminal nothing may wrap: a folded rollout id would break every grep.
+_NO_WRAP_WIDTH = 100_000
+# The plain form's only rule: one ASCII line under the header (a box of spaces otherwise).
+_PLAIN_BOX = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
 
 
 class Style:
-    """ANSI styling that switches itself off when the stream is not a TTY or NO_COLOR is set."""
+    """Colors that switch themselves off when the stream is not a terminal or NO_COLOR is set.
 
-    _CODES: ClassVar[dict[str, str]] = {
-        "bold": "1",
-        "dim": "2",
-        "red": "31",
-        "green": "32",
-        "yellow": "33",
-        "blue": "34",
-        "magenta": "35",
-        "cyan": "36",
-    }
+    ``style(text, "bold", "red")`` returns ``text`` with rich's ANSI codes, or ``text`` itself.
+    ``terminal`` says whether the stream is one (tables are drawn for a screen then).
+    """
 
     def __init__(self, stream: TextIO | None = None, *, color: bool | None = None) -> None:
         stream = sys.stdout if stream is None else stream
-        if color is None:
-            color = _isatty(stream) and "NO_COLOR" not in os.environ
-        self.color = color
+        self.terminal = _isatty(stream) if color is None else color
+        self.color = (self.terminal and "NO_COLOR" not in os.environ) if color is None else color
 
     def __call__(self, text: str, *styles: str) -> str:
         if not self.color or not styles:
             return text
-        codes = ";".join(self._CODES[s] for s in styles)
-        return f"\033[{codes}m{text}\033[0m"
+        return RichStyle.parse(" ".join(styles)).render(text, color_system=ColorSystem.STANDARD)
 
 
-def _isatty(stream: TextIO) -> bool:
+def _isatty(stream: Any) -> bool:
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def _visible_len(text: str) -> int:
-    """Length on screen: ANSI color codes take no columns."""
-    return len(_ANSI.sub("", text))
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -91,6 +85,12 @@ def fmt_reward(value: Any) -> str:
     return f"{value:.3f}"
 
 
+def _console(file: TextIO, *, terminal: bool, color: bool, width: int | None = None) -> Console:
+    return Console(file=file, force_terminal=terminal, no_color=not color, width=width,
+                   color_system="standard" if color else None, highlight=False, markup=False,
+                   emoji=False, legacy_windows=False, force_jupyter=False)
+
+
 def table(
     headers: Sequence[str],
     rows: Iterable[Sequence[Any]],
@@ -98,117 +98,49 @@ def table(
     align: str | None = None,
     style: Style | None = None,
 ) -> str:
-    """A plain aligned text table. ``align`` has one of ``l``/``r`` per column."""
-    body = [["" if c is None else str(c) for c in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in body:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], _visible_len(cell))
+    """A table as text. ``align`` has one of ``l``/``r`` per column; cells may carry colors
+    from ``style`` (they count by their visible width). Plain unless ``style`` is a terminal's:
+    then a rich table fitted to the terminal's width (long cells fold, never vanish)."""
+    terminal = bool(style and style.terminal)
+    color = bool(style and style.color)
     align = align or "l" * len(headers)
+    grid = Table(box=box.SIMPLE_HEAD if terminal else _PLAIN_BOX, show_edge=False,
+                 pad_edge=False, padding=(0, 1, 0, 0), header_style="bold" if color else "",
+                 safe_box=not terminal)
+    for header, side in zip(headers, align, strict=True):
+        grid.add_column(header, justify="right" if side == "r" else "left", overflow="fold")
+    for row in rows:
+        grid.add_row(*(Text.from_ansi("" if cell is None else str(cell)) for cell in row))
+    out = io.StringIO()
+    width = shutil.get_terminal_size().columns if terminal else _NO_WRAP_WIDTH
+    _console(out, terminal=terminal, color=color, width=width).print(grid)
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
 
-    def line(cells: Sequence[str]) -> str:
-        parts = []
-        for i, c in enumerate(cells):
-            pad = " " * (widths[i] - _visible_len(c))
-            parts.append(pad + c if align[i] == "r" else c + pad)
-        return "  ".join(parts).rstrip()
 
-    head = line(headers)
-    out = [style(head, "bold") if style else head, "  ".join("-" * w for w in widths)]
-    out += [line(r) for r in body]
-    return "\n".join(out)
+class _Counts(ProgressColumn):
+    """``3/12 rollouts · 6 turns · 1 misses`` from the run's own counters (misses in red)."""
 
+    def __init__(self, progress: Progress) -> None:
+        super().__init__(table_column=Column(no_wrap=True))
+        self._progress = progress
 
-@dataclass
-class RunSummary:
-    """What ``record``/``replay``/``passthrough`` print at the end of one run."""
-
-    mode: str
-    cassette: str | None
-    rollouts: int = 0
-    turns: int = 0
-    misses: int = 0
-    unused: int = 0
-    unused_keys: list[str] = field(default_factory=list)  # "rollout#turn" of unused recordings
-    recorded: int = 0
-    failed_attempts: int = 0  # record: requests that failed live and were not written
-    mean_reward: float | None = None
-    changed: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
-    exit_code: int = 0
-    error: str | None = None
-    log: str | None = None  # where the env's own output went, if not to the terminal
-    rerecorded: dict[str, int] = field(default_factory=dict)  # auto: rollout -> turns recorded
-    skipped: str | None = None  # why this cassette was not replayed (not a failure)
-    tools_replayed: int = 0  # tool calls answered from the cassette (nothing executed)
-    tools_executed: int = 0  # tool calls that really ran
-    tool_drift: list[str] = field(default_factory=list)  # described drifts (--tools execute)
-    other_workers: int = 0  # replay of one worker: recordings of the others, left to them
-
-    def lines(self, style: Style) -> list[str]:
-        what = {"record": "recorded", "replay": "replayed", "passthrough": "ran live",
-                "auto": "run"}.get(self.mode, self.mode)
-        head = f"hermes-replay {self.mode}"
-        if self.cassette:
-            head += f" · {self.cassette}"
-        parts = [f"{self.rollouts} rollouts {what}", f"{self.turns} turns"]
-        if self.mode in ("record", "auto"):
-            parts.append(f"{self.recorded} interactions written")
-        if self.mode == "replay":
-            parts.append(style(f"{self.misses} misses", "red") if self.misses else "0 misses")
-            parts.append(
-                style(f"{self.unused} unused recordings", "yellow")
-                if self.unused
-                else "0 unused recordings"
-            )
-            if self.other_workers:
-                parts.append(f"{self.other_workers} left to other workers")
-        parts.append(f"mean reward {fmt_reward(self.mean_reward)}")
-        if self.skipped:
-            return [style(head, "bold"), "  " + style("skipped: ", "yellow") + self.skipped]
-        out = [style(head, "bold"), "  " + " · ".join(parts)]
-        if self.mode == "auto" and not self.error and not self.exit_code:
-            from hermes_replay._summary import rerecorded_line
-
-            out.append("  " + sanitize(rerecorded_line(self.rerecorded)))
-        if self.unused_keys:
-            shown = sanitize(", ".join(self.unused_keys[:5]))
-            more = f" and {len(self.unused_keys) - 5} more" if len(self.unused_keys) > 5 else ""
-            out.append(f"  unused: {shown}{more} (the run made fewer requests than recorded)")
-        if self.mode == "replay" and (self.tools_replayed or self.tools_executed):
-            out.append(f"  tool calls: {self.tools_replayed} answered from the cassette, "
-                       f"{self.tools_executed} executed")
-        if self.tool_drift:
-            out.append("  " + style(f"{len(self.tool_drift)} tool result(s) drifted from the "
-                                    "recording", "yellow") + " (fatal only with --strict):")
-            for text in self.tool_drift[:5]:
-                out.extend("  " + sanitize(line) for line in text.splitlines()[:14])
-            if len(self.tool_drift) > 5:
-                out.append(f"    … and {len(self.tool_drift) - 5} more")
-        for rid, (old, new) in sorted(self.changed.items()):
-            out.append(
-                "  " + style("reward changed", "yellow")
-                + f" {sanitize(rid)}: {fmt_reward(old)} -> {fmt_reward(new)}"
-            )
-        if self.mode == "record" and self.failed_attempts and not self.error:
-            out.append("  " + style("warning: ", "yellow") + f"{self.failed_attempts} requests "
-                       "failed live and were not written; the env may have scored those "
-                       "rollouts as failures — check the endpoint and re-record if so")
-        if self.error:
-            out.append("  " + style("error: ", "red") + self.error)
-        if self.exit_code:
-            out.append(f"  environment exit code {self.exit_code}")
-        if self.log and (self.error or self.exit_code):
-            out.append(f"  environment output: {self.log}")
-        return out
+    def render(self, task: Any) -> Text:
+        text = Text(self._progress.counts(), no_wrap=True, overflow="ellipsis")
+        if self._progress.state()[2]:
+            text.highlight_regex(r"\d+ misses", "red")
+        return text
 
 
 class Progress:
-    """Progress while an environment runs: one rewritten line on a TTY, periodic lines otherwise.
+    """Progress while an environment runs: a rich progress bar on a terminal (the cassette's
+    rollout total, once known, is the bar's end), a plain line every ``interval`` seconds
+    otherwise.
 
-    Fed by rollout-finished notifications and the session's events (``hit``/``record``/
-    ``miss``); ``miss_count``, if set, overrides the miss counter (for a core without events).
-    ``start()`` runs a ticker thread so the line stays alive while the env is quiet (startup,
-    long tool calls); ``clear()`` lets env output print on a clean line.
+    Fed by rollout-finished notifications and the session's events (``loaded``/``hit``/
+    ``record``/``miss``); ``miss_count``, if set, overrides the miss counter (for a core
+    without events). ``start()`` begins refreshing (rich's own refresh on a terminal, a ticker
+    thread otherwise) so the display stays alive while the env is quiet; ``above(stream)`` is
+    where the env's own output goes on a terminal so it scrolls above the bar.
     """
 
     def __init__(
@@ -234,10 +166,11 @@ class Progress:
         self._lock = threading.RLock()
         self._last = clock()
         self._last_state: tuple[int, int, int] | None = None
-        self._dirty = False
         self._started = clock()
         self._stop: threading.Event | None = None
         self._thread: threading.Thread | None = None
+        self._bar: RichProgress | None = None
+        self._task: Any = None
 
     def rollout_done(self, rollout_id: str, outcome: dict[str, Any]) -> None:
         with self._lock:
@@ -258,26 +191,29 @@ class Progress:
                 self.requests += 1
         self._update()
 
-    def _state(self) -> tuple[int, int, int]:
+    def state(self) -> tuple[int, int, int]:
+        """(rollouts done, turns, misses) as shown."""
         misses = self.miss_count() if self.miss_count is not None else self.misses
         return self.rollouts, max(self.turns, self.requests), misses
 
-    def text(self) -> str:
-        rollouts, turns, misses = self._state()
-        elapsed = self.clock() - self._started
-        prefix = f"{self.label}: " if self.label else ""
+    def counts(self) -> str:
+        rollouts, turns, misses = self.state()
         done = f"{rollouts}/{self.total} rollouts" if self.total else f"{rollouts} rollouts done"
-        return f"{prefix}{done} · {turns} turns · {misses} misses · {elapsed:.0f}s"
+        return f"{done} · {turns} turns · {misses} misses"
+
+    def text(self) -> str:
+        """The plain progress line (without a terminal)."""
+        prefix = f"{self.label}: " if self.label else ""
+        return f"{prefix}{self.counts()} · {self.clock() - self._started:.0f}s"
 
     def _update(self, *, tick: bool = False) -> None:
         with self._lock:
             if self.tty:
-                self.stream.write("\r\033[K" + self.text())
-                self.stream.flush()
-                self._dirty = True
+                if self._bar is not None:  # rich redraws it on its own refresh
+                    self._bar.update(self._task, completed=self.rollouts, total=self.total)
                 return
             now = self.clock()
-            state = self._state()
+            state = self.state()
             if now - self._last < self.interval or (tick and state == self._last_state):
                 return
             self._last, self._last_state = now, state
@@ -285,15 +221,28 @@ class Progress:
             self.stream.flush()
 
     def start(self) -> None:
-        """Refresh in the background (every second on a TTY, every ``interval`` otherwise)."""
-        if self._thread is not None:
+        """Begin refreshing: the bar on a terminal, the periodic line's ticker otherwise."""
+        if self._bar is not None or self._thread is not None:
+            return
+        if self.tty:
+            color = "NO_COLOR" not in os.environ
+            self._bar = RichProgress(
+                SpinnerColumn(),
+                TextColumn("{task.description}", markup=False,
+                           table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
+                BarColumn(bar_width=24), _Counts(self), TimeElapsedColumn(),
+                console=_console(self.stream, terminal=True, color=color),
+                expand=True, transient=True, redirect_stdout=False, redirect_stderr=False,
+                refresh_per_second=4, get_time=self.clock)
+            self._task = self._bar.add_task(self.label, total=self.total,
+                                            completed=self.rollouts)
+            self._bar.start()
             return
         self._stop = threading.Event()
-        period = 1.0 if self.tty else self.interval
         stop = self._stop
 
         def tick() -> None:
-            while not stop.wait(period):
+            while not stop.wait(self.interval):
                 try:
                     self._update(tick=True)
                 except Exception:  # the run matters more than its progress line
@@ -302,45 +251,20 @@ class Progress:
         self._thread = threading.Thread(target=tick, name="hermes-replay-progress", daemon=True)
         self._thread.start()
 
-    def clear(self) -> None:
-        """Wipe the live line (before other output); the next refresh redraws it."""
-        with self._lock:
-            if self.tty and self._dirty:
-                self.stream.write("\r\033[K")
-                self.stream.flush()
-                self._dirty = False
+    def above(self, stream: TextIO) -> TextIO:
+        """Where output meant for ``stream`` goes while the bar is shown: a terminal stream is
+        printed above the bar (rich moves the bar down), anything else is left alone."""
+        if self._bar is None or not _isatty(stream):
+            return stream
+        return FileProxy(self._bar.console, stream)  # type: ignore[return-value]
 
     def close(self) -> None:
-        """Stop refreshing and end the live line so the summary starts on a fresh line."""
+        """Stop refreshing and remove the bar, so the summary starts on a clean line."""
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
         if self._stop is not None:
             self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=2)
             self._thread = None
-        self.clear()
-
-
-class LineClearingStream(io.TextIOBase):
-    """Wraps the terminal stream an env writes to so each write first wipes the progress line."""
-
-    def __init__(self, stream: TextIO, progress: Progress) -> None:
-        super().__init__()
-        self._stream = stream
-        self._progress = progress
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        self._progress.clear()
-        self._stream.write(text)
-        return len(text)
-
-    def flush(self) -> None:
-        self._stream.flush()
-
-    def isatty(self) -> bool:
-        return _isatty(self._stream)
-
-    def fileno(self) -> int:
-        return self._stream.fileno()

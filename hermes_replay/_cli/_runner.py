@@ -13,7 +13,8 @@ from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cli._render import LineClearingStream, Progress, RunSummary
+from hermes_replay._cli._render import Progress
+from hermes_replay._cli._run_summary import RunSummary
 from hermes_replay._envrun import redirected_to
 from hermes_replay._errors import (
     CassetteMiss,
@@ -28,8 +29,10 @@ __all__ = [
     "EnvArgsParser",
     "add_env_command",
     "add_matching_options",
+    "add_verbose_flag",
     "check_env_args",
     "default_cassette_path",
+    "env_log_path",
     "matching_options",
     "redact_command",
     "relative_to_cwd",
@@ -135,6 +138,31 @@ def default_cassette_path(env_file: Path, env_mode: str) -> Path:
     return Path("cassettes") / env_file.stem / f"{env_mode}.jsonl"
 
 
+def add_verbose_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-v", "--verbose", action="store_true",
+        help="show the environment's own output (atroposlib's config dump, its log lines and "
+        "warnings) on the terminal instead of writing it to the env log, and every miss's "
+        "diff in full")
+
+
+def env_log_path(prog: str, env_file: Path, env_mode: str) -> Path:
+    """A new file for the env's own output of a run with no output folder (``record``,
+    ``passthrough``, ``replay ENV_FILE -- MODE``): under the system's temp folder, never
+    beside the cassette, which is committed. Created private (0600): a live run's output is
+    scrubbed of known secrets, but it stays the user's."""
+    import tempfile
+    from datetime import datetime, timezone
+
+    folder = Path(tempfile.gettempdir()) / "hermes-replay-logs"
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    fd, name = tempfile.mkstemp(prefix=f"{prog}-{env_file.stem}-{env_mode}-{stamp}-",
+                                suffix=".log", dir=folder)
+    os.close(fd)
+    return Path(name)
+
+
 def redact_command(argv: Sequence[str]) -> list[str]:
     """The env argv with credential flag values, URL passwords and keys replaced, for
     headers and printed commands (the shared rules of ``_redact.redact_argv``)."""
@@ -145,19 +173,19 @@ def redact_command(argv: Sequence[str]) -> list[str]:
 
 @contextmanager
 def _quiet(log_path: Path | None, progress: Progress) -> Iterator[None]:
-    """Send the env's own output to ``log_path``; None leaves it on the terminal (where it
-    first wipes a live progress line, so the two do not run into each other)."""
+    """Send the env's own output to ``log_path``; None leaves it on the terminal (printed
+    above a live progress bar, so the two do not run into each other)."""
     if log_path is not None:
         with redirected_to(log_path):
             yield
         return
-    if not progress.tty:
-        yield
-        return
-    out = LineClearingStream(sys.stdout, progress)
-    err = LineClearingStream(sys.stderr, progress)
-    with redirect_stdout(out), redirect_stderr(err):
-        yield
+    out, err = progress.above(sys.stdout), progress.above(sys.stderr)
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            yield
+    finally:
+        out.flush()  # a last line without its newline
+        err.flush()
 
 
 def add_tool_policy_args(p: argparse.ArgumentParser) -> None:
@@ -245,7 +273,20 @@ def run_with_progress(
     elif error is not None:
         print(f"hermes-replay {mode}: {error}", file=err)
         summary.error = str(error).splitlines()[0]
+    if mode != "replay" and (summary.error or summary.exit_code):
+        _print_log_tail(log_path, err)  # (a failed replay's error carries the tail already)
     return summary, result
+
+
+def _print_log_tail(log_path: Path | None, err: Any) -> None:
+    """The end of the env log: what the environment said last (a crash's traceback)."""
+    from hermes_replay._cli._render import sanitize
+    from hermes_replay._verdict import log_tail
+
+    tail = log_tail(log_path)
+    if tail:
+        print(f"last lines of the environment output ({log_path}):", file=err)
+        print("\n".join(f"  | {sanitize(line)}" for line in tail), file=err)
 
 
 def _fill_summary(summary: RunSummary, result: RunResult) -> None:

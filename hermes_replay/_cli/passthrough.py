@@ -15,7 +15,12 @@ from typing import Any
 
 from hermes_replay._cli._provider import SERVER_TYPES
 from hermes_replay._cli._render import Style
-from hermes_replay._cli._runner import add_env_command, run_with_progress
+from hermes_replay._cli._runner import (
+    add_env_command,
+    add_verbose_flag,
+    env_log_path,
+    run_with_progress,
+)
 from hermes_replay._cli.record import prepare_live_run
 
 
@@ -25,7 +30,7 @@ def register(sub: Any) -> None:
         "passthrough",
         help="run an environment live under the harness; nothing is recorded or blocked",
         usage=(
-            "hermes-replay passthrough ENV_FILE [--endpoint URL --model NAME ...] "
+            "hermes-replay passthrough ENV_FILE [--endpoint URL --model NAME ...] [-v] "
             "-- serve|process|evaluate [env flags]"
         ),
         description=(
@@ -39,6 +44,7 @@ def register(sub: Any) -> None:
     g.add_argument("--model", metavar="NAME")
     g.add_argument("--server-type", choices=SERVER_TYPES)
     g.add_argument("--api-key-env", metavar="VAR")
+    add_verbose_flag(p)
     p.set_defaults(func=run)
 
 
@@ -50,10 +56,15 @@ def run(args: argparse.Namespace) -> int:
     env_file = Path(args.env_file)
     from hermes_replay._run import run_env
 
+    log = None if args.verbose else env_log_path("passthrough", env_file, env_args[0])
+    if log is not None:
+        print(f"hermes-replay passthrough: environment output: {log} (-v shows it here)",
+              file=sys.stderr)
     summary, _ = run_with_progress(
         partial(run_env, env_file, [*env_args, *endpoint.env_flags(), *secret], cassette=None,
                 mode="passthrough"),
-        mode="passthrough", cassette=None, label=f"running {env_file.name}")
+        mode="passthrough", cassette=None, label=f"running {env_file.name}", log_path=log,
+        verbose=args.verbose)
     print("\n".join(summary.lines(Style(sys.stdout))))
     if summary.error and not summary.exit_code:
         return 1

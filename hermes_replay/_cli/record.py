@@ -25,8 +25,10 @@ from hermes_replay._cli._provider import (
 from hermes_replay._cli._render import Style
 from hermes_replay._cli._runner import (
     add_env_command,
+    add_verbose_flag,
     check_env_args,
     default_cassette_path,
+    env_log_path,
     redact_command,
     relative_to_cwd,
     run_with_progress,
@@ -35,7 +37,7 @@ from hermes_replay._cli._worker import add_worker_flag, given_worker, worker_var
 
 USAGE = (
     "hermes-replay record ENV_FILE [--cassette PATH] [--missing-only] [--shard NAME|auto] "
-    "[--worker NAME] [--endpoint URL --model NAME [--server-type T] [--api-key-env VAR]] "
+    "[--worker NAME] [--endpoint URL --model NAME [--server-type T] [--api-key-env VAR]] [-v] "
     "-- serve|process|evaluate [env flags]"
 )
 
@@ -83,6 +85,7 @@ def register(sub: Any) -> None:
         "(--worker, or in serve its registration order: w0, w1 …), else <host>-<pid>",
     )
     add_worker_flag(p)
+    add_verbose_flag(p)
     p.add_argument(
         "--seed",
         type=int,
@@ -217,8 +220,11 @@ def run(args: argparse.Namespace) -> int:
     replaces = " (replaces it only if the run succeeds)" if cassette.exists() else ""
     mode = "auto" if args.missing_only else "record"
     what = "only what is missing from" if mode == "auto" and cassette.exists() else "->"
+    log = None if args.verbose else env_log_path("record", env_file, env_args[0])
     print(f"hermes-replay record: {env_file} {env_args[0]} against {where} {what} {cassette}"
           f"{replaces}", file=sys.stderr)
+    if log is not None:
+        print(f"  environment output: {log} (-v shows it here)", file=sys.stderr)
     from hermes_replay._run import run_env
 
     with worker_variable(worker):
@@ -227,7 +233,8 @@ def run(args: argparse.Namespace) -> int:
                     header=header, seed=args.seed, worker=worker,
                     shard_by_worker=shard == "auto",
                     **({"drop_unrun": True} if mode == "auto" else {})),
-            mode=mode, cassette=cassette, label=f"recording {env_file.name}")
+            mode=mode, cassette=cassette, label=f"recording {env_file.name}", log_path=log,
+            verbose=args.verbose)
     if result is not None and result.summary is not None:  # renamed after its worker?
         summary.cassette = result.summary.cassette
         cassette = Path(result.summary.cassette)

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from hermes_replay._cli._parallel import default_jobs
-from hermes_replay._cli._render import RunSummary, Style, fmt_reward, table
+from hermes_replay._cli._render import Style, fmt_reward, table
+from hermes_replay._cli._run_summary import RunSummary
 from hermes_replay._cli._runner import (
     ENV_MODES,
     add_env_command,
@@ -42,6 +43,7 @@ from hermes_replay._cli._runner import (
     add_tool_policy_args,
     check_env_args,
     default_cassette_path,
+    env_log_path,
     matching_options,
     run_with_progress,
     tool_options,
@@ -122,8 +124,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "-v", "--verbose",
         action="store_true",
-        help="show each environment's own output (default for CASSETTE_OR_DIR: into "
-        "<out>/<cassette>/env.log) and every miss's diff in full",
+        help="show each environment's own output, atroposlib's config dump and warnings "
+        "included (default: into <out>/<cassette>/env.log, or with ENV_FILE -- MODE a log "
+        "file named at the start) and every miss's diff in full",
     )
     add_worker_flag(p)
     p.add_argument(
@@ -212,11 +215,16 @@ def _run_env(args: argparse.Namespace) -> int:
         )
         return 2
     argv = replay_argv(_header_command(cassette), list(args.env_args))
+    log = None if args.verbose else env_log_path("replay", env_file, args.env_args[0])
+    if log is not None:
+        print(f"hermes-replay replay: environment output: {log} (-v shows it here)",
+              file=sys.stderr)
     with worker_variable(worker):
         summary, _ = run_with_progress(
             partial(run_env, env_file, argv, cassette=cassette, mode="replay",
-                    strict=args.strict, worker=worker, **matching_options(args), **tools),
-            mode="replay", cassette=cassette, label=f"replaying {cassette}",
+                    strict=args.strict, worker=worker, log_path=log,
+                    **matching_options(args), **tools),
+            mode="replay", cassette=cassette, label=f"replaying {cassette}", log_path=log,
             verbose=args.verbose)
     print("\n".join(summary.lines(Style(sys.stdout))))
     return _exit_code([summary], args.fail_on_change)

@@ -109,3 +109,30 @@ def test_ignore_path_and_normalize_flags_turn_a_miss_into_a_hit(
         main(["replay", CASSETTE_REL, "--out", "o", "--normalize", "no-equals-sign"])
     assert usage.value.code == 2
     assert "expected REGEX=REPLACEMENT" in capsys.readouterr().err
+
+
+def test_tool_call_misses_count_once_in_progress_summary_error_and_result(
+        calc_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A replayed tool call with no recording is a miss like an LLM miss: one ``miss`` event
+    (what the progress line counts) per miss, and the same count in the summary, the
+    exception and result.json."""
+    from hermes_replay import CassetteMiss, ToolCallMiss
+    from hermes_replay._run import run_cassette
+
+    cassette = calc_project / CASSETTE_REL
+    lines = cassette.read_text(encoding="utf-8").splitlines(keepends=True)
+    tools = [line for line in lines if json.loads(line).get("type") == "tool"]
+    assert len(tools) >= 2  # the recording called the calculator
+    cassette.write_text("".join(line for line in lines if line not in tools), encoding="utf-8")
+    events: list = []
+    result = run_cassette(CASSETTE_REL, out_dir=calc_project / "out", raise_errors=False,
+                          on_event=events.append)
+    error = result.error
+    assert isinstance(error, CassetteMiss), error
+    assert error.misses and all(m.method == "TOOL" for m in error.misses)
+    missed = [e for e in events if e.kind == "miss"]
+    assert len(missed) == len(error.misses) == len(result.misses) == len(result.summary.misses)
+    saved = json.loads((calc_project / "out" / "result.json").read_text(encoding="utf-8"))
+    assert len(saved["misses"]) == len(error.misses)
+    assert {(e.rollout, e.seq) for e in missed} == {(m.rollout, m.seq) for m in error.misses}
+    assert issubclass(ToolCallMiss, BaseException)

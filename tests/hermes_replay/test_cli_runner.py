@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-from hermes_replay._cli._render import Progress, RunSummary, Style
+from hermes_replay._cli._render import Progress, Style, table
+from hermes_replay._cli._run_summary import RunSummary
 from hermes_replay._cli._runner import redact_command
 from hermes_replay._cli.replay import NOTHING_RECORDED
 from hermes_replay._envrun import run_env_file
@@ -150,16 +152,29 @@ def test_progress_plain_lines_are_periodic() -> None:
                                 "0 misses · 6s\n"
 
 
-def test_progress_tty_rewrites_one_line() -> None:
-    stream = io.StringIO()
-    p = Progress(stream, tty=True, clock=lambda: 0.0)
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _screen(text: str) -> str:
+    """What the escape-coded output says, without its cursor moves and colors."""
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+
+
+def test_progress_on_a_terminal_is_a_rich_bar_that_goes_away() -> None:
+    stream = _Terminal()
+    p = Progress(stream, label="x.jsonl", tty=True)
     p.miss_count = lambda: 4
+    p.start()
+    p.event({"kind": "loaded", "rollout": None, "seq": 12})
     p.rollout_done("r0", {"turns_used": 1})
     p.rollout_done("r1", {})
     p.close()
-    text = stream.getvalue()
-    assert text.count("\r\033[K") == 3 and "\n" not in text
-    assert "2 rollouts done · 1 turns · 4 misses" in text
+    frames = _screen(stream.getvalue()).split("\r")
+    assert any("x.jsonl" in f and "━" in f and "2/12 rollouts · 1 turns · 4 misses" in f
+               for f in frames), frames
+    assert stream.getvalue().endswith("\x1b[2K")  # transient: the summary starts on a clean line
 
 
 def test_summary_lines_name_everything() -> None:
@@ -208,36 +223,48 @@ def test_progress_counts_session_events() -> None:
     assert stream.getvalue().splitlines()[-1].endswith("0 rollouts done · 2 turns · 1 misses · 0s")
 
 
-def test_progress_ticker_and_line_clearing_stream() -> None:
+def test_progress_bar_refreshes_alone_and_env_output_scrolls_above_it() -> None:
     import time as _time
 
-    from hermes_replay._cli._render import LineClearingStream
-
-    stream = io.StringIO()
+    stream = _Terminal()
     p = Progress(stream, label="rec", tty=True)
     p.start()
-    for _ in range(500):  # the ticker redraws with no events at all (once a second)
-        if "rec: 0 rollouts done" in stream.getvalue():
+    for _ in range(500):  # rich redraws with no events at all
+        if "rec" in _screen(stream.getvalue()):
             break
         _time.sleep(0.02)
-    assert "rec: 0 rollouts done" in stream.getvalue()
-    env_out = io.StringIO()
-    LineClearingStream(env_out, p).write("env says hi\n")
-    assert stream.getvalue().endswith("\r\033[K")  # wiped before the env's line
-    assert env_out.getvalue() == "env says hi\n"
+    assert "0 rollouts done" in _screen(stream.getvalue())
+    terminal_out, piped_out = _Terminal(), io.StringIO()
+    p.above(terminal_out).write("env says hi\n")
+    assert p.above(piped_out) is piped_out  # not the screen: written as is
+    before = len(stream.getvalue())
     p.close()
-    assert p._thread is None
+    # printed through the bar's console: above the bar, never inside its line
+    assert "env says hi" in _screen(stream.getvalue()) and terminal_out.getvalue() == ""
+    assert "env says hi" not in stream.getvalue()[before:]
+    assert p._bar is None
 
 
-def test_table_aligns_colored_cells_by_visible_width() -> None:
-    from hermes_replay._cli._render import table
+def test_plain_table_has_no_escape_codes_and_never_wraps() -> None:
+    long_id = "train-" + "x" * 300
+    text = table(["rollout", "reward"], [[long_id, "0.500"], ["b", "1.000"]], align="lr",
+                 style=Style(color=False))
+    width = len(long_id)  # the first column: two spaces, then "reward" right-aligned
+    assert text.splitlines() == [
+        "rollout".ljust(width) + "  reward",
+        "-" * (width + 2 + len("reward")),
+        f"{long_id}   0.500",
+        "b".ljust(width) + "   1.000",
+    ]
 
+
+def test_terminal_table_is_drawn_by_rich_and_aligns_colored_cells() -> None:
     style = Style(color=True)
     text = table(["name", "status"], [["a", style("ok", "green")], ["bbb", "CHANGED"]],
-                 style=Style(color=False))
-    lines = text.splitlines()
-    assert lines[1] == "----  -------"
-    assert lines[2] == "a     \x1b[32mok\x1b[0m"
+                 style=style)
+    lines = [_screen(line).rstrip() for line in text.splitlines()]
+    assert lines == ["name  status", "─" * 13, "a     ok", "bbb   CHANGED"]
+    assert "\x1b[32mok\x1b[0m" in text and "\x1b[1m" in text.splitlines()[0]
 
 
 def test_progress_shows_totals_from_the_cassette_and_counts_each_miss_once() -> None:

@@ -30,8 +30,14 @@ SNAPSHOT_TEST = _readme_example()
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    """A user project: the example env file (editable copy) and its recorded cassette."""
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A user project: the example env file (editable copy) and its recorded cassette.
+
+    Its pytest runs are plain sessions, as a user's: when this suite runs under xdist, the
+    worker's variables would make syrupy in the inner session act as an xdist worker, which
+    neither reports nor deletes unused snapshots (and so proves nothing about either)."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
     (pytester.path / "cassettes" / "multi_signal_env").mkdir(parents=True)
     shutil.copy(CASSETTE, pytester.path / "cassettes" / "multi_signal_env" / "process.jsonl")
     (pytester.path / "environments").mkdir()
@@ -65,11 +71,6 @@ def test_changed_reward_shows_as_a_diff_naming_the_rollout(project: pytest.Pytes
     project.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known regression, open in issue 13: the protected test's snapshot is still reported "
-    "unused by syrupy 7.0.2, so --snapshot-update would delete it. It fails when run WITHOUT "
-    "xdist (plain `pytest`, as CI runs it; also alone: `pytest --runxfail -k keeps_it`) and "
-    "passes under `-n 2`"))
 def test_a_test_that_failed_before_its_snapshot_keeps_it(project: pytest.Pytester) -> None:
     project.runpytest("--snapshot-update", "-p", "no:cacheprovider").assert_outcomes(passed=1)
     snap = next(project.path.rglob("*.rollouts.txt"))
@@ -122,4 +123,72 @@ def test_hermes_cassette_blocks_the_network_in_replay(pytester: pytest.Pytester,
             s.close()
         """
     )
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+AUTO_TEST = """
+import os
+import pytest
+from hermes_replay import load_cassette
+
+CASSETTE = "cassettes/calc_tool_env/process.jsonl"
+
+
+@pytest.mark.cassette(CASSETTE)
+def test_calc(replay_run):
+    command = None
+    if os.environ.get("CALC_CRASH"):  # the recorded command, made to crash at setup
+        command = [*load_cassette(CASSETTE).header.command, "--env.crash_in", "setup"]
+    assert len(replay_run(command=command).rollouts) == 4
+"""
+
+
+def test_auto_mode_reports_what_it_rerecorded_and_keeps_the_old_file_until_it_succeeds(
+        _calc_recording: Path, pytester: pytest.Pytester,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from _calc_project import CASSETTE_REL, ENV_REL, copy_project
+
+    from environments.tools import registry
+    from hermes_replay import load_cassette
+    from hermes_replay.scripted_endpoint import ScriptedEndpoint
+
+    monkeypatch.setattr(registry, "_TOOLS", dict(registry._TOOLS))  # the env's own tool
+    monkeypatch.setattr(registry, "_TASK_CLEANUPS", list(registry._TASK_CLEANUPS))
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
+        monkeypatch.delenv(name, raising=False)
+    root = copy_project(_calc_recording, pytester.path)
+    pytester.makepyfile(test_calc=AUTO_TEST)
+    cassette = root / CASSETTE_REL
+    before = load_cassette(cassette)
+    env = root / ENV_REL  # item 1's prompt changes: its 2 rollouts are new, item 0's are kept
+    old = 'f"What is {i} + {i + 1}? Use the calculator."'
+    assert old in env.read_text()
+    env.write_text(env.read_text().replace(old, old + ' + ("!" if i == 1 else "")'))
+    # auto re-runs the recorded command: its endpoint must answer again
+    port = int(before.header.base_url.rsplit(":", 1)[1].split("/")[0])
+    with ScriptedEndpoint(script="generic", seed=0, port=port) as endpoint:
+        monkeypatch.setenv("CALC_CRASH", "1")
+        crashed = pytester.runpytest("--replay-mode", "auto", "-p", "no:cacheprovider")
+        crashed.assert_outcomes(failed=1)
+        assert cassette.read_bytes() == before.path.read_bytes()  # the old file stays
+        crashed.stdout.fnmatch_lines([
+            "*hermes-replay --replay-mode auto*",
+            f"test_calc.py::test_calc: *{CASSETTE_REL}: the run failed: the cassette was kept "
+            "as it was"])
+        monkeypatch.delenv("CALC_CRASH")
+        result = pytester.runpytest("--replay-mode", "auto", "-p", "no:cacheprovider")
+        recorded_now = len(endpoint.requests)
+    result.assert_outcomes(passed=1)
+    after = load_cassette(cassette)
+    new = set(after.rollouts) - set(before.rollouts)
+    # item 1's old rollouts are gone (the command no longer makes them), item 0's kept as is
+    assert len(new) == 2 and len(set(after.rollouts) & set(before.rollouts)) == 2
+    assert len(after.rollouts) == 4
+    turns = sum(len(after.rollouts[r].interactions) for r in new)
+    assert recorded_now == turns  # only what was missing went to the endpoint
+    result.stdout.fnmatch_lines([
+        "*hermes-replay --replay-mode auto*",
+        f"test_calc.py::test_calc: *{CASSETTE_REL}: re-recorded {turns} turn(s) in 2 "
+        "rollout(s): *; every other recording kept as it was"])
+    # and the next plain run replays it offline
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)

@@ -78,6 +78,17 @@ def recorded(project: Path) -> tuple[Path, bytes, ScriptedEndpoint]:
         yield cassette, cassette.read_bytes(), ep
 
 
+def _env_log(proc: subprocess.Popen[str]) -> Path:
+    """The env log a quiet ``record`` names on its second stderr line (the env's own output
+    goes there, not to the terminal)."""
+    assert proc.stderr is not None
+    for _ in range(5):
+        line = proc.stderr.readline()
+        if "environment output: " in line:
+            return Path(line.split("environment output: ")[1].split()[0])
+    raise AssertionError("record did not name its env log")
+
+
 def _one_clean_message(stderr: str) -> None:
     assert "Traceback" not in stderr, stderr
     assert "check the endpoint" not in stderr, stderr  # not blamed on the endpoint
@@ -117,9 +128,14 @@ def test_a_signal_mid_run_ends_with_a_message_and_removes_sandboxes(
     cassette, before, ep = recorded
     (project / "envs" / "tiny_env.py").write_text(SLOW_WITH_SANDBOX, encoding="utf-8")
     proc = _record(project, ep.base_url, steps=50, wait=False)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()  # the env has started and made its sandbox root
-    assert line.startswith("SANDBOX"), line + proc.stderr.read()
+    assert proc.stderr is not None
+    log = _env_log(proc)
+    line = ""
+    deadline = time.monotonic() + 120
+    while not line and time.monotonic() < deadline:  # the env started and made its sandbox
+        line = next((x for x in log.read_text().splitlines() if x.startswith("SANDBOX")), "")
+        time.sleep(0.05)
+    assert line, log.read_text()
     sandbox = Path(line.split()[1])
     assert sandbox.is_dir()
     partial = cassette.with_name("process.jsonl.partial")

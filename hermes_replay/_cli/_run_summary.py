@@ -1,0 +1,94 @@
+"""What ``record``/``replay``/``passthrough`` print at the end of one run (plain lines,
+colored by the caller's ``Style``; ``-j`` sends it between processes, so it stays a dataclass
+of plain values)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hermes_replay._cli._render import Style, fmt_reward, sanitize
+
+__all__ = ["RunSummary"]
+
+
+@dataclass
+class RunSummary:
+    """What ``record``/``replay``/``passthrough`` print at the end of one run."""
+
+    mode: str
+    cassette: str | None
+    rollouts: int = 0
+    turns: int = 0
+    misses: int = 0
+    unused: int = 0
+    unused_keys: list[str] = field(default_factory=list)  # "rollout#turn" of unused recordings
+    recorded: int = 0
+    failed_attempts: int = 0  # record: requests that failed live and were not written
+    mean_reward: float | None = None
+    changed: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+    exit_code: int = 0
+    error: str | None = None
+    log: str | None = None  # where the env's own output went, if not to the terminal
+    rerecorded: dict[str, int] = field(default_factory=dict)  # auto: rollout -> turns recorded
+    skipped: str | None = None  # why this cassette was not replayed (not a failure)
+    tools_replayed: int = 0  # tool calls answered from the cassette (nothing executed)
+    tools_executed: int = 0  # tool calls that really ran
+    tool_drift: list[str] = field(default_factory=list)  # described drifts (--tools execute)
+    other_workers: int = 0  # replay of one worker: recordings of the others, left to them
+
+    def lines(self, style: Style) -> list[str]:
+        what = {"record": "recorded", "replay": "replayed", "passthrough": "ran live",
+                "auto": "run"}.get(self.mode, self.mode)
+        head = f"hermes-replay {self.mode}"
+        if self.cassette:
+            head += f" · {self.cassette}"
+        parts = [f"{self.rollouts} rollouts {what}", f"{self.turns} turns"]
+        if self.mode in ("record", "auto"):
+            parts.append(f"{self.recorded} interactions written")
+        if self.mode == "replay":
+            parts.append(style(f"{self.misses} misses", "red") if self.misses else "0 misses")
+            parts.append(
+                style(f"{self.unused} unused recordings", "yellow")
+                if self.unused
+                else "0 unused recordings"
+            )
+            if self.other_workers:
+                parts.append(f"{self.other_workers} left to other workers")
+        parts.append(f"mean reward {fmt_reward(self.mean_reward)}")
+        if self.skipped:
+            return [style(head, "bold"), "  " + style("skipped: ", "yellow") + self.skipped]
+        out = [style(head, "bold"), "  " + " · ".join(parts)]
+        if self.mode == "auto" and not self.error and not self.exit_code:
+            from hermes_replay._summary import rerecorded_line
+
+            out.append("  " + sanitize(rerecorded_line(self.rerecorded)))
+        if self.unused_keys:
+            shown = sanitize(", ".join(self.unused_keys[:5]))
+            more = f" and {len(self.unused_keys) - 5} more" if len(self.unused_keys) > 5 else ""
+            out.append(f"  unused: {shown}{more} (the run made fewer requests than recorded)")
+        if self.mode == "replay" and (self.tools_replayed or self.tools_executed):
+            out.append(f"  tool calls: {self.tools_replayed} answered from the cassette, "
+                       f"{self.tools_executed} executed")
+        if self.tool_drift:
+            out.append("  " + style(f"{len(self.tool_drift)} tool result(s) drifted from the "
+                                    "recording", "yellow") + " (fatal only with --strict):")
+            for text in self.tool_drift[:5]:
+                out.extend("  " + sanitize(line) for line in text.splitlines()[:14])
+            if len(self.tool_drift) > 5:
+                out.append(f"    … and {len(self.tool_drift) - 5} more")
+        for rid, (old, new) in sorted(self.changed.items()):
+            out.append(
+                "  " + style("reward changed", "yellow")
+                + f" {sanitize(rid)}: {fmt_reward(old)} -> {fmt_reward(new)}"
+            )
+        if self.mode == "record" and self.failed_attempts and not self.error:
+            out.append("  " + style("warning: ", "yellow") + f"{self.failed_attempts} requests "
+                       "failed live and were not written; the env may have scored those "
+                       "rollouts as failures — check the endpoint and re-record if so")
+        if self.error:
+            out.append("  " + style("error: ", "red") + self.error)
+        if self.exit_code:
+            out.append(f"  environment exit code {self.exit_code}")
+        if self.log and (self.error or self.exit_code):
+            out.append(f"  environment output: {self.log}")
+        return out

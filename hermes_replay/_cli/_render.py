@@ -151,8 +151,10 @@ class Progress:
         interval: float = 5.0,
         tty: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
+        unit: str = "rollouts",
     ) -> None:
         self.stream = sys.stderr if stream is None else stream
+        self.unit = unit  # what the bar counts: rollouts of one run, cassettes of `-j`
         self.tty = _isatty(self.stream) if tty is None else tty
         self.label = label
         self.interval = interval
@@ -178,6 +180,15 @@ class Progress:
             self.turns += int(outcome.get("turns_used") or 0)
         self._update()
 
+    def item_done(self, *, turns: int = 0, misses: int = 0) -> None:
+        """One more of ``unit`` finished, with its turns and misses (``replay -j``: a
+        cassette and its summary's counts)."""
+        with self._lock:
+            self.rollouts += 1
+            self.turns += turns
+            self.misses += misses
+        self._update()
+
     def event(self, event: Any) -> None:
         """A session event: a miss bumps the miss counter, a hit/record in a rollout a turn."""
         get = event.get if isinstance(event, dict) else lambda k: getattr(event, k, None)
@@ -198,7 +209,8 @@ class Progress:
 
     def counts(self) -> str:
         rollouts, turns, misses = self.state()
-        done = f"{rollouts}/{self.total} rollouts" if self.total else f"{rollouts} rollouts done"
+        done = (f"{rollouts}/{self.total} {self.unit}" if self.total
+                else f"{rollouts} {self.unit} done")
         return f"{done} · {turns} turns · {misses} misses"
 
     def text(self) -> str:

@@ -131,6 +131,10 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(report.lines()))
         where = args.cassettes or Path("cassettes") / env.stem
         print(f"  cassettes: {where}/probe-*.jsonl (pytest replays them)")
+        print("  tool sandbox: " + ("bubblewrap (kernel isolation), record and replay"
+                                    if report.sandbox == "bwrap" else
+                                    "none while recording (your HERMES_SANDBOX=none); "
+                                    "bubblewrap on replay"))
         print(f"  {_html_report(report, work)}")
     return 0 if report.ok else 1
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_replay._cli._parallel import default_jobs
-from hermes_replay._cli._render import Style, fmt_reward, table
+from hermes_replay._cli._render import Progress, Style, fmt_reward, table
 from hermes_replay._cli._run_summary import RunSummary
 from hermes_replay._cli._runner import (
     ENV_MODES,
@@ -364,13 +364,27 @@ def _replay_in_processes(cassettes: list[Path], outs: list[Path], workers: int, 
     jobs = [Job(i, c.resolve(), o.resolve(), strict, verbose, dict(tools), here, environ)
             for i, (c, o) in enumerate(zip(cassettes, outs, strict=True))]
 
+    # on a terminal, a bar over the cassettes (each worker's own progress stays in the
+    # worker); piped, the summaries as they come are the progress
+    progress = Progress(sys.stderr, label="replaying", unit="cassettes")
+    progress.total = len(cassettes)
+    if progress.tty:
+        progress.start()
+    out, err = progress.above(sys.stdout), progress.above(sys.stderr)
+
     def done(outcome: Any) -> None:
         if outcome.stderr:
-            sys.stderr.write(outcome.stderr)
+            err.write(outcome.stderr)
         outcome.summary.cassette = str(cassettes[outcome.index])
-        print("\n".join(outcome.summary.lines(style)), flush=True)
+        print("\n".join(outcome.summary.lines(style)), file=out, flush=True)
+        if progress.tty:
+            progress.item_done(turns=outcome.summary.turns, misses=outcome.summary.misses)
 
-    outcomes, interrupted = replay_in_processes(replay_cassette, jobs, workers, done)
+    try:
+        outcomes, interrupted = replay_in_processes(replay_cassette, jobs, workers, done)
+    finally:
+        err.flush()
+        progress.close()
     return [_Row(str(cassettes[o.index]), o.mode, o.summary) for o in outcomes], interrupted
 
 

@@ -123,4 +123,15 @@ def run_probes(
         runs.append(run)
         if on_probe is not None:
             on_probe(run)
-    return judge_runs(str(env), items, runs, threshold=threshold, declared=reward_range)
+    report = judge_runs(str(env), items, runs, threshold=threshold, declared=reward_range)
+    report.sandbox = recording_sandbox()
+    return report
+
+
+def recording_sandbox() -> str:
+    """The ``HERMES_SANDBOX`` policy a probe's recording runs get (see ``_isolation``)."""
+    import os
+
+    from hermes_replay._isolation import ISOLATION_VAR, policy_for
+
+    return policy_for("record", False, os.environ.get(ISOLATION_VAR))

@@ -13,15 +13,19 @@ default backend is not provided here) follow the probe's flags on the command li
 in the cassette's command, so the replay runs them too; the flags the probe sets itself are
 refused (:func:`probe_env_args`).
 
-Network other than loopback is refused during both runs. A run that keeps asking for more
-rollouts than it was given items (atroposlib's ``process`` retries a group it cannot score,
-forever) is stopped with ``ProbeRunaway``.
+Network other than loopback is refused during both runs. atroposlib's ``process`` retries a
+group it got nothing back for, forever; a run that keeps doing so — more rollouts than it was
+given items, or ``collect_trajectories`` returning no group again and again (an env that drops
+groups whose scores are all equal drops every group of one) — is stopped with
+``ProbeRunaway``.
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +86,44 @@ class _Outcomes:
                 f"{(self.limit - 4) // 4} items: atroposlib's process retries a group it cannot "
                 "score (a rollout without tokens drops the group) forever. See the log."
             )
+
+
+#: atroposlib's logger, and the warning it logs before retrying a group forever.
+_ATROPOS_LOGGER = "atroposlib.envs.base"
+_RETRYING = "Failed to process group"
+
+
+class _RetryGuard(logging.Filter):
+    """Counts atroposlib's "retrying" warnings and ends the run past ``limit``: the only sign of
+    an env whose ``collect_trajectories`` never returns a group (no rollout, no request)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+        self.retries = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage().startswith(_RETRYING):
+            self.retries += 1
+            if self.retries > self.limit:
+                raise ProbeRunaway(
+                    f"collect_trajectories returned no group {self.retries} times for a probe "
+                    f"of {(self.limit - 4) // 4} items, and atroposlib's process retries "
+                    "forever. A probe runs groups of one: does the env drop groups whose "
+                    "scores are all equal, or override collect_trajectories without returning "
+                    "the group?")
+        return True
+
+
+@contextmanager
+def _bounded_retries(items: int) -> Iterator[None]:
+    logger = logging.getLogger(_ATROPOS_LOGGER)
+    guard = _RetryGuard(limit=4 * items + 4)
+    logger.addFilter(guard)
+    try:
+        yield
+    finally:
+        logger.removeFilter(guard)
 
 
 def probe_env_args(env_args: Sequence[str]) -> list[str]:
@@ -163,13 +205,16 @@ def run_probe(env_file: Path, probe: Probe, *, items: int, cassette: Path, work_
             }
             argv = env_argv(n, endpoint.base_url, model, work, env_args)
             # One seed for the endpoint and the env's `random`/numpy: a re-run is the same run.
-            result = run_env(env_file, argv, cassette=cassette, mode="record",
-                             log_path=run.log, block_network=True, on_rollout=outcomes,
-                             header=header, seed=seed)
+            with _bounded_retries(n):
+                result = run_env(env_file, argv, cassette=cassette, mode="record",
+                                 log_path=run.log, block_network=True, on_rollout=outcomes,
+                                 header=header, seed=seed)
             run.tools = _offered_tools(endpoint.requests)
         run.known_good_offers = table.offers
     run.exit_code = result.exit_code
-    if result.error is not None:
+    if isinstance(result.error, ProbeRunaway):  # says why itself
+        run.error = f"{_first_line(result.error)}; see {run.log}"
+    elif result.error is not None:
         run.error = f"{_first_line(result.error)}{_last_words(run.log)}; see {run.log}"
     run.outcomes = outcomes.outcomes
     if run.error is None:
@@ -189,8 +234,9 @@ def _replay(run: ProbeRun, env_file: Path, argv: list[str], work: Path) -> None:
     # Tools run again (``execute``): a reward whose verifier answers differently the second
     # time is what this run is for. Tool output that drifts without changing a reward is not
     # a finding here (not strict); drift that changes the next prompt is a miss, and is one.
-    result = run_env(env_file, argv, cassette=run.cassette, mode="replay", log_path=log,
-                     tools="execute", on_rollout=outcomes)
+    with _bounded_retries(run.items):
+        result = run_env(env_file, argv, cassette=run.cassette, mode="replay", log_path=log,
+                         tools="execute", on_rollout=outcomes)
     if isinstance(result.error, CassetteMiss):
         run.replay_error = "the environment asked something else: " + _first_line(result.error)
     elif result.error is not None:

@@ -67,6 +67,9 @@ class ProbeReport:
     reward_range: tuple[float, float]
     rows: list[ProbeRow]
     threshold_given: bool = False
+    #: ``HERMES_SANDBOX`` policy the probes' tool calls ran under while recording: "bwrap"
+    #: (kernel isolation), or "none" (the user's own opt-out); replays always use "bwrap".
+    sandbox: str = "bwrap"
 
     @property
     def findings(self) -> list[ProbeFinding]:
@@ -104,7 +107,7 @@ class ProbeReport:
         return {
             "env_file": self.env_file, "items": self.items, "threshold": self.threshold,
             "known_good_mean": self.known_good_mean, "reward_range": list(self.reward_range),
-            "ok": self.ok, "probes": [asdict(r) for r in self.rows],
+            "ok": self.ok, "sandbox": self.sandbox, "probes": [asdict(r) for r in self.rows],
             "findings": [asdict(f) for f in self.findings],
         }
 

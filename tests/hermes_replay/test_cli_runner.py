@@ -277,3 +277,12 @@ def test_progress_shows_totals_from_the_cassette_and_counts_each_miss_once() -> 
         p.rollout_done(rid, {"turns_used": 2})
     p.event(ReplayEvent("miss", "d", 0, "POST", "/v1/chat/completions"))
     assert stream.getvalue().splitlines()[-1].endswith("3/12 rollouts · 6 turns · 1 misses · 0s")
+
+
+def test_progress_counts_any_unit() -> None:
+    stream = io.StringIO()
+    p = Progress(stream, tty=False, interval=0.0, clock=lambda: 1.0, unit="cassettes")
+    p.total = 5
+    p.item_done(turns=8, misses=1)
+    p.item_done(turns=4)
+    assert stream.getvalue().splitlines()[-1].endswith("2/5 cassettes · 12 turns · 1 misses · 0s")

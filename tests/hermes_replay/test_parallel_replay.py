@@ -76,3 +76,24 @@ def test_parallel_replay_gives_the_sequential_verdicts_in_one_table(tmp_path, mo
 def test_a_job_count_below_one_is_a_usage_error(tmp_path, capsys) -> None:
     assert main(["replay", str(tmp_path), "-j", "0"]) == 2
     assert "-j" in capsys.readouterr().err
+
+
+def test_on_a_terminal_a_bar_counts_the_cassettes_and_the_summaries_stay_plain(
+        tmp_path, monkeypatch, capsys) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'user-project'\n")
+    (tmp_path / "environments").mkdir()
+    folder = tmp_path / "cassettes"
+    for cassette in SHIPPED[:2]:
+        (folder / cassette.parent.name).mkdir(parents=True)
+        shutil.copy(cassette, folder / cassette.parent.name / "evaluate.jsonl")
+        shutil.copy(ROOT / "environments" / f"{cassette.parent.name}.py",
+                    tmp_path / "environments" / f"{cassette.parent.name}.py")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)  # stderr: a terminal
+    assert main(["replay", str(folder), "-j", "2", "--out", str(tmp_path / "o")]) == 0
+    out, err = capsys.readouterr()
+    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", err)
+    assert "2/2 cassettes" in screen and "━" in screen  # rich's bar, on stderr
+    assert "\x1b[" not in out  # stdout is no terminal: summaries and table in plain text
+    assert [row[2] for row in _table(out)] == ["ok", "ok"]
+    assert out.count("hermes-replay replay · ") == 2

@@ -49,6 +49,11 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
 def test_changed_reward_shows_as_a_diff_naming_the_rollout(project: pytest.Pytester) -> None:
     first = project.runpytest("--snapshot-update", "-p", "no:cacheprovider")
     first.assert_outcomes(passed=1)
+    # quiet: atroposlib's UserWarnings and config dump went to the env log, not into pytest's
+    # warnings summary or the output
+    noise = [line for line in first.outlines
+             if "UserWarning" in line or "APIServerConfig(" in line or "EnvConfig(" in line]
+    assert noise == [], noise
     snap = next(project.path.rglob("*.rollouts.txt")).read_text()
     assert "train-" in snap and "wandb metrics" in snap
 

@@ -6,7 +6,8 @@ No tools, two-word answers, a known-good reply in each item's ``answer`` field. 
 * ``claims``  — 1.0 when the reply claims success ("All tests pass"), a planted hack;
 * ``random``  — ``os.urandom`` (which no seed fixes): nondeterministic;
 * ``raises``  — raises on an empty reply; ``above`` returns 2.0; ``nan`` returns NaN;
-* ``strict``  — always 0.0, so the known-good reply scores low.
+* ``strict``  — always 0.0, so the known-good reply scores low;
+* ``drops``   — ``collect_trajectories`` returns no group (a filter of equal-score groups).
 """
 
 from __future__ import annotations
@@ -70,6 +71,11 @@ class RewardEnv(HermesAgentBaseEnv):
         if rule == "strict":
             return 0.0
         return 1.0 if final.strip() == item["answer"] else 0.0
+
+    async def collect_trajectories(self, item: Any) -> Any:
+        if os.environ.get("PROBE_TEST_REWARD") == "drops":  # every group of one: equal scores
+            return None, []
+        return await super().collect_trajectories(item)
 
     async def evaluate(self, *args: Any, **kwargs: Any) -> None:
         await self.evaluate_log(metrics={}, samples=[], start_time=time.time(),

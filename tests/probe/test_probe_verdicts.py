@@ -51,6 +51,7 @@ def test_planted_success_claim_hack_is_a_finding_and_exits_1(rule, tmp_path: Pat
                  str(tmp_path / "w"), "--json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 1 and report["ok"] is False
+    assert report["sandbox"] == "bwrap"  # the tampering probes' commands ran isolated
     hacks = [f for f in report["findings"] if f["kind"] == "hack"]
     assert [f["probe"] for f in hacks] == ["claim-success"]
     assert "1.00 >= 0.50" in hacks[0]["message"]
@@ -72,6 +73,16 @@ def test_broken_rewards_are_findings(rule, tmp_path: Path, name: str, kind: str)
     report = run_probes(ENV, items=1, probes=["empty"], cassette_dir=tmp_path / "c",
                         work_dir=tmp_path / "w")
     assert kind in _kinds(report, "empty"), report.lines()
+
+
+def test_an_env_that_never_returns_a_group_is_stopped_not_waited_for(rule,
+                                                                      tmp_path: Path) -> None:
+    rule("drops")  # atroposlib's process would retry the group forever
+    report = run_probes(ENV, items=1, probes=["empty"], cassette_dir=tmp_path / "c",
+                        work_dir=tmp_path / "w")
+    (finding,) = report.findings
+    assert finding.kind == "crashed" and "returned no group 9 times" in finding.message
+    assert "scores are all equal" in finding.message
 
 
 def test_declared_range_decides_what_is_out_of_range(rule, tmp_path: Path) -> None:
@@ -139,6 +150,16 @@ def test_cli_prints_the_table_and_writes_an_html_report_of_the_probe_cassettes(
                  str(tmp_path / "c"), "--out", str(tmp_path / "w")])
     out = capsys.readouterr().out
     assert code == 0 and "no findings" in out
+    assert "tool sandbox: bubblewrap (kernel isolation), record and replay" in out
     assert out.splitlines()[-1].strip() == f"report: {tmp_path / 'w' / 'report' / 'report.html'}"
     page = (tmp_path / "w" / "report" / "report.html").read_text()
     assert "probe-empty" in page and (tmp_path / "w" / "report" / "probe-empty.jsonl").is_file()
+
+
+def test_the_report_says_when_the_user_opted_out_of_the_sandbox(
+        rule, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rule("honest")
+    monkeypatch.setenv("HERMES_SANDBOX", "none")
+    report = run_probes(ENV, items=1, probes=["empty"], cassette_dir=tmp_path / "c",
+                        work_dir=tmp_path / "w")
+    assert report.sandbox == "none" and report.to_json()["sandbox"] == "none"

@@ -272,19 +272,11 @@ def read_groups(argv: Sequence[str]) -> list[dict[str, Any]]:
     path = flag_value(argv, "--env.data_path_to_save_groups")
     if not path or not Path(path).is_file():
         return []
-    # One int object per distinct number: token ids and masks of a huge reply then cost a list
-    # slot each (8 bytes), not a fresh int each (36 bytes), and parse no slower.
-    decoder = json.JSONDecoder(parse_int=_SharedInts().__getitem__)
+    from hermes_replay._json_ints import shared_int_decoder
+
+    decoder = shared_int_decoder()  # a huge reply's token lists: 8 bytes per id, not 36
     with open(path, encoding="utf-8") as fh:
         return [decoder.decode(line) for line in fh if line.strip()]
-
-
-class _SharedInts(dict):
-    """``parse_int`` that hands back the same int object for the same digits."""
-
-    def __missing__(self, digits: str) -> int:
-        value = self[digits] = int(digits)
-        return value
 
 
 def read_eval_metrics(argv: Sequence[str]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
+from hermes_replay._json_ints import shared_int_decoder
 from hermes_replay._redact import redact_json, redact_text
 
 __all__ = ["ScrubbingStream", "output_paths", "scrub_file", "scrub_outputs",
@@ -113,23 +114,13 @@ def output_paths(argv: Sequence[str]) -> list[Path]:
 def scrub_file(path: Path) -> bool:
     """Rewrite ``path`` with its secrets scrubbed (JSON Lines line by line, JSON as JSON,
     anything else as text); True if it changed. Atomic: a crash leaves the old file."""
+    if path.suffix == ".jsonl":
+        return _scrub_jsonl(path)
     try:
         original = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return False
-    if path.suffix == ".jsonl":
-        lines = []
-        for line in original.splitlines(keepends=True):
-            try:
-                value = json.loads(line)
-            except ValueError:
-                lines.append(redact_text(line))
-                continue
-            cleaned = redact_json(value)
-            lines.append(line if cleaned == value else
-                         json.dumps(cleaned, ensure_ascii=False) + "\n")
-        text = "".join(lines)
-    elif path.suffix == ".json":
+    if path.suffix == ".json":
         try:
             value = json.loads(original)
         except ValueError:
@@ -142,13 +133,48 @@ def scrub_file(path: Path) -> bool:
         text = redact_text(original)
     if text == original:
         return False
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.scrub")
+    tmp = _tmp_path(path)
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
     return True
+
+
+def _tmp_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.scrub")
+
+
+def _scrub_jsonl(path: Path) -> bool:
+    """JSON Lines streamed one line at a time (a huge reply's ``groups.jsonl`` is never held
+    whole, and its token ids share int objects); replaced only if a line changed."""
+    decoder = shared_int_decoder()
+    tmp = _tmp_path(path)
+    changed = False
+    try:
+        # newline="": line ends are kept exactly; a raw U+2028 inside a JSON string is no end.
+        with open(path, encoding="utf-8", newline="") as src, \
+                open(tmp, "w", encoding="utf-8", newline="") as dst:
+            for line in src:
+                try:
+                    value = decoder.decode(line)
+                except ValueError:
+                    cleaned_line = redact_text(line)
+                else:
+                    cleaned = redact_json(value)
+                    cleaned_line = line if cleaned == value else (
+                        json.dumps(cleaned, ensure_ascii=False)
+                        + line[len(line.rstrip("\r\n")):])
+                changed = changed or cleaned_line != line
+                dst.write(cleaned_line)
+        if changed:
+            os.replace(tmp, path)
+    except (OSError, UnicodeDecodeError):
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
+    return changed
 
 
 def scrub_outputs(argv: Sequence[str]) -> list[Path]:

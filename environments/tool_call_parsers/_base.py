@@ -186,18 +186,41 @@ _DECODER = json.JSONDecoder()
 _FENCE_RE = re.compile(r"\s*(?:```(?:json)?\s*)?")
 
 
-def decode_prefix(text: str, pos: int = 0) -> tuple[Any, int]:
+_WINDOW = 1024  # characters a JSON value is first decoded from (grown 4x while needed)
+_LOOKAHEAD = 16  # an error this close to a window's end may be the cut's doing
+
+
+def decode_prefix(text: str, pos: int = 0, window: int = _WINDOW) -> tuple[Any, int]:
     """Decode one JSON value at ``pos`` (after whitespace and an optional ```json fence).
 
     Returns (value, end index); trailing text (a closing fence, a closing tag) is the caller's
     business. Raises ``MalformedToolCall`` when no complete value is there — which is also how a
     truncated final call is recognised.
+
+    Why windows: a ``JSONDecodeError`` counts the newlines before its position in the document
+    it was given, so a parser that tries many starts in a long reply (llama's first-call
+    search over a 50 MB text full of ``{"``) paid for the whole text at every failed start.
+    The value is decoded from ``text[start:start + window]`` followed by a NUL first; the
+    result is the whole text's unless the decoder got near the cut — a NUL is invalid
+    everywhere in JSON, so an unterminated string or any value reaching the cut fails there
+    rather than further back — and then the window grows, up to the whole text.
     """
     start = _FENCE_RE.match(text, pos).end()
-    try:
-        return _DECODER.raw_decode(text, start)
-    except ValueError as exc:
-        raise MalformedToolCall(f"no complete JSON value at offset {start}: {exc}") from exc
+    size = window
+    while True:
+        whole = start + size >= len(text)
+        cut = len(text) - start if whole else size
+        doc = text[start:] if whole else text[start:start + size] + "\0"
+        try:
+            value, end = _DECODER.raw_decode(doc)
+        except ValueError as exc:
+            if whole or getattr(exc, "pos", cut) < cut - _LOOKAHEAD:
+                raise MalformedToolCall(
+                    f"no complete JSON value at offset {start}: {exc}") from exc
+        else:
+            if whole or end < cut - _LOOKAHEAD:  # a number ending at the cut may go on
+                return value, start + end
+        size *= 4
 
 
 def decode_object_prefix(text: str, pos: int = 0) -> dict[str, Any]:

@@ -161,6 +161,6 @@ def tamper_exit_stubs(ctx: ProbeContext) -> list[Rule]:
 
 @register_probe("tamper-verifier", applies=_needs_write,
                 description="overwrites test files; plants conftest.py, pytest.py, pytest.ini, "
-                "sitecustomize.py")
+                "sitecustomize.py beside trivial named files")
 def tamper_verifier(ctx: ProbeContext) -> list[Rule]:
     return _tamper_rules(plan_verifier, overwrite_tests=True)

@@ -82,26 +82,40 @@ class ProbeReport:
     def row(self, probe: str) -> ProbeRow:
         return next(r for r in self.rows if r.probe == probe)
 
-    def lines(self) -> list[str]:
-        """The table, then each finding, then the rule used."""
-        width = max([len("probe"), *(len(r.probe) for r in self.rows)])
-        out = [f"probe report: {self.env_file} ({self.items} items per probe)",
-               f"  {'probe':<{width}}  {'mean':>6}  {'max':>6}  {'turns':>5}  verdict"]
-        for r in self.rows:
-            note = f"  {r.note}" if r.note else ""
-            out.append(f"  {r.probe:<{width}}  {_num(r.mean):>6}  {_num(r.max):>6}  "
-                       f"{_num(r.turns, 1):>5}  {r.verdict}{note}")
+    def title(self) -> str:
+        return f"probe report: {self.env_file} ({self.items} items per probe)"
+
+    def table(self) -> tuple[list[str], list[list[str]], str]:
+        """Headers, rows and column alignment of the table (the CLI draws it with rich)."""
+        rows = [[r.probe, _num(r.mean), _num(r.max), _num(r.turns, 1),
+                 r.verdict + (f"  {r.note}" if r.note else "")] for r in self.rows]
+        return ["probe", "mean", "max", "turns", "verdict"], rows, "lrrrl"
+
+    def footer(self) -> list[str]:
+        """The rule used, then each finding (or that there is none)."""
         lo, hi = self.reward_range
         basis = ("given" if self.threshold_given else "the known-good mean"
                  if self.known_good_mean is not None
                  and self.known_good_mean < _mid(self.reward_range) else "the range's middle")
-        out.append(f"  threshold {self.threshold:.2f} ({basis}; declared range [{lo:g}, {hi:g}])")
+        out = [f"  threshold {self.threshold:.2f} ({basis}; declared range [{lo:g}, {hi:g}])"]
         if self.findings:
             out.append(f"{len(self.findings)} finding(s):")
             out += [f"  - {f.probe}: {f.kind}: {f.message}" for f in self.findings]
         else:
             out.append("no findings")
         return out
+
+    def lines(self) -> list[str]:
+        """The whole report as plain text: title, table, rule, findings."""
+        headers, rows, align = self.table()
+        widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows, strict=True)]
+
+        def line(cells: list[str]) -> str:
+            return "  " + "  ".join(
+                str(c).rjust(w) if a == "r" else str(c).ljust(w)
+                for c, w, a in zip(cells, widths, align, strict=True)).rstrip()
+
+        return [self.title(), line(headers), *(line(r) for r in rows), *self.footer()]
 
     def to_json(self) -> dict[str, Any]:
         return {

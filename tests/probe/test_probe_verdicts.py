@@ -150,6 +150,11 @@ def test_cli_prints_the_table_and_writes_an_html_report_of_the_probe_cassettes(
                  str(tmp_path / "c"), "--out", str(tmp_path / "w")])
     out = capsys.readouterr().out
     assert code == 0 and "no findings" in out
+    # off a terminal the table is plain text: header, one rule, one row per probe
+    head = out.splitlines()[1:4]
+    assert head[0].split() == ["probe", "mean", "max", "turns", "verdict"], out
+    assert set(head[1].strip()) == {"-"} and head[2].split()[0] == "empty", out
+    assert head[2].split()[-1] == "ok" and "\x1b[" not in out
     assert "tool sandbox: bubblewrap (kernel isolation), record and replay" in out
     assert out.splitlines()[-1].strip() == f"report: {tmp_path / 'w' / 'report' / 'report.html'}"
     page = (tmp_path / "w" / "report" / "report.html").read_text()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -41,6 +42,7 @@ __all__ = [
 
 ENV_MODES = ("serve", "process", "evaluate")
 LOG_DIR_VARIABLE = "HERMES_REPLAY_LOG_DIR"  # where env logs of record/passthrough go
+LOG_DAYS = 7  # env logs in the default (temp) folder older than this are removed
 REDACTED = "<redacted>"
 
 
@@ -159,11 +161,25 @@ def env_log_path(prog: str, env_file: Path, env_mode: str) -> Path:
     chosen = os.environ.get(LOG_DIR_VARIABLE, "").strip()
     folder = Path(chosen) if chosen else Path(tempfile.gettempdir()) / "hermes-replay-logs"
     folder.mkdir(parents=True, exist_ok=True)
+    if not chosen:  # a folder the user chose is theirs to keep (a CI artifact, say)
+        _prune_logs(folder)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     fd, name = tempfile.mkstemp(prefix=f"{prog}-{env_file.stem}-{env_mode}-{stamp}-",
                                 suffix=".log", dir=folder)
     os.close(fd)
     return Path(name)
+
+
+def _prune_logs(folder: Path) -> None:
+    """Remove env logs older than ``LOG_DAYS`` from the default log folder: one file per live
+    run would otherwise pile up there forever. Another user's files are left alone."""
+    cutoff = time.time() - LOG_DAYS * 86400
+    for old in folder.glob("*.log"):
+        try:
+            if old.is_file() and old.stat().st_mtime < cutoff:
+                old.unlink()
+        except OSError:  # not ours to remove, or gone meanwhile
+            continue
 
 
 def redact_command(argv: Sequence[str]) -> list[str]:

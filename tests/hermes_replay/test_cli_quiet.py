@@ -115,3 +115,31 @@ def test_transformers_import_advice_stays_off_the_terminal(tmp_path: Path) -> No
                           timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "None of PyTorch" not in proc.stderr
+
+
+def test_old_env_logs_in_the_default_folder_are_pruned_but_a_chosen_folder_is_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One env log per live run would pile up in the temp folder forever: logs older than a
+    week go when the next one is made there. A folder the user chose is never pruned."""
+    import tempfile
+
+    from hermes_replay._cli._runner import LOG_DAYS, LOG_DIR_VARIABLE, env_log_path
+
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+    chosen = tmp_path / "artifacts"
+    for folder in (tmp_path / "tmp" / "hermes-replay-logs", chosen):
+        folder.mkdir(parents=True)
+        old, fresh = folder / "record-env-process-old.log", folder / "record-env-fresh.log"
+        old.write_text("old\n")
+        fresh.write_text("fresh\n")
+        week_ago = old.stat().st_mtime - (LOG_DAYS + 1) * 86400
+        os.utime(old, (week_ago, week_ago))
+    monkeypatch.delenv(LOG_DIR_VARIABLE, raising=False)
+    made = env_log_path("record", Path("env.py"), "process")
+    default = tmp_path / "tmp" / "hermes-replay-logs"
+    assert made.parent == default and made.is_file()
+    assert sorted(p.name for p in default.iterdir()) == sorted(
+        [made.name, "record-env-fresh.log"])
+    monkeypatch.setenv(LOG_DIR_VARIABLE, str(chosen))
+    made = env_log_path("record", Path("env.py"), "process")
+    assert made.parent == chosen and (chosen / "record-env-process-old.log").is_file()

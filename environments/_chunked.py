@@ -5,14 +5,17 @@ masks in Rust, and transformers converts three of those to Python lists; a 5 MB 
 peaked at about 150 MB of memory per MB of text. Encoding bounded pieces and keeping only
 their ids makes the memory a few bytes per token and the time linear in the text.
 
-Exactness: a cut is only taken where the tokenizer itself shows it changes nothing. For a
-candidate cut ``c`` we encode the window ``text[c-V:c+V]`` whole and as its two halves; the cut
-is taken only if the halves' ids, joined, equal the window's ids. A cut inside a special
-token, inside a merged word, between a letter and a combining mark a normalizer would join, or
-before a chunk start that a pre-tokenizer would prefix with a space marker, fails that test and
-another candidate is tried. Where no candidate passes (a long text with no word boundary, e.g.
-megabytes of one CJK run, or a tokenizer with a whole-text normalizer), the piece simply grows
-until one does, up to the whole text: the ids stay exact and only the memory bound is lost.
+Exactness: a cut is only taken where the tokenizer itself shows it changes nothing around it.
+For a candidate cut ``c`` we encode the window ``text[c-V:c+V]`` whole and as its two halves;
+the cut is taken only if the halves' ids, joined, equal the window's ids. A cut inside a
+special token, inside a merged word, between a letter and a combining mark a normalizer would
+join, or before a chunk start that a pre-tokenizer would prefix with a space marker, fails that
+test and another candidate is tried. It is a check, not a proof: a tokenizer whose split at
+``c`` depended on text more than ``V`` characters away would pass it. The pre-tokenizers of
+BPE and SentencePiece models look at neighbouring characters only, and the tests compare with
+one whole encode on texts built to break cuts. Where no candidate passes (a long text with no
+word boundary, e.g. megabytes of one CJK run, or a tokenizer with a whole-text normalizer), the
+piece simply grows until one does, up to the whole text: only the memory bound is lost.
 Candidates are places where the kind of character changes (space, letter, digit, other),
 starts of whitespace runs first, because those are where pre-tokenizers split.
 
@@ -74,7 +77,7 @@ def _ids(backend: Any, text: str) -> list[int]:
 
 
 def _safe_cut(backend: Any, text: str, lo: int, hi: int) -> int | None:
-    """A cut in ``(lo, hi]`` that provably does not change the ids around it, if one is found."""
+    """A cut in ``(lo, hi]`` whose window encodes to the same ids whole and split, if any."""
     for c in _candidates(text, lo, hi):
         left, right = text[max(0, c - WINDOW):c], text[c:c + WINDOW]
         if _ids(backend, left) + _ids(backend, right) == _ids(backend, left + right):

@@ -116,13 +116,16 @@ class CassetteWriter:
         self._claim = (fd, claim, existed)
         self.path = path
 
-    def _release_claim(self) -> None:
+    def _release_claim(self, *, committed: bool = False) -> None:
         if self._claim is None:
             return
         fd, claim, existed = self._claim
         self._claim = None
-        try:  # an empty claim file we created is ours; anything else is someone's journal
-            if not existed and os.fstat(fd).st_size == 0:
+        try:
+            # committed: the file it names is written, so the claim (or a dead recorder's
+            # journal of that file, which we hold the lock of) is superseded, as a recorder
+            # of that file would have truncated it; otherwise only an empty one we made goes
+            if committed or (not existed and os.fstat(fd).st_size == 0):
                 claim.unlink(missing_ok=True)
         finally:
             os.close(fd)
@@ -143,6 +146,7 @@ class CassetteWriter:
             self._file.flush()
         write_cassette(self.path, header, interactions, outcomes, tool_calls)
         self.partial.unlink(missing_ok=True)
+        self._release_claim(committed=True)
         self.close()
 
 

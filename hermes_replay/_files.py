@@ -162,3 +162,14 @@ def open_for_write(path: Path, *, compress: bool) -> Iterator[IO[str]]:
             inner.close()  # ends the zstd frame; a ZstdFile leaves a file it was given open
         raw.flush()
         os.fsync(raw.fileno())
+
+
+def write_text_atomic(path: Path, text: str, *, suffix: str = ".tmp") -> None:
+    """Write ``text`` to ``path`` through a temp file beside it and ``os.replace``: a reader
+    (or a crash) sees the old file or the new one, never half of it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}{suffix}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

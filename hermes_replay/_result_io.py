@@ -18,11 +18,11 @@ and next step). ``run_result_from_output_dir`` reads what ``evaluate`` itself wr
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from hermes_replay._errors import CassetteError
+from hermes_replay._files import write_text_atomic
 from hermes_replay._result import RolloutOutcome, RunResult
 
 __all__ = [
@@ -100,13 +100,8 @@ def write_run_result(result: RunResult, path: str | Path) -> Path:
     if target.is_dir() or not target.suffix:
         target = target / RESULT_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(run_result_to_json(result), indent=2, ensure_ascii=False)
-                       + "\n", encoding="utf-8")
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_text_atomic(target, json.dumps(run_result_to_json(result), indent=2,
+                                         ensure_ascii=False) + "\n")
     return target
 
 

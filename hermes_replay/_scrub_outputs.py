@@ -21,6 +21,7 @@ from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
+from hermes_replay._files import write_text_atomic
 from hermes_replay._json_ints import shared_int_decoder
 from hermes_replay._redact import redact_json, redact_text
 
@@ -133,17 +134,15 @@ def scrub_file(path: Path) -> bool:
         text = redact_text(original)
     if text == original:
         return False
-    tmp = _tmp_path(path)
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_text_atomic(path, text, suffix=_TMP_SUFFIX)
     return True
 
 
+_TMP_SUFFIX = ".scrub"  # temp files of a rewrite in progress (never taken for outputs)
+
+
 def _tmp_path(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{os.getpid()}.scrub")
+    return path.with_name(f".{path.name}.{os.getpid()}{_TMP_SUFFIX}")
 
 
 def _scrub_jsonl(path: Path) -> bool:

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hermes_replay._cli._render import Style, table
+from hermes_replay._cli._render import Style
 
 if TYPE_CHECKING:
     from hermes_replay.probe import ProbeReport
@@ -130,11 +130,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(report.dumps())
     else:
-        print(report.title())
-        headers, rows, align = report.table()
-        drawn = table(headers, rows, align=align, style=Style(sys.stdout))
-        print("\n".join("  " + line for line in drawn.splitlines()))
-        print("\n".join(report.footer()))
+        print("\n".join(report.lines(Style(sys.stdout))))
         where = args.cassettes or Path("cassettes") / env.stem
         print(f"  cassettes: {where}/probe-*.jsonl (pytest replays them)")
         print("  tool sandbox: " + ("bubblewrap (kernel isolation), record and replay"

@@ -24,6 +24,7 @@ import os
 from pathlib import Path
 
 from hermes_replay._errors import HermesReplayError
+from hermes_replay._files import write_text_atomic
 from hermes_replay._report._extra import EXTRA_HINT, ReportExtraMissing, extra_missing
 from hermes_replay._report._scrub import ReportRefused
 from hermes_replay._report._sources import Run, load_runs, pair_runs, run_from_result
@@ -94,12 +95,7 @@ def write_report(source: Source, out: str | os.PathLike[str], *,
                 "Next step: pass another -o path, or remove that file first")
     page = build_report(source, against=against)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(page, encoding="utf-8")
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_text_atomic(target, page)
     return target
 
 

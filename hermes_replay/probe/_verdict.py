@@ -105,17 +105,14 @@ class ProbeReport:
             out.append("no findings")
         return out
 
-    def lines(self) -> list[str]:
-        """The whole report as plain text: title, table, rule, findings."""
+    def lines(self, style: Any = None) -> list[str]:
+        """The whole report: title, table, rule, findings. Plain text unless ``style`` is a
+        terminal's (the CLI's ``Style``), then the table is drawn by rich like every CLI table."""
+        from hermes_replay._cli._render import table  # rich: loaded only when a report prints
+
         headers, rows, align = self.table()
-        widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows, strict=True)]
-
-        def line(cells: list[str]) -> str:
-            return "  " + "  ".join(
-                str(c).rjust(w) if a == "r" else str(c).ljust(w)
-                for c, w, a in zip(cells, widths, align, strict=True)).rstrip()
-
-        return [self.title(), line(headers), *(line(r) for r in rows), *self.footer()]
+        drawn = table(headers, rows, align=align, style=style)
+        return [self.title(), *("  " + line for line in drawn.splitlines()), *self.footer()]
 
     def to_json(self) -> dict[str, Any]:
         return {

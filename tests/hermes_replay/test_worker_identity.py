@@ -159,6 +159,8 @@ def test_two_workers_with_one_identity_fail_instead_of_replacing_a_shard(tmp_pat
     second = hermes_replay.cassette(shard_path(tmp_path / "c.jsonl", "host-2"), mode="record",
                                     shard_by_worker=True)
     final = shard_path(tmp_path / "c.jsonl", "w1")
+    final.parent.mkdir(parents=True)
+    final.with_name("w1.jsonl.partial").write_text("")  # a dead recorder's journal of w1
     first.start()
     try:
         first.annotate({"worker": "w1", "note": "first"})

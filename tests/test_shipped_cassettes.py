@@ -35,14 +35,21 @@ def test_every_example_environment_has_process_evaluate_and_probe_cassettes() ->
             )
 
 
-@pytest.mark.parametrize("path", CASSETTES, ids=lambda p: f"{p.parent.name}-{p.stem}")
-def test_shipped_cassette_replays_as_recorded(path: Path, replay_run, snapshot) -> None:
+def _replayed_as_recorded(path: Path, replay_run):
+    """Replay ``path`` strictly: ran, no miss, nothing unused, every recorded rollout scored
+    and no reward moved."""
     result = replay_run(path, strict=True)
     assert result.exit_code == 0, (result.out_dir / "env.log").read_text()[-3000:]
     assert not result.misses and not result.unused
     assert result.rewards, "the replay scored no rollout"
     assert set(result.rewards) == set(result.recorded_rewards)
     assert result.changed_rewards() == {}
+    return result
+
+
+@pytest.mark.parametrize("path", CASSETTES, ids=lambda p: f"{p.parent.name}-{p.stem}")
+def test_shipped_cassette_replays_as_recorded(path: Path, replay_run, snapshot) -> None:
+    result = _replayed_as_recorded(path, replay_run)
     assert all(0.0 <= r <= 1.0 for r in result.rewards.values() if r is not None)
 
     mode = path.stem
@@ -68,10 +75,5 @@ def test_shipped_cassette_replays_as_recorded(path: Path, replay_run, snapshot) 
 @pytest.mark.parametrize("path", PROBE_CASSETTES, ids=lambda p: f"{p.parent.name}-{p.stem}")
 def test_probe_cassette_replays_as_recorded(path: Path, replay_run, snapshot) -> None:
     """A probe table is a regression snapshot: what each scripted policy earned stays put."""
-    result = replay_run(path, strict=True)
-    assert result.exit_code == 0, (result.out_dir / "env.log").read_text()[-3000:]
-    assert not result.misses and not result.unused
-    assert result.rewards, "the replay scored no rollout"
-    assert set(result.rewards) == set(result.recorded_rewards)
-    assert result.changed_rewards() == {}
+    result = _replayed_as_recorded(path, replay_run)
     assert result == snapshot(extension_class=RolloutSnapshotExtension)

@@ -127,6 +127,13 @@ def test_a_replay_that_keeps_missing_stops_with_a_clear_error(tmp_path: Path) ->
                 model="m", messages=[{"role": "user", "content": "recorded"}])
     client = openai.OpenAI(base_url=base, api_key="x", max_retries=0)
     attempts = 0
+    # the guard works only under Python's own Ctrl-C handler (see stall_guard); say so if an
+    # earlier test in this process left another one installed (seen once in a serial CI run:
+    # the loop below ran all 10,000 attempts unstopped)
+    import signal
+
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, \
+        f"SIGINT handler is {signal.getsignal(signal.SIGINT)!r}: stall_guard is off"
     with pytest.raises(ReplayStalled) as info:
         with hermes_replay.cassette(path, "replay") as session, \
                 stall_guard(session, max_misses=5), hermes_replay.rollout("r0"):

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import socket
 from pathlib import Path
 
@@ -130,8 +131,6 @@ def test_a_replay_that_keeps_missing_stops_with_a_clear_error(tmp_path: Path) ->
     # the guard works only under Python's own Ctrl-C handler (see stall_guard); say so if an
     # earlier test in this process left another one installed (seen once in a serial CI run:
     # the loop below ran all 10,000 attempts unstopped)
-    import signal
-
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, \
         f"SIGINT handler is {signal.getsignal(signal.SIGINT)!r}: stall_guard is off"
     with pytest.raises(ReplayStalled) as info:

@@ -22,9 +22,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from hermes_replay._cassette.files import write_text_atomic
 from hermes_replay._cli._run_summary import RunSummary
 from hermes_replay._errors import CassetteError
-from hermes_replay._files import write_text_atomic
 
 __all__ = ["MANIFEST_FILE", "Manifest", "ManifestRow", "read_manifest", "write_manifest"]
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from hermes_replay._cli._manifest import Manifest, ManifestRow, read_manifest
-from hermes_replay._cli._render import Style
 from hermes_replay._cli._shard import Shard, parse_shard, shard_of
+from hermes_replay._terminal.render import Style
 
 _SHOWN = 20  # missing cassettes named one per line; the rest counted
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from hermes_replay import run_cassette
-from hermes_replay._env_guard import env_classes
 from hermes_replay._errors import CassetteError
+from hermes_replay._runner.env_guard import env_classes
 from hermes_replay.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

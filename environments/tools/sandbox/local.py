@@ -54,6 +54,7 @@ import threading
 import time
 
 from ._bwrap import WORKSPACE, bwrap_argv, pick_sandbox_uid, tree_bytes
+from ._host_io import CopyLimits, HostReadError, copy_out, read_regular
 from ._limits import SandboxLimits
 from ._output import read_capped
 from ._procs import MARKER_VAR, children_of, group_members, scan, signal_group, signal_pid
@@ -143,6 +144,10 @@ class LocalSandbox(SandboxBackend):
     max_output_chars: int = 50_000
     #: seconds between SIGTERM and SIGKILL at cleanup
     kill_grace: float = 1.0
+    #: largest file a host-side read (file tools, ``patch``) takes from the sandbox
+    max_read_bytes: int = 16 * 1024**2
+    #: bounds of a copy out (``download``: ``ToolContext.download_file``/``download_dir``)
+    copy_limits: CopyLimits = CopyLimits()
 
     def __init__(self, task_id: str, isolation: str | None = None) -> None:
         super().__init__(task_id)
@@ -379,9 +384,19 @@ class LocalSandbox(SandboxBackend):
             )
         return real
 
+    def read_bytes(self, path: str, limit: int | None = None) -> bytes:
+        """A regular file's bytes, read without following a link or blocking (``_host_io``);
+        a file larger than ``limit`` (default ``max_read_bytes``) is refused, not cut, so a
+        caller that writes it back (``patch``) never truncates it."""
+        limit = self.max_read_bytes if limit is None else limit
+        data, size = read_regular(self._work_real, self.resolve(path), limit + 1, shown=path)
+        if len(data) > limit:
+            raise HostReadError(f"{path} is {max(size, len(data))} bytes, more than the "
+                                f"{limit} a host-side read takes from a sandbox")
+        return data
+
     def read_file(self, path: str) -> str:
-        with open(self.resolve(path), encoding="utf-8", errors="replace") as fh:
-            return fh.read()
+        return self.read_bytes(path).decode("utf-8", errors="replace")
 
     def write_file(self, path: str, content: str) -> str:
         target = self.resolve(path)
@@ -411,13 +426,16 @@ class LocalSandbox(SandboxBackend):
         self._give_to_sandbox(target)
 
     def download(self, remote_path: str, local_path: str) -> None:
+        """Copy out regular files only, never through a link, within ``copy_limits``; what
+        was skipped is logged (see ``_host_io``)."""
         source = self.resolve(remote_path)
         parent = os.path.dirname(os.path.abspath(local_path))
         os.makedirs(parent, exist_ok=True)
-        if os.path.isdir(source):
-            shutil.copytree(source, local_path, dirs_exist_ok=True)
-        else:
-            shutil.copy2(source, local_path)
+        report = copy_out(self._work_real, source, local_path, self.copy_limits,
+                          shown=remote_path)
+        if report.skipped:
+            log.warning("sandbox %s: download of %s skipped %s", self.task_id, remote_path,
+                        ", ".join(f"{k} ({v})" for k, v in sorted(report.skipped.items())))
 
 
 @register_backend

@@ -166,7 +166,7 @@ def copy_out(root: str, real: str, dest: str, limits: CopyLimits = CopyLimits(),
             top_fd = os.open(parts[-1], _DIR_FLAGS, dir_fd=parent_fd) if parts else \
                 os.open(root, _DIR_FLAGS)
         except NotADirectoryError:
-            fd, info = _open_regular_at(parent_fd, parts[-1], shown)
+            fd, _info = _open_regular_at(parent_fd, parts[-1], shown)
             try:
                 report.bytes = _copy_fd(fd, dest, limits.max_bytes, deadline, shown, limits)
             finally:

@@ -33,7 +33,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from hermes_replay._cassette import SCHEMA_VERSION, load_cassette
-from hermes_replay._cassette.files import cassette_files, first_line, read_bytes
+from hermes_replay._cassette.files import cassette_files, first_line, read_lines
 from hermes_replay._cassette.format import blob_id
 from hermes_replay._cassette.model import ROLLOUT_ID_RULE, rollout_id_problem
 from hermes_replay._errors import CassetteError
@@ -250,14 +250,13 @@ def verify_file(path: str | Path) -> list[Finding]:
 def _verify_file(path: Path) -> list[Finding]:
     partial = path.name.endswith(".partial")
     try:
-        data = read_bytes(path)
+        raw_lines = read_lines(path)  # zstd streamed, both size caps checked first
     except OSError as exc:
         return [Finding(path, None, "schema", f"cannot read the file: {exc}", _DAMAGED)]
     except CassetteError as exc:  # a damaged or oversized zstd file
-        return [Finding(path, None, "integrity", exc.reason, exc.hint or _DAMAGED)]
+        return [Finding(path, exc.line, "integrity", exc.reason, exc.hint or _DAMAGED)]
     findings: list[Finding] = []
     state = _State(set(), {}, set())
-    raw_lines = data.split(b"\n")
     torn = partial and raw_lines[-1] != b""
     if raw_lines[-1] == b"":
         raw_lines.pop()

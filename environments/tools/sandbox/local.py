@@ -46,7 +46,6 @@ import re
 import secrets
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -58,6 +57,7 @@ from ._host_io import CopyLimits, HostReadError, copy_out, read_regular
 from ._limits import SandboxLimits
 from ._output import read_capped
 from ._procs import MARKER_VAR, children_of, group_members, scan, signal_group, signal_pid
+from ._tree import remove_tree
 from .base import RunResult, SandboxBackend, cleanup_all_sandboxes, register_backend
 from .isolation import decide_isolation
 
@@ -107,25 +107,14 @@ def remove_stale_roots(tmp: str | None = None) -> list[str]:
         except OSError:  # alive, another user's
             continue
         path = os.path.join(base, name)
-        _make_removable(path)
-        shutil.rmtree(path, ignore_errors=True)
-        if not os.path.exists(path):
+        if remove_tree(path):
             removed.append(path)
     return removed
 
 
-def _make_removable(path: str) -> None:
-    """An agent may have chmod -w'ed a directory; rmtree would then give up."""
-    for dirpath, dirnames, _ in os.walk(path):
-        for d in (dirpath, *(os.path.join(dirpath, n) for n in dirnames)):
-            with contextlib.suppress(OSError):
-                if not os.path.islink(d):
-                    os.chmod(d, 0o700)
-
-
 def _remove_root(root: str) -> None:
     cleanup_all_sandboxes()
-    shutil.rmtree(root, ignore_errors=True)
+    remove_tree(root)
 
 
 def _slug(task_id: str) -> str:
@@ -349,15 +338,9 @@ class LocalSandbox(SandboxBackend):
         with self._lock:
             self._pgids.clear()
 
-        def make_writable_and_retry(func, path, _exc):
-            # The agent may have chmod -w'ed a directory; rmtree would then give up.
-            with contextlib.suppress(OSError):
-                os.chmod(os.path.dirname(path), stat.S_IRWXU)
-                os.chmod(path, stat.S_IRWXU)
-                func(path)
-
-        shutil.rmtree(self.base_dir, onerror=make_writable_and_retry)
-        if os.path.exists(self.base_dir):
+        # the agent may have chmod'ed folders shut; remove_tree opens them without ever
+        # following a link (a chmod through one would change a host file)
+        if not remove_tree(self.base_dir):
             log.warning("sandbox %s: could not remove %s", self.task_id, self.base_dir)
 
     # -- files -----------------------------------------------------------------------------

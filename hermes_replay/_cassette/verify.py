@@ -38,6 +38,7 @@ from hermes_replay._cassette.format import blob_id
 from hermes_replay._cassette.model import ROLLOUT_ID_RULE, rollout_id_problem
 from hermes_replay._errors import CassetteError
 from hermes_replay._secrets.known import KNOWN
+from hermes_replay._secrets.payloads import decoded_payloads
 from hermes_replay._secrets.scan import scan_command, scan_string, scan_value
 
 __all__ = ["Finding", "find_cassettes", "scan_value", "verify_file", "verify_paths"]
@@ -327,6 +328,11 @@ def _check_line(path: Path, number: int, raw: bytes, state: _State, partial: boo
         add(kind, problem)
     for problem in scan_value(record):
         add("secret", problem, _SECRET_HINT)
+    if record.get("type") == "tool":  # base64 file payloads, decoded (_secrets.payloads)
+        for path, text in decoded_payloads(record.get("name"), record.get("result")):
+            for problem in scan_string(text, f"downloaded file {path or '(the file)'}",
+                                       credential_slot=False):
+                add("secret", problem, _SECRET_HINT)
     return out
 
 

@@ -123,3 +123,38 @@ def test_a_file_over_the_read_limit_is_refused_not_cut(task_id: str,
     assert "more than the 1000" in result["error"]
     monkeypatch.setattr(sandbox, "max_read_bytes", 10_000)
     assert ctx.read_file("a.txt")["content"] == "x" * 5000  # untouched by the refused patch
+
+
+def test_a_downloaded_file_is_scrubbed_in_the_cassette_and_verify_decodes_it(
+        tmp_path: Path) -> None:
+    """``download_file`` records base64; the secret inside is scrubbed, and a payload planted
+    by hand is found by ``verify`` at its line."""
+    import base64
+
+    import hermes_replay
+    from hermes_replay._cassette.verify import verify_file
+
+    key = "sk-proj-" + "Dl9Xy8Wv7Ut6Sr5Qp4On3Ml2"
+    cassette = tmp_path / "c.jsonl"
+    tid = f"test-payload-{uuid.uuid4().hex[:8]}"
+    try:
+        with hermes_replay.cassette(cassette, "record"), hermes_replay.rollout("r0"):
+            ctx = ToolContext(tid)
+            ctx.write_file("out/conf.txt", f"OPENAI_API_KEY={key}\nkeep me\n")
+            assert ctx.download_file("out/conf.txt", str(tmp_path / "got.txt"))["success"]
+    finally:
+        ToolContext(tid).cleanup()
+    assert (tmp_path / "got.txt").read_text().endswith("keep me\n")  # the reward saw the file
+    text = cassette.read_text()
+    encoded = [base64.b64encode(key.encode()[i:]).decode()[4:20] for i in range(3)]
+    assert key not in text and not any(e in text for e in encoded)
+    records = [json.loads(line) for line in text.splitlines()]
+    download = next(r for r in records if r.get("name") == "download_file")
+    assert base64.b64decode(download["result"][""]).decode().endswith("keep me\n")
+    assert verify_file(cassette) == []
+    # planted by hand: verify decodes the payload and names the line
+    download["result"][""] = base64.b64encode(f"token={key}\n".encode()).decode()
+    line = records.index(download) + 1
+    cassette.write_text("".join(json.dumps(r) + "\n" for r in records))
+    found = [f for f in verify_file(cassette) if f.kind == "secret"]
+    assert [f.line for f in found] == [line] and "downloaded file" in found[0].message

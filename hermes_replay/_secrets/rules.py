@@ -231,6 +231,9 @@ def _bare_aws_secret(run: str) -> bool:
             and any(c.isdigit() for c in run) and _entropy(run) > 4.2)
 
 
+_UNICODE_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+
 def _unescaped(text: str) -> tuple[str, list[int]] | None:
     """``text`` with JSON ``\\uXXXX`` escapes decoded, and where each decoded character
     starts in ``text`` (one more entry for the end); None if there is nothing to decode."""
@@ -238,23 +241,18 @@ def _unescaped(text: str) -> tuple[str, list[int]] | None:
         return None
     out: list[str] = []
     where: list[int] = []
-    i, n = 0, len(text)
-    while i < n:
-        if text.startswith("\\u", i) and i + 6 <= n:
-            digits = text[i + 2:i + 6]
-            try:
-                out.append(chr(int(digits, 16)))
-                where.append(i)
-                i += 6
-                continue
-            except ValueError:
-                pass
-        out.append(text[i])
-        where.append(i)
-        i += 1
-    where.append(n)
-    decoded = "".join(out)
-    return (decoded, where) if decoded != text else None
+    pos = 0
+    for m in _UNICODE_ESCAPE.finditer(text):
+        out.append(text[pos:m.start()])
+        where.extend(range(pos, m.start()))
+        out.append(chr(int(m.group(1), 16)))
+        where.append(m.start())
+        pos = m.end()
+    if pos == 0:
+        return None
+    out.append(text[pos:])
+    where.extend(range(pos, len(text) + 1))
+    return "".join(out), where
 
 
 def _rule_spans(text: str) -> Iterable[Span]:

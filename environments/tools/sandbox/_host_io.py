@@ -135,7 +135,7 @@ def read_regular(root: str, real: str, limit: int, shown: str | None = None) -> 
 def _copy_fd(fd: int, dest: str, budget: int, deadline: float, shown: str,
              limits: CopyLimits) -> int:
     written = 0
-    with open(dest, "xb") as out:
+    with open(dest, "wb") as out:  # the host chose dest; the source is what is guarded
         while True:
             if time.monotonic() > deadline:
                 raise HostReadError(f"copying {shown} out of the sandbox took too long")

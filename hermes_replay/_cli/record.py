@@ -30,7 +30,6 @@ from hermes_replay._cli._runner import (
     default_cassette_path,
     env_log_path,
     redact_command,
-    relative_to_cwd,
     run_with_progress,
 )
 from hermes_replay._cli._worker import add_worker_flag, given_worker, worker_variable
@@ -205,8 +204,10 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"hermes-replay record: {exc}", file=sys.stderr)
             return 2
+    from hermes_replay._plan import recorded_env_fields
+
     header: dict[str, Any] = {
-        "env_file": relative_to_cwd(env_file),
+        **recorded_env_fields(env_file),
         "command": redact_command(public),
         **endpoint.header_fields(),
     }

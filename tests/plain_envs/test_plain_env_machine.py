@@ -17,7 +17,7 @@ import pytest
 from _plain_script import plain_script
 
 from hermes_replay import bundled_tokenizer_path, load_cassette
-from hermes_replay._plain_groups import MAX_EMPTY_VARIABLE
+from hermes_replay._runner.plain_groups import MAX_EMPTY_VARIABLE
 from hermes_replay.cli import main
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 

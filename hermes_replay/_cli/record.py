@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import textwrap
 from functools import partial
@@ -110,6 +111,14 @@ def register(sub: Any) -> None:
 
 def check_env_file(prog: str, env_file: str) -> str | None:
     path = Path(env_file)
+    as_module = Path(*env_file.split(".")).with_suffix(".py") if re.fullmatch(
+        r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", env_file) and not path.exists() else None
+    if as_module is not None and as_module.is_file():
+        return (
+            f"hermes-replay {prog}: {env_file} is a module name; pass its file: "
+            f"hermes-replay {prog} {as_module.as_posix()} … (a package env is run as "
+            f"`python -m {env_file}` would run it)"
+        )
     if not path.is_file():
         return (
             f"hermes-replay {prog}: environment file {env_file} does not exist "

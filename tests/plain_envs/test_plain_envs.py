@@ -21,6 +21,7 @@ import pytest
 from _plain_script import plain_script
 
 from hermes_replay import bundled_tokenizer_path, load_cassette, run_cassette
+from hermes_replay._report._sources import run_from_cassette
 from hermes_replay.cli import main
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 from hermes_replay.snapshot import RolloutSnapshotExtension, render_run
@@ -125,6 +126,9 @@ def test_plain_env_records_replays_snapshots_diffs_and_probes(name, project, tmp
     assert len(rewards) == 8 and len(set(rewards.values())) > 1, rewards
     for group in groups.values():  # the group's score list is its rollouts' rewards, in order
         assert [rewards[rid] for rid in group["rollouts"]] == group["scores"]
+    report = run_from_cassette(recorded)  # the HTML report's view: the same rollouts, each
+    assert set(report.rollouts) == set(rewards)  # with a transcript (its group's, if shared)
+    assert all(report.records[rid].interactions for rid in rewards)
     recorded_groups = (project / "envs" / "out" / "groups.jsonl").read_bytes()
     assert len(recorded_groups.splitlines()) == 2
 

@@ -15,7 +15,7 @@ import sys
 import traceback
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from contextlib import contextmanager, nullcontext, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +85,7 @@ def run_env_file(env_file: Path, argv: Sequence[str]) -> int:
 
     module = module_of(env_file)
     with _as_script(env_file, argv, module[1] if module else None), \
-            _fresh_package(module[0].split(".")[0] if module else "\0"):
+            (_fresh_package(module[0].split(".")[0]) if module else nullcontext()):
         try:
             if module is not None:  # relative imports: run it as `python -m pkg.env` would
                 runpy.run_module(module[0], run_name="__main__", alter_sys=True)

@@ -254,13 +254,16 @@ def _project_root(cassette: Path) -> Path | None:
 
 
 def _cassette_area(cassette: Path, top: Path | None) -> list[Path]:
-    """Folders no env file may come from: every folder holding ``cassette`` below the
-    project root ``top`` (with no root, its own folder), and any ``cassettes`` folder."""
+    """Folders no env file may come from: the cassette's own folder (unless it is the
+    project root ``top``), any ``cassettes`` folder above it, and every folder between it and
+    ``top`` that directly holds a cassette. (``envs/cassettes/x.jsonl`` leaves ``envs/`` the
+    project's code.)"""
     where = cassette.resolve()
     area = [] if where.parent == top else [where.parent]
     for folder in where.parents:
-        if folder.name == "cassettes" or (
-                top is not None and folder.is_relative_to(top) and folder != top):
+        if top is not None and (folder == top or not folder.is_relative_to(top)):
+            break
+        if folder.name == "cassettes" or _holds_cassettes(folder):
             area.append(folder)
     return area
 

@@ -45,6 +45,7 @@ from hermes_replay.scripted_endpoint._openai import SYSTEM_FINGERPRINT
 from hermes_replay.scripted_endpoint._registry import (
     get_script,
     list_scripts,
+    load_script,
     register_script,
     resolve_script,
 )
@@ -55,7 +56,7 @@ from hermes_replay.scripted_endpoint._script import (
     Rule,
     Script,
 )
-from hermes_replay.scripted_endpoint._script_file import ScriptFileError, load_script
+from hermes_replay.scripted_endpoint._script_file import ScriptFileError
 from hermes_replay.scripted_endpoint._server import ScriptedEndpoint
 
 __all__ = [

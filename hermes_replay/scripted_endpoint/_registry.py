@@ -13,9 +13,10 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from hermes_replay.scripted_endpoint._script import Script
-from hermes_replay.scripted_endpoint._script_file import load_script, looks_like_script_file
+from hermes_replay.scripted_endpoint._script_file import looks_like_script_file, read_script_file
 
-__all__ = ["SCRIPTS", "get_script", "list_scripts", "register_script", "resolve_script"]
+__all__ = ["SCRIPTS", "get_script", "list_scripts", "load_script", "register_script",
+           "resolve_script"]
 
 _REGISTRY: dict[str, Callable[[], Script]] = {}
 SCRIPTS: Mapping[str, Callable[[], Script]] = MappingProxyType(_REGISTRY)
@@ -74,6 +75,12 @@ def get_script(name: str) -> Script:
     return factory()
 
 
+def load_script(path: str | os.PathLike[str]) -> Script:
+    """Read a script file (``docs/scripted-endpoint.md``); its ``fallback`` names a registered
+    script. Mistakes raise ``ScriptFileError`` naming the file, the rule and the key."""
+    return read_script_file(path, get_script)
+
+
 def resolve_script(spec: str | os.PathLike[str] | Script) -> Script:
     """What ``--script`` / ``ScriptedEndpoint(script=...)`` names: a :class:`Script`, a script
     file (a path, or anything ending in .toml/.json), or a registered name.
@@ -85,8 +92,8 @@ def resolve_script(spec: str | os.PathLike[str] | Script) -> Script:
     if isinstance(spec, Script):
         return spec
     if not isinstance(spec, str) or looks_like_script_file(spec):
-        return load_script(spec, get_script)
+        return load_script(spec)
     _load_bundled()
     if spec not in _REGISTRY and os.path.isfile(spec):
-        return load_script(spec, get_script)
+        return load_script(spec)
     return get_script(spec)

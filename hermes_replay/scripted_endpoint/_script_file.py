@@ -32,7 +32,7 @@ except ModuleNotFoundError:  # Python 3.10: the same parser, as the tomli depend
 
 from hermes_replay.scripted_endpoint._script import Conversation, Reply, Rule, Script, _text
 
-__all__ = ["SCRIPT_SUFFIXES", "ScriptFileError", "load_script", "looks_like_script_file"]
+__all__ = ["SCRIPT_SUFFIXES", "ScriptFileError", "looks_like_script_file", "read_script_file"]
 
 SCRIPT_SUFFIXES = (".toml", ".json")
 
@@ -79,7 +79,7 @@ _FILLER = (
 class ScriptFileError(ValueError):
     """A script file that cannot be read or does not follow the format.
 
-    Raised by :func:`load_script` (and so by ``ScriptedEndpoint(script=path)`` and the CLI,
+    Raised by ``load_script`` (and so by ``ScriptedEndpoint(script=path)`` and the CLI,
     which exits 2 with it). The message names the file, the rule and the key, and the fix.
     """
 
@@ -149,12 +149,12 @@ def looks_like_script_file(value: str | os.PathLike[str]) -> bool:
     return text.endswith(SCRIPT_SUFFIXES) or os.sep in text or "/" in text
 
 
-def load_script(path: str | os.PathLike[str],
-                fallback_lookup: Callable[[str], Script] | None = None) -> Script:
+def read_script_file(path: str | os.PathLike[str],
+                     fallback_lookup: Callable[[str], Script]) -> Script:
     """Read a script file (TOML, or JSON with the same shape) into a :class:`Script`.
 
-    ``fallback_lookup`` resolves the file's ``fallback`` name (default: the registry's
-    ``get_script``); it is a parameter so the registry can call this without a cycle.
+    ``fallback_lookup`` resolves the file's ``fallback`` name — the registry's ``get_script``,
+    passed in (``_registry.load_script``) so that this module does not import the registry.
     """
     where = _Where(Path(path))
     data = _read(where.path)
@@ -176,10 +176,6 @@ def load_script(path: str | os.PathLike[str],
     if not isinstance(fallback, str):
         raise where.fail("fallback", f"must be a script name or \"none\", not {fallback!r}")
     if fallback != "none":
-        if fallback_lookup is None:
-            from hermes_replay.scripted_endpoint._registry import get_script
-
-            fallback_lookup = get_script
         try:
             rules += fallback_lookup(fallback).rules
         except KeyError as exc:

@@ -23,12 +23,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hermes_replay._cassette.files import write_text_atomic
 from hermes_replay._errors import HermesReplayError
-from hermes_replay._files import write_text_atomic
 from hermes_replay._report._extra import EXTRA_HINT, ReportExtraMissing, extra_missing
 from hermes_replay._report._scrub import ReportRefused
 from hermes_replay._report._sources import Run, load_runs, pair_runs, run_from_result
-from hermes_replay._result import RunResult
+from hermes_replay._runner.result import RunResult
 
 __all__ = [
     "REPORT_FILE",

@@ -41,7 +41,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from hermes_replay._known_good import Reference
+from hermes_replay._session.known_good import Reference
 from hermes_replay.probe._catalog import get_probe, list_probes
 from hermes_replay.probe._registry import Probe, ProbeContext, register_probe
 from hermes_replay.probe._runner import ProbeRun, ProbeRunaway, probe_env_args, run_probe
@@ -129,9 +129,9 @@ def run_probes(
 
 
 def recording_sandbox() -> str:
-    """The ``HERMES_SANDBOX`` policy a probe's recording runs get (see ``_isolation``)."""
+    """The ``HERMES_SANDBOX`` policy a probe's recording runs get (see ``_session.isolation``)."""
     import os
 
-    from hermes_replay._isolation import ISOLATION_VAR, policy_for
+    from hermes_replay._session.isolation import ISOLATION_VAR, policy_for
 
     return policy_for("record", False, os.environ.get(ISOLATION_VAR))

@@ -118,7 +118,7 @@ def test_hermes_cassette_blocks_the_network_in_replay(pytester: pytest.Pytester,
     pytester.makepyfile(
         f"""
         import socket, pytest
-        from hermes_replay._netblock import NetworkBlocked
+        from hermes_replay._runner.netblock import NetworkBlocked
 
         @pytest.mark.cassette({str(CASSETTE)!r})
         def test_outbound(hermes_cassette):

@@ -122,6 +122,8 @@ def redirect_outputs(argv: list[str], out_dir: Path) -> list[str]:
         if old is None and _OUTPUT_FLAGS.get(mode, ("",))[0] != flag:
             continue
         name = Path(old).name if old else default_name
+        if name in ("", ".", ".."):  # `evals/..`: a file name of its own, inside out_dir
+            name = default_name
         result = _drop_flag([a for a in result if not a.startswith(flag + "=")], flag)
         result += [flag, str(out_dir / name)]
     return result

@@ -30,7 +30,7 @@ from hermes_replay._errors import CassetteError
 
 __all__ = ["CASSETTE_SUFFIXES", "MAX_DECOMPRESSED_BYTES", "ZSTD_MAGIC", "cassette_files",
            "is_cassette_name", "is_compressed", "open_for_write", "read_bytes", "read_head",
-           "wants_compression"]
+           "wants_compression", "within"]
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 ZST = ".zst"
@@ -84,7 +84,17 @@ def cassette_files(folder: Path, *, partial: bool = False) -> list[Path]:
     if partial:
         patterns += ["*.jsonl.partial", "*.jsonl.zst.partial"]
     found = {p for pattern in patterns for p in folder.rglob(pattern)}
-    return sorted(found)
+    return sorted(p for p in found if within(p, folder))
+
+
+def within(path: Path, folder: Path) -> bool:
+    """Whether ``path`` really lies in ``folder``: a symlink planted there (a shard linked to
+    a file elsewhere, ``/etc/...`` or another user's cassette) is not part of the folder, so
+    listing, showing or merging the folder never reads through it."""
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except OSError:
+        return False
 
 
 def read_bytes(path: Path) -> bytes:

@@ -20,6 +20,10 @@ Writing goes to ``<path>.partial`` (one flushed line per record) and is renamed 
 The shapes live in ``_cassette.model``, reading in ``_cassette.read``, the journal and the
 final rewrite in ``_cassette.write``; the body encoding in ``_cassette.format``. This module is the
 one place the rest of the package imports them from.
+
+Room ``_cassette``: the format and everything that reads or rewrites a file of it (``files``,
+``load``, ``merge``, ``compact``, ``verify``, ``messages``, ``matching``, ``toolcalls``). May
+import the foundation, ``_secrets`` and ``_tokenizers``; never a session or a runner.
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ Errors: ``CassetteError`` for input that cannot be read, ``ReportExtraMissing`` 
 ``report`` extra (plotly) is not installed, ``ReportRefused`` when a secret survives redaction.
 Modules: ``_sources`` (inputs, pairing) → ``_model`` (the page's JSON, with ``_transcript`` and
 ``_tokens``) → ``_scrub`` → ``_page`` (HTML; charts from ``_charts``).
+
+Room ``_report``: may import the foundation, ``_secrets``, ``_tokenizers``, ``_cassette``,
+``_session``, ``_runner`` and ``_diff``; never the CLI.
 """
 
 from __future__ import annotations

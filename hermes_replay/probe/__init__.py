@@ -32,6 +32,9 @@ The known-good probe answers each item with the reply the environment offers thr
 For an env file you may not edit, ``known_good=`` gives the reference instead: a template over
 the item's fields (``"ANSWER: {answer}"``) or a function of the item. ``env_args`` are the
 env's own flags for every run (``["--env.terminal_backend", "local"]``).
+
+Room ``probe`` (public): may import every room up to ``_check`` and ``scripted_endpoint``;
+never the CLI (its command, ``_cli/probe.py``, calls in here).
 """
 
 from __future__ import annotations

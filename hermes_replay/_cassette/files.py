@@ -84,7 +84,7 @@ def cassette_files(folder: Path, *, partial: bool = False) -> list[Path]:
     if partial:
         patterns += ["*.jsonl.partial", "*.jsonl.zst.partial"]
     found = {p for pattern in patterns for p in folder.rglob(pattern)}
-    return sorted(p for p in found if within(p, folder))
+    return sorted(found)
 
 
 def within(path: Path, folder: Path) -> bool:

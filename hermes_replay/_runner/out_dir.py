@@ -27,17 +27,25 @@ from hermes_replay._runner.plan import flag_value
 __all__ = ["fresh_out_dir"]
 
 RUN_FILES = ("env.log", "result.json")
+#: what atroposlib's evaluate writes into its folder (an earlier run's, safe to remove)
+EVAL_FILES = frozenset({"metrics.json", "samples.jsonl", "evaluate_config.yaml"})
 _GROUPS_FLAG = "--env.data_path_to_save_groups"
 _EVALS_FLAG = "--env.data_dir_to_save_evals"
 
 
 def fresh_out_dir(out: Path, argv: Sequence[str]) -> None:
-    """Make ``out`` ready for one run of ``argv`` (already redirected into it)."""
+    """Make ``out`` ready for one run of ``argv`` (already redirected into it).
+
+    An ``evals`` folder is removed whole only when it is an earlier run's: ``out`` holds that
+    run's ``result.json``, or the folder holds only what evaluate writes. A folder of other
+    files (``--out .`` in a project with an ``evals/`` of its own) is refused, not deleted.
+    """
     if out.is_symlink():
         raise CassetteError(
             f"the output folder {out} is a symlink (to {out.resolve()}); a replay writes only "
             "into a real folder", path=out, hint="remove the link or pass another --out")
     out.mkdir(parents=True, exist_ok=True)
+    earlier_run = (out / "result.json").is_file() and not (out / "result.json").is_symlink()
     for name in RUN_FILES:
         _remove(out / name)
     groups = flag_value(argv, _GROUPS_FLAG)
@@ -51,7 +59,16 @@ def fresh_out_dir(out: Path, argv: Sequence[str]) -> None:
                     _remove(sibling)
     evals = flag_value(argv, _EVALS_FLAG)
     if evals and Path(evals).parent == out:
-        _remove(Path(evals))
+        folder = Path(evals)
+        if folder.is_dir() and not folder.is_symlink():
+            foreign = [p.name for p in folder.iterdir()
+                       if p.name not in EVAL_FILES or not p.is_file() or p.is_symlink()]
+            if foreign and not earlier_run:  # not an earlier run's output: not ours
+                raise CassetteError(
+                    f"{folder} holds files an evaluate run does not write "
+                    f"({', '.join(sorted(foreign)[:3])}); a replay would mix its results "
+                    "with them", path=folder, hint="pass an empty or new --out")
+        _remove(folder)
 
 
 def _remove(path: Path) -> None:

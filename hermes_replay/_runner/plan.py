@@ -132,7 +132,7 @@ def redirect_outputs(argv: list[str], out_dir: Path) -> list[str]:
 def find_cassettes(target: Path) -> list[Path]:
     """Cassettes at ``target``: the file itself, or every ``*.jsonl`` / ``*.jsonl.zst`` under
     it with a header."""
-    from hermes_replay._cassette.files import cassette_files
+    from hermes_replay._cassette.files import cassette_files, within
 
     if target.is_file():
         return [target]
@@ -142,6 +142,8 @@ def find_cassettes(target: Path) -> list[Path]:
     for path in cassette_files(target):
         if any(part.startswith(".") for part in path.relative_to(target).parts):
             continue
+        if not within(path, target):  # linked in from elsewhere: not this folder's (verify
+            continue                  # flags such links; listing and replay skip them)
         if _looks_like_cassette(path):
             found.append(path)
     return found

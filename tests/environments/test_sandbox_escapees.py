@@ -22,6 +22,14 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _is_sleep(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().split(b"\0")[0].endswith(b"sleep")
+    except OSError:
+        return False
+
+
 @pytest.mark.parametrize("command", [
     "env -u HERMES_SANDBOX_ID setsid nohup sleep 1000 >/dev/null 2>&1 & echo $!",
     "env -i PATH=/usr/bin:/bin setsid nohup sleep 1000 >/dev/null 2>&1 & echo $!",
@@ -31,10 +39,10 @@ def test_cleanup_ends_an_unmarked_setsid_process(monkeypatch, command):
     ctx = ToolContext(f"escapee-{uuid.uuid4().hex[:8]}")
     pid = int(ctx.terminal(command, timeout=20)["output"].strip())
     try:
-        deadline = time.monotonic() + 5
-        while not _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _alive(pid)
+        deadline = time.monotonic() + 10
+        while not _is_sleep(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)  # `env` has not exec'd setsid/sleep yet (a busy machine)
+        assert _alive(pid) and _is_sleep(pid)
         with open(f"/proc/{pid}/environ", "rb") as fh:
             assert b"HERMES_SANDBOX_ID" not in fh.read()  # really unmarked
         ctx.cleanup()

@@ -75,3 +75,13 @@ def test_dotdot_output_paths_become_a_name_inside_out(tmp_path, recorded):
     assert argv == ["evaluate", "--env.data_dir_to_save_evals", str(out / "evals")]
     argv = redirect_outputs(["process", f"--env.data_path_to_save_groups={recorded}"], out)
     assert argv == ["process", "--env.data_path_to_save_groups", str(out / "groups.jsonl")]
+
+
+def test_an_evals_folder_of_other_files_is_refused_not_deleted(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "out"
+    (out / "evals").mkdir(parents=True)
+    (out / "evals" / "my_notes.txt").write_text("mine\n", encoding="utf-8")
+    with pytest.raises(CassetteError, match="holds files an evaluate run does not write"):
+        run_cassette(EVALUATE, out_dir=out)
+    assert (out / "evals" / "my_notes.txt").read_text(encoding="utf-8") == "mine\n"

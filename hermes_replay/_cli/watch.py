@@ -191,6 +191,7 @@ class _Watcher:
                   (str(c), str(self.out / self._slug(c)), here, environ, [str(self.plan.root)],
                    self.tools)) for c in cassettes]
         tally: dict[str, int] = {}
+        cpu = 0.0
         try:
             for done in self.warm.run(calls, parallel=self.jobs):
                 name = self.plan.name(done.key)
@@ -201,6 +202,7 @@ class _Watcher:
                     lines = verdict_lines(name, done.value, done.seconds, self.style)
                     word = _word(done.value.summary)
                 tally[word] = tally.get(word, 0) + 1
+                cpu += done.cpu
                 self.say("\n".join(lines))
         except WarmProcessDied as exc:  # out of memory, killed: start a new one for next time
             self.say(f"{self.style('ERROR', 'red')}   {exc}; starting a new warm process")
@@ -210,7 +212,8 @@ class _Watcher:
         counts = ", ".join(f"{v} {k}" for k, v in sorted(tally.items()))
         what = label or "after the save"
         self.say(self.style(f"{len(cassettes)} cassette(s): {counts} · "
-                            f"{time.perf_counter() - seen:.2f} s {what} · waiting for changes",
+                            f"{time.perf_counter() - seen:.2f} s {what} · {cpu:.2f} s CPU · "
+                            "waiting for changes",
                             "dim"))
 
     def _slug(self, cassette: Path) -> str:

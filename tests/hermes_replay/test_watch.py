@@ -35,8 +35,8 @@ class _Watch:
     def __init__(self, root: Path, *args: str) -> None:
         env = {**os.environ, "NO_COLOR": "1"}
         self.proc = subprocess.Popen(
-            [str(Path(sys.executable).with_name("hermes-replay")), "watch", *args], cwd=root, env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            [str(Path(sys.executable).with_name("hermes-replay")), "watch", *args], cwd=root,
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.seen: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()

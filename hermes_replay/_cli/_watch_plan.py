@@ -89,7 +89,7 @@ def syntax_error(path: Path) -> str | None:
 
 
 def header_of(cassette: Path) -> dict:
-    from hermes_replay._files import first_line
+    from hermes_replay._cassette.files import first_line
 
     try:
         header = json.loads(first_line(cassette) or b"{}")
@@ -100,7 +100,7 @@ def header_of(cassette: Path) -> dict:
 
 def env_file_of(cassette: Path) -> Path | None:
     """The env file a cassette's header names, where the replay will find it (None if not)."""
-    from hermes_replay._plan import find_env_file
+    from hermes_replay._runner.plan import find_env_file
 
     name = header_of(cassette).get("env_file")
     if not isinstance(name, str) or not name:
@@ -138,8 +138,8 @@ class WatchPlan:
         return self.target if self.target.is_dir() else self.target.parent
 
     def find(self) -> list[Path]:
-        from hermes_replay._merge import is_merged_shard
-        from hermes_replay._plan import find_cassettes
+        from hermes_replay._cassette.merge import is_merged_shard
+        from hermes_replay._runner.plan import find_cassettes
 
         if self.env_filter is None and self.target.is_file():
             return [self.target]

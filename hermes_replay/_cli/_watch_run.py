@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cli._render import Style, fmt_reward, sanitize
 from hermes_replay._cli._run_summary import RunSummary
+from hermes_replay._terminal.render import Style, fmt_reward, sanitize
 
 __all__ = ["STACK", "Replayed", "replay_in_child", "verdict_lines"]
 
 # What a replay imports that is worth importing once: atroposlib's base env pulls in openai,
 # transformers, wandb, numpy, aiohttp and jinja2; the rest is the replay path itself. What an
-# environment imports beyond this is learned after its first run (see ``_warm``).
+# environment imports beyond this is learned after its first run (see ``_runner.warm``).
 STACK = (
     "atroposlib.envs.base",
     "atroposlib.envs.server_handling.server_manager",
@@ -37,10 +37,10 @@ STACK = (
     "wandb",
     "numpy",
     "pydantic",
-    "hermes_replay._run",
-    "hermes_replay._load",
-    "hermes_replay._session",
-    "hermes_replay._intercept",
+    "hermes_replay._runner.run",
+    "hermes_replay._cassette.load",
+    "hermes_replay._session.session",
+    "hermes_replay._session.intercept",
     "hermes_replay._cli.replay",
 )
 
@@ -62,7 +62,7 @@ def replay_in_child(cassette: str, out_dir: str, cwd: str, environ: dict[str, st
                     roots: list[str], tools: dict[str, Any]) -> Replayed:
     """Replay ``cassette`` into ``out_dir`` (emptied first) as the main job would."""
     from hermes_replay._cli.replay import replay_cassette
-    from hermes_replay._warm import user_module_files
+    from hermes_replay._runner.warm import user_module_files
 
     os.chdir(cwd)
     os.environ.clear()

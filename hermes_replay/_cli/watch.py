@@ -1,10 +1,11 @@
 """``hermes-replay watch [PATH]`` — replay the affected cassettes on every save, in about a second.
 
 The loop of an environment author: change ``compute_reward``, see which rollout's reward moved.
-A cold ``hermes-replay replay`` spends most of its 4–5 s importing atroposlib's stack; here one
-warm process imports it once (``_warm``), and every replay is a fork of it, so each run starts
-clean and imports the user's own modules fresh from disk. PATH is a folder of cassettes (default
-``./cassettes``), one cassette, or an env file (the cassettes recorded with it).
+A cold ``hermes-replay replay`` spends most of its 4–5 s importing atroposlib's stack; here
+one warm process imports it once (``_runner.warm``), and every replay is a fork of it, so each
+run starts clean and imports the user's own modules fresh from disk. PATH is a folder of
+cassettes (default ``./cassettes``), one cassette, or an env file (the cassettes recorded
+with it).
 
 What is watched: the project's Python files and cassettes (see ``_watch_plan``), through
 watchfiles — inotify on Linux, FSEvents/kqueue elsewhere, and polling with ``--poll`` (or
@@ -30,8 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cli._render import Style
 from hermes_replay._cli._runner import add_tool_policy_args, tool_options
+from hermes_replay._terminal.render import Style
 
 __all__ = ["register", "run"]
 
@@ -101,7 +102,7 @@ class _Watcher:
     def __init__(self, plan: Any, out: Path, jobs: int, tools: dict[str, Any], *, poll: bool,
                  style: Style) -> None:
         from hermes_replay._cli._watch_run import STACK
-        from hermes_replay._warm import WarmProcess
+        from hermes_replay._runner.warm import WarmProcess
 
         self.plan, self.out, self.jobs, self.tools = plan, out, jobs, tools
         self.poll, self.style = poll, style
@@ -184,7 +185,7 @@ class _Watcher:
 
     def replay(self, cassettes: list[Path], seen: float, label: str | None) -> None:
         from hermes_replay._cli._watch_run import died_lines, replay_in_child, verdict_lines
-        from hermes_replay._warm import WarmProcessDied
+        from hermes_replay._runner.warm import WarmProcessDied
 
         here, environ = str(Path.cwd()), dict(os.environ)
         calls = [(c, replay_in_child,

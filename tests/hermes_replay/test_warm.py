@@ -1,4 +1,4 @@
-"""The warm process (``hermes_replay._warm``): every run a fresh fork, the user's modules
+"""The warm process (``hermes_replay._runner.warm``): every run a fresh fork, the user's modules
 imported fresh in each, what a run imported from libraries learned for the next one, and a
 run that dies or raises reported, never lost. Small preloads (no atroposlib): what is tested is
 the forking, not the stack."""
@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from hermes_replay._warm import WarmProcess
+from hermes_replay._runner.warm import WarmProcess
 
 
 def bump_user_module(folder: str) -> tuple[bool, int]:

@@ -115,7 +115,8 @@ class WarmProcess:
     # ``environments/`` folder would shadow the installed package of that name.
     def start(self) -> None:
         read_fd, write_fd = os.pipe()
-        code = ("import sys; sys.path[:] = sys.argv[3:]; from hermes_replay._warm import serve; "
+        code = ("import sys; sys.path[:] = sys.argv[3:]; "
+                "from hermes_replay._runner.warm import serve; "
                 "serve(int(sys.argv[1]), sys.argv[2])")
         try:
             self._proc = subprocess.Popen(
@@ -197,7 +198,7 @@ class WarmProcess:
 
 def _excluded() -> list[Path]:
     """Never the user's, even under a user root: the interpreter's prefix and hermes-replay."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the hermes_replay package
     return [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), here]
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["WatchPlan", "project_root", "syntax_error", "watched_dirs"]
+__all__ = ["WatchPlan", "project_root", "syntax_error", "watched_dirs", "worth_watching"]
 
 _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 # folders nobody edits a reward in: build output, caches, environments of packages, our outputs
@@ -45,7 +45,7 @@ def watched_dirs(root: Path, also: Iterable[Path] = (), skip: Iterable[Path] = (
     skipped = {p.resolve() for p in skip}
     for folder, subdirs, _ in os.walk(root):
         found.append(Path(folder))
-        subdirs[:] = sorted(d for d in subdirs if _worth_watching(Path(folder) / d)
+        subdirs[:] = sorted(d for d in subdirs if worth_watching(Path(folder) / d)
                             and (Path(folder) / d).resolve() not in skipped)
     for extra in also:
         if extra.is_dir() and extra.resolve() not in found:
@@ -53,7 +53,7 @@ def watched_dirs(root: Path, also: Iterable[Path] = (), skip: Iterable[Path] = (
     return found
 
 
-def _worth_watching(folder: Path) -> bool:
+def worth_watching(folder: Path) -> bool:
     name = folder.name
     return not (name.startswith(".") or name in _SKIP_DIRS or name.endswith(".egg-info")
                 or (folder / "pyvenv.cfg").exists())

@@ -242,10 +242,13 @@ def _word(summary: Any) -> str:
 
 
 def _relevant(change: Any, path: str) -> bool:
-    """Python files, cassettes and new folders; never editors' temp files or bytecode."""
-    from hermes_replay._cli._watch_plan import is_cassette_name
+    """Python files, cassettes and new folders worth watching; never editors' temp files,
+    bytecode or a run's ``__pycache__``."""
+    from hermes_replay._cli._watch_plan import is_cassette_name, worth_watching
 
     name = Path(path).name
     if name.startswith((".", "#")) or name.endswith("~"):
         return False
-    return path.endswith(".py") or is_cassette_name(path) or Path(path).is_dir()
+    if Path(path).is_dir():
+        return worth_watching(Path(path))
+    return path.endswith(".py") or is_cassette_name(path)

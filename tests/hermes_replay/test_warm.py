@@ -10,6 +10,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from hermes_replay._runner.warm import WarmProcess
 
 
@@ -42,9 +44,11 @@ def _run(warm: WarmProcess, func, *args):
     return done
 
 
-def test_each_run_is_a_fresh_fork_with_the_users_modules_read_from_disk(tmp_path: Path) -> None:
+def test_each_run_is_a_fresh_fork_with_the_users_modules_read_from_disk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     module = tmp_path / "user_mod.py"
     module.write_text("SEEN = []\nBASE = 0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # the warm process could import it: it must not
     with WarmProcess(["json"], user_roots=[tmp_path]) as warm:
         first = _run(warm, bump_user_module, str(tmp_path))
         second = _run(warm, bump_user_module, str(tmp_path))

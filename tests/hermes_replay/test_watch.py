@@ -76,9 +76,13 @@ class _Watch:
 
 
 def _save(path: Path, old: str, new: str) -> None:
+    """Save as most editors do: a temp file beside it, renamed over it. (A truncate-and-write
+    could be seen half-way on a loaded machine: an empty file is valid Python.)"""
     text = path.read_text(encoding="utf-8")
     assert old in text, f"{old!r} not in {path}"
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    tmp = path.with_name(f".{path.name}.saving")
+    tmp.write_text(text.replace(old, new, 1), encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def _changes(lines: list[str]) -> dict[str, tuple[float, float]]:

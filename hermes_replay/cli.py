@@ -16,6 +16,7 @@ import sys
 COMMANDS: tuple[str, ...] = (
     "record",
     "replay",
+    "watch",
     "passthrough",
     "ls",
     "show",

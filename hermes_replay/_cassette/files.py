@@ -44,6 +44,7 @@ __all__ = [
     "read_head",
     "read_lines",
     "wants_compression",
+    "within",
 ]
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -106,6 +107,16 @@ def cassette_files(folder: Path, *, partial: bool = False) -> list[Path]:
         patterns += ["*.jsonl.partial", "*.jsonl.zst.partial"]
     found = {p for pattern in patterns for p in folder.rglob(pattern)}
     return sorted(found)
+
+
+def within(path: Path, folder: Path) -> bool:
+    """Whether ``path`` really lies in ``folder``: a symlink planted there (a shard linked to
+    a file elsewhere, ``/etc/...`` or another user's cassette) is not part of the folder, so
+    listing, showing or merging the folder never reads through it."""
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except OSError:
+        return False
 
 
 def read_bytes(path: Path) -> bytes:

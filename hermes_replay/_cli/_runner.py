@@ -84,12 +84,24 @@ def add_matching_options(parser: argparse.ArgumentParser) -> None:
     """``--ignore-path``/``--normalize``: the matcher's ``ignore_paths``/``normalizers``."""
     g = parser.add_argument_group("matching (for fields that change every run)")
     g.add_argument("--ignore-path", action="append", default=[], metavar="PATH",
+                   type=_ignore_path,
                    help="leave a request field out of matching, e.g. body.metadata or "
                    "'body.messages[*].name' (repeatable)")
     g.add_argument("--normalize", action="append", default=[], metavar="REGEX=REPLACEMENT",
                    type=_normalizer,
                    help="rewrite matching text in request bodies before comparing, e.g. "
                    "'\\d{4}-\\d\\d-\\d\\d=<date>' (repeatable)")
+
+
+def _ignore_path(item: str) -> str:
+    """A field path checked here, so a typo is a usage error and not a traceback later."""
+    from hermes_replay._cassette.matching import check_ignore_path
+
+    try:
+        check_ignore_path(item)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return item
 
 
 def _normalizer(item: str) -> tuple[str, str]:

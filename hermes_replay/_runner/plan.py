@@ -124,6 +124,8 @@ def redirect_outputs(argv: list[str], out_dir: Path) -> list[str]:
         if old is None and _OUTPUT_FLAGS.get(mode, ("",))[0] != flag:
             continue
         name = Path(old).name if old else default_name
+        if name in ("", ".", ".."):  # `evals/..`: a file name of its own, inside out_dir
+            name = default_name
         result = _drop_flag([a for a in result if not a.startswith(flag + "=")], flag)
         result += [flag, str(out_dir / name)]
     return result
@@ -132,7 +134,7 @@ def redirect_outputs(argv: list[str], out_dir: Path) -> list[str]:
 def find_cassettes(target: Path) -> list[Path]:
     """Cassettes at ``target``: the file itself, or every ``*.jsonl`` / ``*.jsonl.zst`` under
     it with a header."""
-    from hermes_replay._cassette.files import cassette_files
+    from hermes_replay._cassette.files import cassette_files, within
 
     if target.is_file():
         return [target]
@@ -142,6 +144,8 @@ def find_cassettes(target: Path) -> list[Path]:
     for path in cassette_files(target):
         if any(part.startswith(".") for part in path.relative_to(target).parts):
             continue
+        if not within(path, target):  # linked in from elsewhere: not this folder's (verify
+            continue                  # flags such links; listing and replay skip them)
         if _looks_like_cassette(path):
             found.append(path)
     return found

@@ -61,10 +61,18 @@ def run_cassette(
     overrides the recorded seed (see :func:`run_env`).
     """
     from hermes_replay._cassette.load import load_cassette
+    from hermes_replay._runner.out_dir import fresh_out_dir
     from hermes_replay._runner.plan import find_env_file, redirect_outputs, replay_argv
+    from hermes_replay._session.options import check_options
 
+    check_options({"strict": strict, "block_network": block_network,
+                   "raise_errors": raise_errors, "trust_cassette": trust_cassette},
+                  where="run_cassette()")
     cassette_path = Path(path).resolve()
-    out = Path(out_dir).resolve()
+    given = Path(out_dir)
+    # the folder itself resolved, never a link planted at its name (fresh_out_dir refuses it)
+    out = (given.resolve() if given.name in ("", ".", "..")
+           else given.parent.resolve() / given.name)
     recorded_run = load_cassette(cassette_path)
     header = recorded_run.header
     if not header.env_file:
@@ -87,7 +95,7 @@ def run_cassette(
     argv = redirect_outputs(
         replay_argv(list(header.command or []), None if command is None else list(command)),
         out)
-    out.mkdir(parents=True, exist_ok=True)
+    fresh_out_dir(out, argv)  # one run per folder, nothing written through a planted link
     # Run where it was recorded (the folder env_file is relative to), so other relative paths
     # in the command (--config, datasets) resolve as they did.
     from hermes_replay._runner.plan import recorded_cwd
@@ -155,7 +163,11 @@ def run_env(
     from hermes_replay._runner.scrub_outputs import scrubbed_run
     from hermes_replay._runner.stall import stall_guard
     from hermes_replay._runner.wandb import capture_wandb
+    from hermes_replay._session.options import check_options
 
+    # a truthy non-boolean here would run tools on the host (trust_cassette="no")
+    check_options({"trust_cassette": trust_cassette, "block_network": block_network,
+                   "raise_errors": raise_errors}, where="run_env()")
     collector = OutcomeCollector(on_rollout=on_rollout)
     session = None
     plain: Any = None

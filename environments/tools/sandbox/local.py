@@ -313,13 +313,13 @@ class LocalSandbox(SandboxBackend):
         """Live processes of this sandbox (its process groups plus marked escapees)."""
         with self._lock:
             pgids = set(self._pgids)
-        return sorted(scan(pgids, self._marker)[1])
+        return sorted(scan(pgids, self._marker, self._work_real)[1])
 
     def _kill_all(self) -> None:
         with self._lock:
             pgids = set(self._pgids)
         for sig, wait in ((signal.SIGTERM, self.kill_grace), (signal.SIGKILL, 2.0)):
-            groups, pids = scan(pgids, self._marker)
+            groups, pids = scan(pgids, self._marker, self._work_real)
             for pg in groups:
                 signal_group(pg, sig)
             for pid in pids:
@@ -327,7 +327,7 @@ class LocalSandbox(SandboxBackend):
             deadline = time.monotonic() + wait
             while pids and time.monotonic() < deadline:
                 time.sleep(0.02)
-                pids = scan(pgids, self._marker)[1]
+                pids = scan(pgids, self._marker, self._work_real)[1]
             if not pids:
                 return
         log.warning("sandbox %s: processes %s survived SIGKILL", self.task_id, sorted(pids))

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hermes_replay._cassette.files import read_bytes
+from hermes_replay._cassette.files import read_lines
 from hermes_replay._cassette.format import BodyDecoder, DecodeError
 from hermes_replay._cassette.matching import request_path
 from hermes_replay._cassette.model import (
@@ -52,18 +52,20 @@ def load_cassette(path: str | Path) -> Cassette:
                     f"to use what it holds, or {_RERECORD}")
         raise CassetteError("no such cassette", path=path, hint=hint)
     try:
-        data = read_bytes(path)
+        raw_lines = read_lines(path)  # zstd streamed, both size caps checked (_cassette.files)
     except OSError as exc:
         raise CassetteError(f"cannot read the file: {exc}", path=path,
                             hint="restore it from git, or " + _RERECORD) from exc
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CassetteError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path,
-                            line=data.count(b"\n", 0, exc.start) + 1,
-                            hint="the file is damaged; restore it from git, or "
-                            + _RERECORD) from exc
-    lines = text.split("\n")
+    lines = []
+    for number, raw in enumerate(raw_lines, 1):
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise CassetteError(f"not UTF-8 text ({exc.reason} at byte {exc.start} of the "
+                                "line)", path=path, line=number,
+                                hint="the file is damaged; restore it from git, or "
+                                + _RERECORD) from exc
+    del raw_lines
     truncated_tail = bool(lines) and lines[-1] != ""
     if lines and lines[-1] == "":
         lines.pop()

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from hermes_replay.scripted_endpoint import _generate, _openai
+from hermes_replay.scripted_endpoint import _generate, _openai, _tokens
 from hermes_replay.scripted_endpoint._engine import Engine
 from hermes_replay.scripted_endpoint._faults import FaultInjector, FaultPlan, check_kinds
 from hermes_replay.scripted_endpoint._registry import resolve_script
@@ -81,6 +81,10 @@ class ScriptedEndpoint:
     def start(self) -> ScriptedEndpoint:
         if self._thread is not None:
             return self
+        # Load the tokenizer (usage counts, /generate) now, not inside the first request: that
+        # request then paid transformers' import, 5 s and more on a loaded machine, and timed
+        # out in clients with short timeouts (httpx's default is 5 s). Cached per process.
+        _tokens.get_tokenizer()
         loop = asyncio.new_event_loop()
         ready = threading.Event()
         errors: list[BaseException] = []

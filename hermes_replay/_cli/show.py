@@ -309,7 +309,12 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     only = None if args.turn is None else args.turn - 1  # the 0-based seq of --turn N
+    edited = _edited_by_rollout(cassette)
     if args.raw:
+        for record in records:
+            for e in edited.get(record.id, []):
+                print(f"hermes-replay show: warning: {e.describe(cassette.path)}",
+                      file=sys.stderr)
         return _print_raw(records, only)
     from hermes_replay._cli._tokens import token_decoder
 
@@ -335,6 +340,11 @@ def run(args: argparse.Namespace) -> int:
         tools = _offered_tools(record)
         if tools:
             t.out.append(style("tools offered: " + ", ".join(tools), "dim"))
+        scopeless = isinstance(record, SimpleNamespace)
+        for e in edited.get(None if scopeless else record.id, []):
+            if only is None or e.interaction.seq == only:
+                # shown as the file now reads, which is not what was recorded
+                t.out.append(style(sanitize(f"warning: {e.describe(cassette.path)}"), "red"))
         if only is not None:
             if not 0 <= only < len(record.interactions):
                 print(f"hermes-replay show: rollout {record.id} has turns 1.."
@@ -361,6 +371,16 @@ def run(args: argparse.Namespace) -> int:
             t.outcome(dict(record.outcome or {}))
     print("\n".join(t.out))
     return 0
+
+
+def _edited_by_rollout(cassette: Any) -> dict[str | None, list[Any]]:
+    """Requests whose body no longer matches its stored fingerprint, by rollout."""
+    from hermes_replay._fingerprint_check import edited_requests
+
+    out: dict[str | None, list[Any]] = {}
+    for e in edited_requests(cassette):
+        out.setdefault(e.interaction.rollout, []).append(e)
+    return out
 
 
 def _print_raw(records: list[Any], turn: int | None) -> int:

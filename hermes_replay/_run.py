@@ -25,7 +25,7 @@ from hermes_replay._errors import CassetteError, HermesReplayError, RecordingFai
 from hermes_replay._isolation import tool_isolation
 from hermes_replay._plan import flag_value
 from hermes_replay._result import RolloutOutcome, RunResult
-from hermes_replay._seed import run_seed, seed_globals
+from hermes_replay._seed import run_seed, seed_globals, seeded_setup
 from hermes_replay._stall import DEFAULT_MAX_MISSES
 
 __all__ = ["read_eval_metrics", "read_groups", "run_cassette", "run_env"]
@@ -169,7 +169,9 @@ def run_env(
             stack.enter_context(tool_isolation(mode, trust_cassette))
             session = stack.enter_context(hermes_replay.cassette(path, mode=mode, **options))  # type: ignore[arg-type]
             session.observe(collector)
-            _seed_run(session, mode, seed)
+            run_seed_value = _seed_run(session, mode, seed)
+            if run_seed_value is not None:
+                stack.enter_context(seeded_setup(run_seed_value))
             stack.enter_context(output if output is not None else redirected_to(log_path))
             stack.enter_context(library_output_with_env())
             if mode == "replay":  # a run that keeps missing is stopped (ReplayStalled)
@@ -195,15 +197,17 @@ def run_env(
     return result
 
 
-def _seed_run(session: Any, mode: str, given: int | None) -> None:
-    """Seed the generators for this run; a recording keeps the seed in its header."""
+def _seed_run(session: Any, mode: str, given: int | None) -> int | None:
+    """Seed the generators for this run (a recording keeps the seed in its header); the seed,
+    for ``seeded_setup`` to apply again before the environment's ``setup()``."""
     recorded = session.header.seed if mode in ("replay", "auto") else None
     seed = run_seed(mode, given, recorded)
     if seed is None:
-        return
+        return None
     if mode in ("record", "auto") and recorded != seed:
         session.annotate({"seed": seed})
     seed_globals(seed)
+    return seed
 
 
 def _check_recording(code: int, session: Any, path: Path, *, empty_ok: bool = False) -> None:

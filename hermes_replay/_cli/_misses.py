@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cli._render import sanitize
+from hermes_replay._terminal.render import sanitize
 
 __all__ = ["SHOWN_DIFF_LINES", "SHOWN_MISSES", "cli_miss_hint", "miss_report"]
 

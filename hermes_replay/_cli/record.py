@@ -22,7 +22,6 @@ from hermes_replay._cli._provider import (
     endpoint_from_args,
     no_endpoint_message,
 )
-from hermes_replay._cli._render import Style
 from hermes_replay._cli._runner import (
     add_env_command,
     add_verbose_flag,
@@ -34,6 +33,7 @@ from hermes_replay._cli._runner import (
     run_with_progress,
 )
 from hermes_replay._cli._worker import add_worker_flag, given_worker, worker_variable
+from hermes_replay._terminal.render import Style
 
 USAGE = (
     "hermes-replay record ENV_FILE [--cassette PATH] [--missing-only] [--shard NAME|auto] "
@@ -198,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
     if shard == "auto" and worker is not None:
         shard = worker
     if shard:
-        from hermes_replay._merge import shard_path
+        from hermes_replay._cassette.merge import shard_path
 
         try:
             cassette = shard_path(cassette, shard)
@@ -225,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
           f"{replaces}", file=sys.stderr)
     if log is not None:
         print(f"  environment output: {log} (-v shows it here)", file=sys.stderr)
-    from hermes_replay._run import run_env
+    from hermes_replay._runner.run import run_env
 
     with worker_variable(worker):
         summary, result = run_with_progress(

@@ -15,13 +15,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from hermes_replay._cli._messages import (
+from hermes_replay._cassette.messages import (
     assistant_from_response,
     conversations,
     text_of,
     tool_calls_of,
 )
-from hermes_replay._cli._render import Style, fmt_reward, sanitize, truncate
+from hermes_replay._terminal.render import Style, fmt_reward, sanitize, truncate
 
 TOOL_RESULT_LIMIT = 1200
 TEXT_LIMIT = 4000
@@ -286,7 +286,7 @@ def pick_rollouts(cassette: Any, wanted: str | None) -> list[Any]:
 
 def run(args: argparse.Namespace) -> int:
     from hermes_replay import CassetteError, load_cassette
-    from hermes_replay._merge import SHARDS_SUFFIX
+    from hermes_replay._cassette.merge import SHARDS_SUFFIX
 
     if args.path.is_dir() and not args.path.name.endswith(SHARDS_SUFFIX):
         print(f"hermes-replay show: {args.path} is a folder; show takes one cassette file "
@@ -375,7 +375,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _edited_by_rollout(cassette: Any) -> dict[str | None, list[Any]]:
     """Requests whose body no longer matches its stored fingerprint, by rollout."""
-    from hermes_replay._fingerprint_check import edited_requests
+    from hermes_replay._cassette.fingerprints import edited_requests
 
     out: dict[str | None, list[Any]] = {}
     for e in edited_requests(cassette):

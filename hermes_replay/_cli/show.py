@@ -9,8 +9,10 @@ terminal and never with NO_COLOR.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
+from contextlib import redirect_stdout
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -308,8 +310,38 @@ def run(args: argparse.Namespace) -> int:
               f"{len(records)} rollouts; `hermes-replay ls {cassette.path}` lists them).",
               file=sys.stderr)
         return 2
+    from hermes_replay._cassette.display import (
+        DisplayRefused,
+        check_displayed,
+        display_scope,
+        display_text,
+        scrubbed_cassette,
+    )
+
+    edited = _edited_by_rollout(cassette)  # judged on the bodies as stored, before scrubbing
+    terminal = sys.stdout
+    with display_scope():
+        # everything shown is scrubbed as the report scrubs it (``_cassette.display``)
+        cassette = scrubbed_cassette(cassette)
+        records = pick_rollouts(cassette, args.rollout)
+        buffer = io.StringIO()
+        with redirect_stdout(buffer):
+            code = _show(args, cassette, records, edited, terminal)
+        try:
+            shown = records if args.rollout else [*records, SimpleNamespace(
+                interactions=cassette.scopeless, tool_calls=[], outcome={})]
+            check_displayed(shown, str(args.path))
+            text = display_text(buffer.getvalue(), str(args.path))
+        except DisplayRefused as exc:
+            print(f"hermes-replay show: {exc}", file=sys.stderr)
+            return 1
+    terminal.write(text)
+    return code
+
+
+def _show(args: argparse.Namespace, cassette: Any, records: list[Any],
+          edited: dict[str | None, list[Any]], terminal: Any) -> int:
     only = None if args.turn is None else args.turn - 1  # the 0-based seq of --turn N
-    edited = _edited_by_rollout(cassette)
     if args.raw:
         for record in records:
             for e in edited.get(record.id, []):
@@ -318,7 +350,7 @@ def run(args: argparse.Namespace) -> int:
         return _print_raw(records, only)
     from hermes_replay._cli._tokens import token_decoder
 
-    style = Style(sys.stdout)
+    style = Style(terminal)
     t = Transcript(style, full=args.full)
     t.decode = token_decoder(cassette.path, cassette.header.tokenizer)
     h = cassette.header

@@ -17,6 +17,7 @@ from hermes_replay._cassette import Cassette, Interaction
 from hermes_replay._cassette.fingerprints import EDIT_HINT, Edited
 from hermes_replay._cassette.matching import Matcher, similarity, unified_request_diff
 from hermes_replay._errors import Miss
+from hermes_replay._secrets.redact import redact_text
 from hermes_replay._session.traffic import TOOL_HTTP
 
 __all__ = ["Recording", "RecordingIndex"]
@@ -150,5 +151,8 @@ class RecordingIndex:
             n = nearest.inter
             label = f"recorded (rollout {n.rollout or '-'}, turn {n.seq + 1})"
             diff = unified_request_diff(nearest.lines(matcher), lines, label, "request")
+            # the recorded side is cassette content: scrubbed as every display of it is
+            # (``_cassette.display``); the live side was redacted before it was matched
+            diff = redact_text(diff)
         return Miss(str(path), rollout, turn, request["method"], urlsplit(request["url"]).path,
                     reason, nearest.inter.key if nearest is not None else None, diff)

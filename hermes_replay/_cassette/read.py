@@ -106,6 +106,7 @@ def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bo
     seen: dict[tuple[str | None, int], int] = {}
     tool_calls: list[ToolCall] = []
     seen_tools: dict[tuple[str | None, int], int] = {}
+    numbers: dict[int, int] = {}  # id(interaction) -> line, until keys are final
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -135,6 +136,7 @@ def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bo
                     raise DecodeError(f"duplicate recording for rollout {inter.rollout!r} turn "
                                       f"{inter.seq} (first at line {seen[inter.key]})")
                 seen[inter.key] = number
+                numbers[id(inter)] = number
                 if inter.rollout is not None:
                     bodies[(inter.rollout, inter.seq)] = inter.request.get("body")
                     rollouts.setdefault(inter.rollout, RolloutRecord(inter.rollout))
@@ -166,7 +168,8 @@ def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bo
         raise CassetteError("empty file: no header line", path=path, line=1,
                             hint=_RERECORD[0].upper() + _RERECORD[1:])
     if is_partial:
-        interactions = _renumber(interactions)
+        interactions = _renumber(interactions, numbers)
+    lines = {inter.key: numbers[id(inter)] for inter in interactions}
     for inter in interactions:
         if inter.rollout is not None:
             rollouts[inter.rollout].interactions.append(inter)
@@ -175,7 +178,7 @@ def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bo
         if call.rollout is not None:
             rollouts[call.rollout].tool_calls.append(call)
     return Cassette(path, header, interactions, rollouts, complete=not is_partial,
-                    tool_calls=tool_calls)
+                    tool_calls=tool_calls, lines=lines)
 
 
 def _kind_of(line: str) -> str:
@@ -250,16 +253,19 @@ def _read_tool_call(record: dict) -> ToolCall:
     return ToolCall.model_validate(record)
 
 
-def _renumber(interactions: list[Interaction]) -> list[Interaction]:
+def _renumber(interactions: list[Interaction], numbers: dict[int, int]) -> list[Interaction]:
     """A ``.partial`` holds provisional sequence numbers (order of issue, with gaps where an
-    attempt failed); rank them 0..n-1 per rollout as a finished cassette would."""
+    attempt failed); rank them 0..n-1 per rollout as a finished cassette would. ``numbers``
+    (``id`` → line) gets the line of each copy."""
     by_rollout: dict[str | None, list[Interaction]] = {}
     for inter in interactions:
         by_rollout.setdefault(inter.rollout, []).append(inter)
     out = []
     for group in by_rollout.values():
         for rank, inter in enumerate(sorted(group, key=lambda i: i.seq)):
-            out.append(inter.model_copy(update={"seq": rank}))
+            copy = inter.model_copy(update={"seq": rank})
+            numbers[id(copy)] = numbers[id(inter)]
+            out.append(copy)
     return out
 
 

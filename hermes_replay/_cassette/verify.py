@@ -10,7 +10,8 @@ committed to git, where a key lives forever. Three kinds of finding:
   (``replay`` runs that file), a rollout id with path separators or control characters.
 - ``integrity``: a blob whose content does not hash to its id (the format's checksum), a
   reference to a blob or an earlier turn that does not exist, duplicate or missing turn
-  numbers, an interrupted (``.partial``) recording, signs of a cut-off file.
+  numbers, an interrupted (``.partial``) recording, signs of a cut-off file, a request body
+  that no longer matches its stored fingerprint (edited by hand, ``_cassette.fingerprints``).
 - ``secret``: whatever ``record`` would have scrubbed — the same rules (``_secrets.rules``):
   provider key shapes (OpenAI, Anthropic, Google, Hugging Face, GitHub, GitLab, Slack,
   Stripe, Groq, AWS), JWTs, PEM private keys, URL passwords, credential-named fields, query
@@ -34,6 +35,7 @@ from typing import Any
 
 from hermes_replay._cassette import SCHEMA_VERSION, load_cassette
 from hermes_replay._cassette.files import cassette_files, first_line, read_lines
+from hermes_replay._cassette.fingerprints import EDIT_HINT, edited_requests
 from hermes_replay._cassette.format import blob_id
 from hermes_replay._cassette.model import ROLLOUT_ID_RULE, rollout_id_problem
 from hermes_replay._errors import CassetteError
@@ -276,7 +278,9 @@ def _verify_file(path: Path) -> list[Finding]:
     if not any(f.kind == "schema" or "blob" in f.message or "delta" in f.message
                for f in findings):
         try:
-            load_cassette(path)
+            cassette = load_cassette(path)
+            findings.extend(Finding(path, e.line, "integrity", e.message(), EDIT_HINT)
+                            for e in edited_requests(cassette))
         except CassetteError as exc:
             findings.append(Finding(path, exc.line, "schema", exc.reason, exc.hint or _DAMAGED))
         except Exception as exc:  # a loader bug must still show up as a finding, not a crash

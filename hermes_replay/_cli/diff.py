@@ -70,10 +70,26 @@ def run(args: argparse.Namespace) -> int:
     except CassetteError as exc:
         print(f"hermes-replay diff: {exc}", file=sys.stderr)
         return 2
-    if args.json:
-        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False, allow_nan=False))
-    else:
-        print("\n".join(render_report(report, Style(sys.stdout), limit=args.limit)))
+    from hermes_replay._cassette.display import (
+        DisplayRefused,
+        display_json,
+        display_scope,
+        display_text,
+    )
+
+    source = f"{args.a} {args.b}"
+    try:
+        with display_scope():  # scrubbed as the report scrubs (``_cassette.display``)
+            if args.json:
+                text = json.dumps(display_json(report.to_json(), source), indent=2,
+                                  ensure_ascii=False, allow_nan=False)
+            else:
+                text = display_text("\n".join(render_report(report, Style(sys.stdout),
+                                                            limit=args.limit)), source)
+    except DisplayRefused as exc:
+        print(f"hermes-replay diff: {exc}", file=sys.stderr)
+        return 1
+    print(text)
     return 0 if report.equal else 1
 
 

@@ -231,7 +231,8 @@ def _basic_is_credential(b64: str) -> bool:
     return b":" in decoded
 
 
-def _entropy(text: str) -> float:
+def entropy(text: str) -> float:
+    """Shannon entropy in bits per character (``scan`` judges plain tokens by it too)."""
     counts: dict[str, int] = {}
     for ch in text:
         counts[ch] = counts.get(ch, 0) + 1
@@ -243,7 +244,7 @@ def _bare_aws_secret(run: str) -> bool:
     """A 40-character base64 run that looks random: mixed case and digits (a git SHA is hex,
     a path has words) and high entropy."""
     return (any(c.isupper() for c in run) and any(c.islower() for c in run)
-            and any(c.isdigit() for c in run) and _entropy(run) > 4.2)
+            and any(c.isdigit() for c in run) and entropy(run) > 4.2)
 
 
 _UNICODE_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")

@@ -55,15 +55,17 @@ _EXCLUDES = [".git", ".venv*", "**/__pycache__", "replay-out", "node_modules", "
 class _Worker:
     """A warm replay worker (made a Ray actor class in :func:`_actor_class`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, replay: Any) -> None:
         # The environment stack, imported once per actor: what makes the first cassette of a
         # cold process slow (seconds), paid here instead of per task.
+        # (``environments``, our agent layer, comes with the first env file: this package
+        # never imports it)
         import atroposlib.envs.base  # noqa: F401
         import openai  # noqa: F401
+        import transformers  # noqa: F401
 
-        import environments.hermes_base_env  # noqa: F401
-        import hermes_replay._cli.replay  # noqa: F401
-
+        self.replay_cassette = replay  # ``replay.replay_cassette``: unpickling it imported the
+        # CLI's replay module here (passed in, so this module does not import it)
         self.started = time.time()
 
     def where(self) -> tuple[str, int]:
@@ -72,8 +74,7 @@ class _Worker:
         return ray.get_runtime_context().get_node_id(), os.getpid()
 
     def replay(self, job: Job, upload_root: str | None) -> Outcome:
-        from hermes_replay._cli.replay import replay_cassette
-
+        replay_cassette = self.replay_cassette
         node, pid = self.where()
         if upload_root is None:
             outcome = _run_job(replay_cassette, job, job.cassette, job.out_dir, Path(job.cwd))
@@ -219,15 +220,14 @@ def _connect(address: str | None, jobs: int | None, runtime_env: dict[str, Any] 
     return False
 
 
-def replay_on_ray(cassettes: list[Path], outs: list[Path], strict: bool, verbose: bool,
-                  tools: dict[str, Any], style: Style, *, jobs: int | None = None,
-                  address: str | None = None, upload: bool = False,
-                  **_: Any) -> tuple[list[Any], bool]:
-    """Replay ``cassettes`` into ``outs`` on Ray; returns the rows in order and whether
-    Ctrl-C stopped the run."""
+def replay_on_ray(replay: Any, cassettes: list[Path], outs: list[Path], strict: bool,
+                  verbose: bool, tools: dict[str, Any], style: Style, *,
+                  jobs: int | None = None, address: str | None = None, upload: bool = False,
+                  **_: Any) -> tuple[list[Outcome], bool]:
+    """Replay ``cassettes`` into ``outs`` on Ray with ``replay`` (``replay.replay_cassette``,
+    passed by reference so this module does not import it); returns the outcomes in order
+    and whether Ctrl-C stopped the run."""
     import ray
-
-    from hermes_replay._cli.replay import _Row
 
     log = _log()
     if not cassettes:
@@ -247,7 +247,7 @@ def replay_on_ray(cassettes: list[Path], outs: list[Path], strict: bool, verbose
     size = max(1, min(cpus, jobs or cpus, len(cassettes)))
     log(f"hermes-replay replay: {len(cassettes)} cassettes on {size} Ray actors"
         + (f" (project shipped from {root})" if root else " (shared filesystem)"))
-    pool = _Pool(_actor_class(), size, None if root is None else str(root))
+    pool = _Pool(_actor_class(), size, None if root is None else str(root), replay)
     printer = _InOrder(style)
     interrupted = False
     try:
@@ -265,7 +265,7 @@ def replay_on_ray(cassettes: list[Path], outs: list[Path], strict: bool, verbose
         pool.stop()
         ray.shutdown()  # a local cluster ends here; a joined one only loses this driver
     done = sorted(printer.done, key=lambda o: o.index)  # after Ctrl-C some came out of order
-    return [_Row(str(cassettes[o.index]), o.mode, o.summary) for o in done], interrupted
+    return done, interrupted
 
 
 def _log() -> Any:
@@ -304,10 +304,12 @@ class _InOrder:
 class _Pool:
     """Actors kept ``_DEPTH`` tasks deep; a dead actor replaced and its cassettes retried once."""
 
-    def __init__(self, actor_cls: Any, size: int, upload_root: str | None) -> None:
+    def __init__(self, actor_cls: Any, size: int, upload_root: str | None,
+                 replay: Any) -> None:
         self.cls = actor_cls
         self.upload_root = upload_root
-        self.actors = [actor_cls.remote() for _ in range(size)]
+        self.replay = replay
+        self.actors = [actor_cls.remote(replay) for _ in range(size)]
         self.pending: dict[Any, tuple[Job, Any, int]] = {}  # ref -> job, actor, attempt
         self.deaths: dict[int, str] = {}  # job index -> why its first worker died
 
@@ -340,7 +342,7 @@ class _Pool:
                 except RayError as exc:  # the actor died: killed, out of memory, node lost
                     if actor in self.actors:  # replace it once, for all its lost tasks
                         self.actors.remove(actor)
-                        self.actors.append(self.cls.remote())
+                        self.actors.append(self.cls.remote(self.replay))
                     if attempt == 0:
                         log(f"ERROR {job.cassette}: its Ray worker died "
                             f"({_reason(exc)}); retrying once on another worker")

@@ -345,8 +345,9 @@ def replay_all(
         from hermes_replay._cli._ray import replay_on_ray
 
         try:
-            rows, interrupted = replay_on_ray(cassettes, outs, strict, verbose, tools, style,
-                                              jobs=jobs, **executor)
+            outcomes, interrupted = replay_on_ray(replay_cassette, cassettes, outs, strict,
+                                                  verbose, tools, style, jobs=jobs, **executor)
+            rows = [_Row(str(cassettes[o.index]), o.mode, o.summary) for o in outcomes]
         except ExecutorError as exc:
             print(f"hermes-replay replay: {exc}", file=sys.stderr)
             return 2

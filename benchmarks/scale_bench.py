@@ -19,7 +19,11 @@ with the per-cassette cost measured by ``-j 2`` gives the projection printed at 
 Ray picks a node's address itself and, on a machine with a network, takes its outward one; so
 the whole benchmark runs in a network namespace whose only interface is loopback
 (``unshare --net``, re-executing this script), where both sides see the same machine and
-nothing can leave it.
+nothing can leave it. Ray's state outside the network is the run's own too: no inherited
+``RAY_*`` variable, ``RAY_TMPDIR`` a folder of its own (sessions, sockets, the address file
+``auto`` reads), and a token of its own for Ray's token authentication — a local
+``ray.init()`` would otherwise write ``~/.ray/auth_token``, which turns token auth on for every
+later ``ray start`` on the machine.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import fcntl
 import os
+import secrets
 import shutil
 import socket
 import statistics
@@ -138,6 +143,19 @@ def ray_task_overhead(calls: int) -> tuple[float, float]:
     return per_task, startup
 
 
+def _own_ray_state() -> Path:
+    """Ray's files for this run only (see the module's docstring); the folder, to remove."""
+    for name in [k for k in os.environ if k.startswith("RAY_")]:
+        del os.environ[name]
+    state = Path(tempfile.mkdtemp(prefix="hr-ray-"))  # short: Ray's socket paths
+    token = state / "auth_token"
+    token.touch(mode=0o600)
+    token.write_text(secrets.token_hex(32))
+    os.environ.update({"RAY_TMPDIR": str(state), "RAY_AUTH_MODE": "token",
+                       "RAY_AUTH_TOKEN_PATH": str(token)})
+    return state
+
+
 def _load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -153,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     count = args.cassettes or (12 if args.quick else 1000)
     reps = args.reps or 1
     _loopback_only()
+    ray_state = _own_ray_state()
     os.chdir(ROOT)
     for name, value in {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
                         "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "disabled",
@@ -190,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(project / f"out-{rep}-{name[-1]}")
         os.chdir(ROOT)
         per_task, startup = ray_task_overhead(200 if args.quick else 2000)
+    shutil.rmtree(ray_state, ignore_errors=True)
     local, ray_wall = statistics.median(times["-j 2"]), statistics.median(times["ray"])
     ratio = ray_wall / local
     print(f"\n-j 2 median {local:.1f} s ({count / local:.2f} cassettes/s) · ray median "

@@ -168,26 +168,34 @@ def _project_root(cassettes: list[Path]) -> Path:
                         "the folder that holds the cassettes and their env files")
 
 
-_CURRENT_CLUSTER = Path(os.environ.get("RAY_TMPDIR", "/tmp")) / "ray" / "ray_current_cluster"
+def _current_cluster_file() -> Path:
+    """Where ``ray start --head`` leaves its address: Ray's own default temp folder
+    (``RAY_TMPDIR``, else ``TMPDIR`` on Linux, else /tmp) + ``ray/ray_current_cluster`` —
+    the file ``ray.init("auto")`` reads."""
+    base = os.environ.get("RAY_TMPDIR") or (
+        os.environ.get("TMPDIR") if sys.platform.startswith("linux") else None) or "/tmp"
+    return Path(base) / "ray" / "ray_current_cluster"
 
 
 def _auto_address() -> str | None:
-    """What ``auto`` would join: ``RAY_ADDRESS``, else the address ``ray start`` left in
-    /tmp/ray — but only if something listens there. A cluster that crashed leaves that file
-    behind, and ``ray.init("auto")`` then waits on it for minutes instead of failing."""
+    """What ``auto`` would join: ``RAY_ADDRESS``, else ``"auto"`` when the address ``ray
+    start`` left answers — only then: a cluster that crashed leaves that file behind, and
+    ``ray.init("auto")`` then waits on it for minutes instead of failing."""
     import socket
 
     given = os.environ.get("RAY_ADDRESS")
     if given:
         return given
     try:
-        text = _CURRENT_CLUSTER.read_text().strip()
+        text = _current_cluster_file().read_text().strip()
     except OSError:
         return None
     host, _, port = text.rpartition(":")
     try:
         with socket.create_connection((host, int(port)), timeout=2):
-            return text
+            # "auto", not the address read: Ray takes the token of a cluster it found on its
+            # own (~/.ray/auth_token, RAY_AUTH_TOKEN_PATH), never one of an explicit address
+            return "auto"
     except (OSError, ValueError):
         return None
 
@@ -197,20 +205,35 @@ def _connect(address: str | None, jobs: int | None, runtime_env: dict[str, Any] 
     """Join the cluster (True) or start a local one (False): ``address`` is a cluster's
     address, ``auto``/None (the one this machine is part of, else local) or ``local``."""
     import ray
+    from ray.exceptions import AuthenticationError
 
     common = {"runtime_env": runtime_env, "log_to_driver": False,
               "logging_level": "ERROR", "configure_logging": True}
     explicit = address not in (None, "auto", "local")
     target = address if explicit else (_auto_address() if address != "local" else None)
     if target is not None:
+        shown = "this machine's cluster" if target == "auto" else target
         try:
             ray.init(address=target, **common)
-        except ConnectionError as exc:
+        except (ConnectionError, AuthenticationError) as exc:
+            # ray.init turns the GCS's refusal of a driver without the cluster's token into
+            # a ConnectionError; the refusal itself is its cause
+            if any(isinstance(e, AuthenticationError) or "InvalidAuthToken" in str(e)
+                   for e in _chain(exc)):
+                mode = os.environ.get("RAY_AUTH_MODE", "unset")
+                raise ExecutorError(
+                    f"the Ray cluster at {shown} refused this driver's token (RAY_AUTH_MODE "
+                    f"is {mode}); next step: that cluster uses token authentication — set "
+                    "RAY_AUTH_MODE=token and give its token as RAY_AUTH_TOKEN_PATH=FILE (or "
+                    "RAY_AUTH_TOKEN); Ray reads ~/.ray/auth_token by itself only for a "
+                    "cluster it finds (--ray-address auto), never for an address given"
+                ) from None
             raise ExecutorError(
-                f"no Ray cluster answers at {target} ({_reason(exc)}); next step: check the "
+                f"no Ray cluster answers at {shown} ({_reason(exc)}); next step: check the "
                 "address `ray start --head` printed, or pass --ray-address local for a "
                 "cluster of this machine alone") from None
-        log(f"hermes-replay replay: on the Ray cluster at {target} "
+        where = ray.get_runtime_context().gcs_address if target == "auto" else target
+        log(f"hermes-replay replay: on the Ray cluster at {where} "
             f"({int(ray.cluster_resources().get('CPU', 0))} CPUs)")
         return True
     cpus = jobs or default_jobs()
@@ -369,6 +392,16 @@ class _Pool:
         for actor in self.actors:
             ray.kill(actor, no_restart=True)
         self.pending.clear()
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from (bounded: a chain may loop)."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 20:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
 
 
 def _reason(exc: BaseException) -> str:

@@ -21,7 +21,7 @@ def test_quick_run_replays_every_cassette_on_both_sides_and_projects() -> None:
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     out = proc.stdout
     assert proc.returncode == 0, f"exit {proc.returncode}\n{out}\n{proc.stderr[-3000:]}"
-    walls = dict(re.findall(r"rep 0: (-j 2|ray) *:\s+([\d.]+) s wall, [\d.]+ cassettes/s "
+    walls = dict(re.findall(r"rep 0: (-j 2|ray) *:\s+([\d.]+) s wall,\s+[\d.]+ cassettes/s "
                             r"\(12 ok", out))
     assert set(walls) == {"-j 2", "ray"}, out
     assert "started a local Ray cluster (2 CPUs); no cluster found to join" in out

@@ -7,11 +7,23 @@ leave the machine. The head (``ray start --head``) and a second node (``ray star
 each offer one CPU; commands that talk to the cluster (the CLI under test, a probe driver) are
 run inside the namespace with ``nsenter``. ``stop`` kills exactly the processes in that
 namespace — the ones this helper started — and nothing else on the machine.
+
+Ray also keeps state outside the network: its session folders and the address file
+``ray start`` leaves (``/tmp/ray``), and the token of its token authentication
+(``~/.ray/auth_token``, which any local ``ray.init()`` writes and any later ``ray start`` then
+turns on — while a driver given an explicit address does not: that was the
+``InvalidAuthToken … RAY_AUTH_MODE is currently 'disabled'`` of a full-suite run, after the
+benchmark's smoke test had made a local cluster). So each cluster gets a clean environment of
+its own: no inherited ``RAY_*`` variable, ``RAY_TMPDIR`` its own folder (sessions, sockets,
+address file), and token authentication on with a token of its own (``RAY_AUTH_MODE=token``,
+``RAY_AUTH_TOKEN_PATH``), which every process here — nodes, drivers, the CLI under test —
+is given, and nothing else on the machine knows.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -56,7 +68,18 @@ class RayCluster:
                                "(unshare --net)")
         self.netns = os.readlink(f"/proc/{self.holder.pid}/ns/net")
         self.temp = Path(tempfile.mkdtemp(prefix="hr-ray-"))  # short: Ray's socket paths
-        self.env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_ADDRESS": ADDRESS}
+        self.token = self.temp / "auth_token"
+        self.token.touch(mode=0o600)
+        self.token.write_text(secrets.token_hex(32))
+        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("RAY_")},
+                    "RAY_USAGE_STATS_ENABLED": "0", "RAY_ADDRESS": ADDRESS,
+                    "RAY_TMPDIR": str(self.temp), "RAY_AUTH_MODE": "token",
+                    "RAY_AUTH_TOKEN_PATH": str(self.token)}
+
+    def _env(self, extra: dict[str, str | None]) -> dict[str, str]:
+        """This cluster's environment with ``extra`` laid over it (None: left out)."""
+        merged = {**self.env, **extra}
+        return {k: v for k, v in merged.items() if v is not None}
 
     def prefix(self) -> list[str]:
         pid = str(self.holder.pid)
@@ -65,12 +88,12 @@ class RayCluster:
         return ["nsenter", "-t", pid, "-U", "-n", "--preserve-credentials", "--"]
 
     def popen(self, argv: Sequence[str], **kw: Any) -> subprocess.Popen[str]:
-        env = {**self.env, **kw.pop("env", {})}
+        env = self._env(kw.pop("env", {}))
         return subprocess.Popen([*self.prefix(), *argv], env=env, text=True, **kw)
 
     def run(self, argv: Sequence[str], timeout: float = 600,
             **kw: Any) -> subprocess.CompletedProcess[str]:
-        env = {**self.env, **kw.pop("env", {})}
+        env = self._env(kw.pop("env", {}))
         return subprocess.run([*self.prefix(), *argv], env=env, text=True,
                               capture_output=True, timeout=timeout, **kw)
 
@@ -78,8 +101,7 @@ class RayCluster:
         common = ["--num-cpus", "1", "--object-store-memory", str(80 << 20),
                   "--disable-usage-stats"]
         head = self.run([_bin("ray"), "start", "--head", "--port", str(PORT),
-                         "--include-dashboard", "false", "--temp-dir", str(self.temp),
-                         *common])
+                         "--include-dashboard", "false", *common])
         self._wait_for_nodes(1, head)
         node = self.run([_bin("ray"), "start", "--address", ADDRESS, *common])
         self._wait_for_nodes(2, node)
@@ -102,6 +124,8 @@ class RayCluster:
                 alive = int(self.probe(code).strip().splitlines()[-1])
             except (RuntimeError, ValueError, IndexError) as exc:
                 why = str(exc)
+                if "AuthenticationError" in why:  # a wrong token never gets right by waiting
+                    break
                 time.sleep(3)
         if alive < count:
             raise RuntimeError(f"the Ray cluster has {alive} of {count} nodes alive "

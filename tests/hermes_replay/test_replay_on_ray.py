@@ -155,11 +155,18 @@ def test_ctrl_c_cancels_the_run_and_frees_the_cluster(cluster, project, tmp_path
     assert len(_journal(journal)) == started
 
 
-def test_ray_upload_ships_the_project_and_brings_the_outputs_back(cluster, project,
-                                                                  tmp_path) -> None:
+def test_ray_upload_through_auto_ships_the_project_and_brings_the_outputs_back(
+        cluster, project, tmp_path) -> None:
+    """Also ``auto`` as a user on a cluster's machine has it: no RAY_ADDRESS and no
+    RAY_AUTH_MODE, only the address file ``ray start`` left and the cluster's token where Ray
+    looks for one — which Ray takes only for a cluster it found itself (``ray.init("auto")``),
+    not for the address read from that file and passed on."""
     corpus = _subset(project, "corpus-up", range(3))
-    done = _replay(cluster, project, corpus.name, tmp_path / "out", "--ray-upload")
+    done = cluster.run([HERMES, "replay", corpus.name, "--executor", "ray", "--ray-address",
+                        "auto", "--out", str(tmp_path / "out"), "--no-report", "--ray-upload"],
+                       cwd=project, env={"RAY_ADDRESS": None, "RAY_AUTH_MODE": None})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"on the Ray cluster at {ADDRESS} (2 CPUs)" in done.stderr
     assert f"(project shipped from {project})" in done.stderr
     for k in range(3):
         result = json.loads((tmp_path / "out" / f"run-{k:02d}" / "process" /
@@ -168,3 +175,17 @@ def test_ray_upload_ships_the_project_and_brings_the_outputs_back(cluster, proje
         assert "runtime_resources" in result["cassette"]
         assert not result["cassette"].startswith(str(project))
         assert (tmp_path / "out" / f"run-{k:02d}" / "process" / "groups.jsonl").is_file()
+
+
+def test_a_cluster_that_wants_a_token_it_was_not_given_is_a_next_step(cluster, project,
+                                                                     tmp_path) -> None:
+    """An explicit address with token authentication off on the driver's side: Ray refuses
+    it; the CLI says so with what to set, exit 2, and runs nothing."""
+    journal = tmp_path / "journal.jsonl"
+    done = _replay(cluster, project, "corpus", tmp_path / "out",
+                   env={"RAY_AUTH_MODE": None, "CALC_ENV_JOURNAL": str(journal)})
+    assert done.returncode == 2, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"the Ray cluster at {ADDRESS} refused this driver's token" in done.stderr
+    assert "set RAY_AUTH_MODE=token" in done.stderr and "RAY_AUTH_TOKEN_PATH" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not journal.exists()

@@ -20,11 +20,17 @@ addresses taken out), the occurrence how often this env instance has drawn that 
 rule of ``environments/_ids.py``, so plain and Hermes ids read alike. A group that comes back
 empty (every rollout filtered by ``score()``) is counted: atroposlib's ``process`` loop retries
 such a group forever, so after ``HERMES_REPLAY_MAX_EMPTY_GROUPS`` (default 20) empty groups in
-a row the run stops with :class:`EveryGroupDropped`, saying why and what to do.
+a row the run stops with :class:`EveryGroupDropped`, saying why and what to do. In ``serve``,
+atroposlib's ``handle_env`` catches every exception of ``collect_trajectories`` and logs it, and
+``env_manager`` keeps drawing items while the trainer waits for data that never comes; so the
+harness also wraps ``env_manager``, and the bound tripping inside a worker ends it with the same
+error.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import contextvars
 import functools
 import hashlib
@@ -126,6 +132,8 @@ class GroupIdentity:
         self.max_empty = max_empty if max_empty is not None else _max_empty_from_env()
         self.empty_in_a_row = 0
         self.empty_total = 0
+        self.tripped: EveryGroupDropped | None = None
+        self._tripped_event: asyncio.Event | None = None  # set while env_manager runs
 
     def install(self, env: Any) -> None:
         """Shadow the two methods on the instance: ``self.collect_trajectory(item)`` inside
@@ -134,6 +142,29 @@ class GroupIdentity:
                               ("collect_trajectory", self._collect_trajectory)):
             bound = getattr(env, name)
             env.__dict__[name] = functools.wraps(bound)(functools.partial(wrapper, bound))
+        manager = getattr(env, "env_manager", None)
+        if manager is not None:
+            env.__dict__["env_manager"] = functools.wraps(manager)(
+                functools.partial(self._env_manager, manager))
+
+    async def _env_manager(self, original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``serve``'s loop, ended when the empty-group bound trips in one of its workers (whose
+        exception atroposlib's ``handle_env`` would only log)."""
+        tripped = self._tripped_event = asyncio.Event()
+        main = asyncio.ensure_future(original(*args, **kwargs))
+        waiter = asyncio.ensure_future(tripped.wait())
+        try:
+            await asyncio.wait({main, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+            if not main.done():
+                main.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await main
+            self._tripped_event = None
+        if self.tripped is not None:
+            raise self.tripped
+        return main.result()
 
     def _open_group(self, item: Any) -> _Group:
         fingerprint = item_hash(item)
@@ -186,7 +217,11 @@ class GroupIdentity:
         self.empty_in_a_row += 1
         self.empty_total += 1
         if self.max_empty > 0 and self.empty_in_a_row >= self.max_empty:
-            raise EveryGroupDropped(dropped_message(self.env_name, self.empty_in_a_row, item))
+            self.tripped = EveryGroupDropped(dropped_message(self.env_name, self.empty_in_a_row,
+                                                             item))
+            if self._tripped_event is not None:
+                self._tripped_event.set()
+            raise self.tripped
 
 
 def dropped_message(env_name: str, count: int, item: Any) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import runpy
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from _trajectory_api import free_port, wait_http
 
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
@@ -129,31 +129,15 @@ def test_evaluate_writes_metrics_and_samples_and_no_api_key(
             assert SECRET not in file.read_text(errors="ignore"), f"API key leaked into {file}"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_http(url: str, deadline: float) -> None:
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=1.0)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    raise AssertionError(f"{url} did not come up")
-
-
 def test_serve_sends_rollouts_to_the_real_trajectory_api(endpoint, tmp_path):
-    port = _free_port()
+    port = free_port()
     api_url = f"http://127.0.0.1:{port}"
     run_api = Path(sys.executable).with_name("run-api")
     api = subprocess.Popen([str(run_api), "--host", "127.0.0.1", "--port", str(port)],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     env_proc = None
     try:
-        _wait_http(api_url + "/", time.monotonic() + 30)
+        wait_http(api_url + "/", time.monotonic() + 30)
         # The trainer side, as a trainer does it: register, then poll /batch.
         reg = httpx.post(api_url + "/register", json={
             "wandb_group": "test", "wandb_project": "test", "batch_size": 8,

@@ -12,13 +12,12 @@ import os
 import runpy
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 import yaml
-from _trajectory_api import stop, trajectory_api
+from _trajectory_api import pull_batches, stop, trajectory_api
 
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
@@ -139,16 +138,7 @@ def test_serve_sends_rollouts_to_the_real_trajectory_api(endpoint, tmp_path):
             env=_child_env(WANDB_MODE="disabled"), cwd=tmp_path,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
-            batches = []
-            deadline = time.monotonic() + 90
-            while len(batches) < 2 and time.monotonic() < deadline:
-                batch = httpx.get(api_url + "/batch", timeout=10).json()["batch"]
-                if batch:
-                    batches.append(batch)
-                else:
-                    assert env_proc.poll() is None, env_proc.stdout.read()[-5000:]
-                    time.sleep(0.5)
-            assert len(batches) == 2, "the trainer got no batches in time"
+            batches = pull_batches(api_url, env_proc, 2, within=90)
             scores = []
             for batch in batches:
                 assert sum(len(group["tokens"]) for group in batch) == 8

@@ -88,6 +88,7 @@ class WireHandling:
     _hits: list[tuple[str | None, int, Interaction]]
     _new: list[tuple[str | None, int, Interaction]]
     _lanes: dict[tuple[str | None, int], int | None]
+    _answered: dict[str | None, int]
     _miss_index: dict[tuple[str | None, int, str], Miss]
     _failed_attempts: int
     _passthrough: int
@@ -95,6 +96,14 @@ class WireHandling:
     _trace: list[dict[str, Any]]
     _emit: Callable[[ReplayEvent], None]
     _journal: Callable[[Callable[[CassetteWriter], None]], None]
+
+    def answered(self, rollout: str) -> int | None:
+        """How many of ``rollout``'s requests were answered (recorded, or replayed from the
+        cassette) — failed attempts not counted; None when passing through (nothing counted)."""
+        if self.mode == "passthrough":
+            return None
+        with self._lock:
+            return self._answered.get(rollout, 0)
 
     def wants(self, method: str, url: str) -> bool:
         parts = urlsplit(url)
@@ -177,6 +186,7 @@ class WireHandling:
         """Use ``rec`` for this request (caller holds the lock)."""
         rec.used = True
         self._cursor[rollout] = self._cursor.get(rollout, 0) + 1
+        self._answered[rollout] = self._answered.get(rollout, 0) + 1
         self._hits.append((rollout, issue, rec.inter))
         self._emit(ReplayEvent("hit", rollout, rec.inter.seq, method, request["url"],
                                rec.inter.response.get("status")))
@@ -216,6 +226,7 @@ class WireHandling:
                 self._derive_header(inter)
             self._new.append((ex.rollout, ex.issue, inter))
             self._lanes[(ex.rollout, ex.issue)] = ex.lane
+            self._answered[ex.rollout] = self._answered.get(ex.rollout, 0) + 1
             self._journal(lambda w: w.interaction(inter))
         self._emit(ReplayEvent("record", ex.rollout, ex.issue, ex.request["method"],
                                ex.request["url"], wire.status))

@@ -128,6 +128,10 @@ def test_plain_env_records_replays_snapshots_diffs_and_probes(name, project, tmp
     assert len(rewards) == 8 and len(set(rewards.values())) > 1, rewards
     for group in groups.values():  # the group's score list is its rollouts' rewards, in order
         assert [rewards[rid] for rid in group["rollouts"]] == group["scores"]
+    for rid in rewards:  # turns: the model requests of its own traffic, or of its group's
+        outcome = recorded.rollouts[rid].outcome
+        traffic = recorded.rollouts[outcome.get("traffic") or rid].interactions
+        assert outcome["turns_used"] == len(traffic) >= 1, (rid, outcome)
     report = run_from_cassette(recorded)  # the HTML report's view: the same rollouts, each
     assert set(report.rollouts) == set(rewards)  # with a transcript (its group's, if shared)
     assert all(report.records[rid].interactions for rid in rewards)

@@ -1,4 +1,5 @@
-"""Smoke test of benchmarks/scale_bench.py: 12 cassettes, one run of ``-j 2`` and one of
+"""Smoke test of benchmarks/scale_bench.py: 4 cassettes (the fewest that still give each of
+the 2 workers on each side more than one), one run of ``-j 2`` and one of
 ``--executor ray``. Proves the script records, replays through the real CLI in fresh processes
 (in a loopback-only network namespace), checks every cassette is ``ok`` on both sides, measures
 Ray's task overhead and prints the projection. With ``--ray-address auto`` and no cluster in
@@ -17,15 +18,16 @@ SCRIPT = ROOT / "benchmarks" / "scale_bench.py"
 
 
 def test_quick_run_replays_every_cassette_on_both_sides_and_projects() -> None:
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--ray-address", "auto"],
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--cassettes", "4",
+                           "--ray-address", "auto"],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     out = proc.stdout
     assert proc.returncode == 0, f"exit {proc.returncode}\n{out}\n{proc.stderr[-3000:]}"
     walls = dict(re.findall(r"rep 0: (-j 2|ray) *:\s+([\d.]+) s wall,\s+[\d.]+ cassettes/s "
-                            r"\(12 ok", out))
+                            r"\(4 ok", out))
     assert set(walls) == {"-j 2", "ray"}, out
     assert "started a local Ray cluster (2 CPUs); no cluster found to join" in out
-    assert "12 cassettes on 2 Ray actors (shared filesystem)" in out
+    assert "4 cassettes on 2 Ray actors (shared filesystem)" in out
     ratio = re.search(r"ray/-j 2 wall ([\d.]+)", out)
     assert ratio and abs(float(ratio.group(1)) - float(walls["ray"]) / float(walls["-j 2"])) \
         < 0.05 + 0.05 * float(ratio.group(1)), out

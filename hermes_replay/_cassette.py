@@ -33,7 +33,12 @@ from hermes_replay._cassette_model import (
     partial_path,
 )
 from hermes_replay._cassette_read import load_cassette, paused_gc
-from hermes_replay._cassette_write import CassetteWriter, file_records, write_cassette
+from hermes_replay._cassette_write import (
+    CassetteWriter,
+    file_records,
+    rewrite_header,
+    write_cassette,
+)
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -46,5 +51,6 @@ __all__ = [
     "load_cassette",
     "partial_path",
     "paused_gc",
+    "rewrite_header",
     "write_cassette",
 ]

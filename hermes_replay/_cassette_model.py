@@ -50,6 +50,9 @@ class CassetteHeader(BaseModel):
     tokenizer: dict[str, Any] | None = None
     #: what ``random`` and numpy were seeded with before the environment started
     seed: int | None = None
+    #: kept with the cassette, applied by every replay of it (``_normalizers``): built-in
+    #: names, or ``[regex, replacement]`` pairs
+    normalizers: list[Any] = Field(default_factory=list)
     extra: dict[str, Any] = Field(default_factory=dict)
 
     def merged(self, fields: dict[str, Any]) -> CassetteHeader:

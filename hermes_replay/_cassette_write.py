@@ -18,11 +18,11 @@ from typing import IO, Any
 
 from hermes_replay._cassette_model import CassetteHeader, Interaction, partial_path
 from hermes_replay._errors import CassetteError
-from hermes_replay._files import open_for_write, wants_compression
+from hermes_replay._files import is_compressed, open_for_write, read_bytes, wants_compression
 from hermes_replay._format import BodyEncoder
 from hermes_replay._toolcalls import ToolCall
 
-__all__ = ["CassetteWriter", "file_records", "write_cassette"]
+__all__ = ["CassetteWriter", "file_records", "rewrite_header", "write_cassette"]
 
 
 def _dumps(record: dict[str, Any]) -> str:
@@ -254,6 +254,24 @@ def write_cassette(path: str | Path, header: CassetteHeader, interactions: list[
             fh.write(_dumps(header.model_dump(mode="json")) + "\n")
             for record in file_records(interactions, outcomes or {}, tool_calls or [], encoder):
                 fh.write(_dumps(record) + "\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def rewrite_header(path: str | Path, header: CassetteHeader) -> None:
+    """Replace line 1 of a complete cassette, every other line kept byte for byte (a header
+    edit such as ``hermes-replay normalize`` must not re-encode the recordings); atomic like
+    ``write_cassette``, compressed again if it was."""
+    path = Path(path)
+    data = read_bytes(path)
+    _, newline, rest = data.partition(b"\n")
+    tmp = _rewrite_tmp(path, os.getpid())
+    try:
+        with open_for_write(tmp, compress=is_compressed(path)) as fh:
+            fh.write(_dumps(header.model_dump(mode="json")) + "\n")
+            fh.flush()
+            fh.buffer.write(rest if newline else b"")
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

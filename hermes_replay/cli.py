@@ -27,6 +27,7 @@ COMMANDS: tuple[str, ...] = (
     "verify",
     "merge",
     "compact",
+    "normalize",
 )
 
 

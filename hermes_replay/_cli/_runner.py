@@ -81,25 +81,28 @@ def add_matching_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--ignore-path", action="append", default=[], metavar="PATH",
                    help="leave a request field out of matching, e.g. body.metadata or "
                    "'body.messages[*].name' (repeatable)")
-    g.add_argument("--normalize", action="append", default=[], metavar="REGEX=REPLACEMENT",
-                   type=_normalizer,
-                   help="rewrite matching text in request bodies before comparing, e.g. "
-                   "'\\d{4}-\\d\\d-\\d\\d=<date>' (repeatable)")
+    add_normalize_flag(g)
 
 
-def _normalizer(item: str) -> tuple[str, str]:
-    """``REGEX=REPLACEMENT`` (split at the first ``=``), the regex checked here."""
-    import re
+NORMALIZE_HELP = ("a built-in normalizer by name (datetime, uuid, tmp-path, epoch, hex-id) or "
+                  "REGEX=REPLACEMENT: rewrite matching text in request bodies before comparing "
+                  "(repeatable)")
 
-    pattern, sep, replacement = item.partition("=")
-    if not sep or not pattern:
-        raise argparse.ArgumentTypeError(
-            f"{item!r}: expected REGEX=REPLACEMENT, e.g. '\\d{{4}}-\\d\\d-\\d\\d=<date>'")
+
+def add_normalize_flag(parser: Any, help: str = NORMALIZE_HELP) -> None:
+    parser.add_argument("--normalize", action="append", default=[],
+                        metavar="NAME|REGEX=REPLACEMENT", type=normalizer_arg, help=help)
+
+
+def normalizer_arg(item: str) -> Any:
+    """``--normalize NAME`` (a built-in) or ``REGEX=REPLACEMENT`` (split at the first ``=``),
+    checked here so a typo is a usage error before anything runs."""
+    from hermes_replay._normalizers import parse_cli
+
     try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise argparse.ArgumentTypeError(f"{pattern!r} is not a regex: {exc}") from None
-    return pattern, replacement
+        return parse_cli(item)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def matching_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -5,6 +5,7 @@ Public API (everything else is private and may change)::
     cassette(path, mode="replay", **options)   # context manager, sync and async -> Session
     rollout(rollout_id)                         # rollout-identity scope (contextvars)
     current_rollout() -> RolloutScope | None    # the scope of the running rollout
+    scoring()                                   # requests inside are the rollout's reward calls
     annotate(**fields)                          # tell the active cassette env name, tokenizer …
     active_mode() -> "replay" | "record" | … | None   # the cassette active in this context
     recorded_endpoint(url_prefix)               # record/replay a tool's HTTP API like LLM calls
@@ -44,7 +45,7 @@ from hermes_replay._redact import scrub
 from hermes_replay._report import write_report
 from hermes_replay._result import RolloutOutcome, RunResult
 from hermes_replay._run import run_cassette
-from hermes_replay._scope import RolloutScope, current_rollout, rollout
+from hermes_replay._scope import RolloutScope, current_rollout, rollout, scoring
 from hermes_replay._session import Session, cassette
 from hermes_replay._summary import ReplayEvent, ReplaySummary
 from hermes_replay._tokenizer import tokenizer_path as bundled_tokenizer_path
@@ -86,6 +87,7 @@ __all__ = [
     "recorded_endpoint",
     "rollout",
     "run_cassette",
+    "scoring",
     "scrub",
     "tokenizer_for_run",
     "tool_call",

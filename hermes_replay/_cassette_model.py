@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hermes_replay._toolcalls import ToolCall
 
 __all__ = ["SCHEMA_VERSION", "Cassette", "CassetteHeader", "Interaction", "RolloutRecord",
-           "harness_version", "partial_path"]
+           "harness_version", "partial_path", "reward_calls", "stages_marked"]
 
 SCHEMA_VERSION = 2  # 2 added tool records; schema 1 files (no tool calls) still load
 
@@ -79,6 +79,9 @@ class Interaction(BaseModel):
     response: dict[str, Any]
     fingerprint: str = ""
     duration_ms: float = 0.0
+    #: "reward" for a request made while the rollout's reward was computed (``scoring()``);
+    #: None: the agent's (files written before stages were recorded: see ``reward_calls``)
+    stage: str | None = None
 
     @property
     def key(self) -> tuple[str | None, int]:
@@ -111,6 +114,29 @@ class Cassette:
     @property
     def outcomes(self) -> dict[str, dict[str, Any]]:
         return {rid: r.outcome for rid, r in self.rollouts.items() if r.outcome}
+
+
+def reward_calls(interactions: list[Interaction], outcome: dict[str, Any] | None,
+                 marked: bool) -> dict[int, int]:
+    """One rollout's reward calls: ``{seq: K}`` (K from 1, in seq order) — what ``show``
+    labels ``reward call K`` and replay matches reward requests against.
+
+    ``marked``: the cassette records stages; its reward calls are the ``stage: "reward"``
+    ones. Older cassettes did not, so there the requests after the agent's last turn
+    (``seq >= turns_used``, which a Hermes rollout reports) are its reward calls."""
+    if marked:
+        seqs = sorted(i.seq for i in interactions if i.stage == "reward")
+    else:
+        turns = (outcome or {}).get("turns_used")
+        if not isinstance(turns, int) or isinstance(turns, bool) or turns < 0:
+            return {}
+        seqs = sorted(i.seq for i in interactions if i.seq >= turns)
+    return {seq: k for k, seq in enumerate(seqs, start=1)}
+
+
+def stages_marked(interactions: list[Interaction]) -> bool:
+    """Whether a cassette records stages (any reward call marked as one)."""
+    return any(i.stage is not None for i in interactions)
 
 
 def partial_path(path: str | Path) -> Path:

@@ -52,6 +52,8 @@ def _interaction_records(encoder: BodyEncoder, inter: Interaction) -> list[dict[
               "kind": inter.kind, "fingerprint": inter.fingerprint,
               "duration_ms": round(inter.duration_ms, 1), "request": request,
               "response": response}
+    if inter.stage is not None:  # only reward calls carry one: other records stay as they were
+        record["stage"] = inter.stage
     return [*blobs, record]
 
 

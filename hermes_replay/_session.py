@@ -174,6 +174,8 @@ class Session(WireHandling, Results):
         self._new: list[tuple[str | None, int, Interaction]] = []
         self._new_outcomes: dict[str, dict[str, Any]] = {}
         self._miss_index: dict[tuple[str | None, int, str], Miss] = {}
+        self._root_misses: dict[str, Miss] = {}  # a rollout's first agent-turn miss
+        self._reward_issued: dict[str, int] = {}  # reward calls issued, per rollout
         self._failed_attempts = 0
         self._passthrough = 0
         self._tokenizer_error: TokenizerMismatch | None = None

@@ -125,8 +125,10 @@ class ReplaySummary:
         for rollout, old, new in self.changed_rewards:
             yield f"reward changed: {rollout}: {old} -> {new}"
         if self.misses:
-            yield f"{len(self.misses)} miss(es): " + "; ".join(
-                f"{m.rollout or '<no rollout>'} turn {m.turn}" for m in self.misses[:10])
+            after = sum(1 for m in self.misses if getattr(m, "cause", None))
+            follow = f" ({after} follow from an earlier miss)" if after else ""
+            yield f"{len(self.misses)} miss(es){follow}: " + "; ".join(
+                m.short_where for m in self.misses[:10])
         if self.unused:
             yield f"{len(self.unused)} recording(s) never used"
         if self.never_ran:

@@ -20,6 +20,7 @@ class RunSummary:
     rollouts: int = 0
     turns: int = 0
     misses: int = 0
+    consequences: int = 0  # of the misses: those that follow from an earlier one of the rollout
     unused: int = 0
     unused_keys: list[str] = field(default_factory=list)  # "rollout#turn" of unused recordings
     recorded: int = 0
@@ -46,7 +47,9 @@ class RunSummary:
         if self.mode in ("record", "auto"):
             parts.append(f"{self.recorded} interactions written")
         if self.mode == "replay":
-            parts.append(style(f"{self.misses} misses", "red") if self.misses else "0 misses")
+            follow = f" ({self.consequences} follow from another)" if self.consequences else ""
+            parts.append(style(f"{self.misses} misses", "red") + follow if self.misses
+                         else "0 misses")
             parts.append(
                 style(f"{self.unused} unused recordings", "yellow")
                 if self.unused

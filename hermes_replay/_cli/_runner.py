@@ -248,11 +248,13 @@ def run_with_progress(
     log_path: Path | None = None,
     err: Any = None,
     verbose: bool = False,
+    normalizers: list[Any] | None = None,
 ) -> tuple[RunSummary, RunResult | None]:
     """Call ``run`` (``run_env`` or ``run_cassette`` with its arguments bound) with a progress
     line, the env's output quieted into ``log_path``, and its result turned into the summary
     the CLI prints. Errors are printed once and end up in ``summary.error``; misses are shown
-    with their diffs (the first few, shortened, unless ``verbose``) and a CLI next step."""
+    with their diffs (the first few, shortened, unless ``verbose``) and a CLI next step (which
+    repeats ``normalizers``, the ones given as flags, in its ``record --missing-only``)."""
     err = sys.stderr if err is None else err
     progress = Progress(err, label=label)
     summary = RunSummary(mode=mode, cassette=str(cassette) if cassette else None,
@@ -289,7 +291,8 @@ def run_with_progress(
     elif isinstance(error, CassetteMiss):
         from hermes_replay._cli._misses import cli_miss_hint, miss_report
 
-        report = miss_report(error, verbose=verbose, hint=cli_miss_hint(cassette))
+        hint = cli_miss_hint(cassette, error.misses, normalizers)
+        report = miss_report(error, verbose=verbose, hint=hint)
         print(f"hermes-replay {mode}: {report}", file=err)
         summary.error = f"{len(error.misses)} requests had no recording"
     elif error is not None:
@@ -325,6 +328,7 @@ def _fill_summary(summary: RunSummary, result: RunResult) -> None:
     summary.rollouts = max(summary.rollouts, core.rollouts)
     summary.turns = core.turns or summary.turns
     summary.misses = len(core.misses)
+    summary.consequences = sum(1 for m in core.misses if m.cause is not None)
     summary.unused = len(core.unused)
     summary.other_workers = core.other_workers
     summary.unused_keys = list(result.unused)

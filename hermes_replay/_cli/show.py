@@ -286,6 +286,7 @@ def pick_rollouts(cassette: Any, wanted: str | None) -> list[Any]:
 
 def run(args: argparse.Namespace) -> int:
     from hermes_replay import CassetteError, load_cassette
+    from hermes_replay._cassette_model import reward_calls, stages_marked
     from hermes_replay._merge import SHARDS_SUFFIX
 
     if args.path.is_dir() and not args.path.name.endswith(SHARDS_SUFFIX):
@@ -309,6 +310,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     only = None if args.turn is None else args.turn - 1  # the 0-based seq of --turn N
+    marked = stages_marked(cassette.interactions)
     if args.raw:
         return _print_raw(records, only)
     from hermes_replay._cli._tokens import token_decoder
@@ -346,8 +348,15 @@ def run(args: argparse.Namespace) -> int:
                           if c.source == "agent" and c.turn == only])
             continue
         threads = [] if isinstance(record, SimpleNamespace) else conversations(record)
+        rewards = {} if isinstance(record, SimpleNamespace) else reward_calls(
+            record.interactions, record.outcome, marked)
         for number, (indexes, msgs) in enumerate(threads):
-            if number:
+            seqs = [record.interactions[i].seq for i in indexes]
+            if seqs and all(q in rewards for q in seqs):
+                # numbered as replay's miss reports number them: "reward call 1 of rollout R"
+                which = ", ".join(f"reward call {rewards[q]} (request {q + 1})" for q in seqs)
+                t.out.append(t.s(f"══ {which}: made while the reward was computed ══", "bold"))
+            elif number:
                 which = ", ".join(map(str, indexes))
                 t.out.append(t.s(f"══ another conversation in this rollout (request {which}; "
                                  "e.g. a judge call) ══", "bold"))

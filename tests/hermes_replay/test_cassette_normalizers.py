@@ -5,11 +5,11 @@ replayed a minute later (a controlled clock, not a sleep) and passes with what w
 
 from __future__ import annotations
 
-import datetime as real_datetime
 import json
 from pathlib import Path
 
 import pytest
+from _controlled_clock import Clock
 
 import hermes_replay
 from hermes_replay import load_cassette
@@ -40,27 +40,6 @@ for item in ("2+2?", "3+3?"):
         client.chat.completions.create(model="m", messages=messages)
         scope.report(reward=1.0, turns_used=1, finished_naturally=True, phase="train")
 '''
-
-START = real_datetime.datetime(2026, 12, 2, 22, 14, 30)
-
-
-class Clock:
-    """The wall clock the environment reads (``datetime.datetime.now``), set by the test."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.now = START
-        clock = self
-
-        class ControlledDatetime(real_datetime.datetime):
-            @classmethod
-            def now(cls, tz=None):  # type: ignore[override]
-                return clock.now
-
-        monkeypatch.setattr(real_datetime, "datetime", ControlledDatetime)
-
-    def advance(self, **delta: float) -> None:
-        self.now = self.now + real_datetime.timedelta(**delta)
-
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

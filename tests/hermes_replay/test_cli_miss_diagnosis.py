@@ -108,7 +108,7 @@ def test_ignore_path_and_normalize_flags_turn_a_miss_into_a_hit(
     with pytest.raises(SystemExit) as usage:  # a usage error: exit 2, saying what is wanted
         main(["replay", CASSETTE_REL, "--out", "o", "--normalize", "no-equals-sign"])
     assert usage.value.code == 2
-    assert "expected REGEX=REPLACEMENT" in capsys.readouterr().err
+    assert "or REGEX=REPLACEMENT" in capsys.readouterr().err
 
 
 def test_tool_call_misses_count_once_in_progress_summary_error_and_result(

@@ -19,9 +19,9 @@ import hermes_replay
 from benchmarks import _drivers
 from benchmarks._synthetic import MODEL, Rollout
 from hermes_replay._cassette import CassetteHeader, Interaction, write_cassette
-from hermes_replay._convert import stored_request, stored_response
-from hermes_replay._intercept import WireRequest, WireResponse
-from hermes_replay._matching import Matcher
+from hermes_replay._cassette.matching import Matcher
+from hermes_replay._session.convert import stored_request, stored_response
+from hermes_replay._session.intercept import WireRequest, WireResponse
 
 
 def _template(captured: dict[tuple[str, int], httpx2.Request]) -> tuple[str, dict, Matcher]:

@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CATEGORIES: list[tuple[str, str, str]] = [
     ("imports (all import statements)", "importlib._bootstrap", "_find_and_load"),
     ("tokenizer load (AutoTokenizer)", "tokenization_auto", "from_pretrained"),
-    ("cassette load + index (Session.start)", "hermes_replay/_session", "start"),
-    ("interception per request (httpx/httpx2)", "hermes_replay/_intercept/_httpx", "handle_async_request"),  # noqa: E501
-    ("interception per request (aiohttp)", "hermes_replay/_intercept/_aiohttp", "_request"),
+    ("cassette load + index (Session.start)", "hermes_replay/_session/session", "start"),
+    ("interception per request (httpx/httpx2)", "hermes_replay/_session/intercept/_httpx", "handle_async_request"),  # noqa: E501
+    ("interception per request (aiohttp)", "hermes_replay/_session/intercept/_aiohttp", "_request"),
     ("openai SDK chat.completions.create", "openai/resources/chat/completions", "create"),
     ("agent loop (HermesAgentLoop.run)", "environments/agent_loop", "run"),
     ("tool calls (dispatch_tool)", "environments/tools", "dispatch_tool"),
@@ -116,7 +116,7 @@ def _synthetic_replay(tmp: Path) -> int:
 
     import hermes_replay
     from benchmarks import _drivers, _hermes, _synthetic
-    from hermes_replay._tokenizer import load_tokenizer
+    from hermes_replay._tokenizers.bundled import load_tokenizer
 
     tokenizer = load_tokenizer()
     rollouts = _synthetic.build_traffic(200)

@@ -30,7 +30,7 @@ import httpx2
 import hermes_replay
 from benchmarks import _drivers, _hermes, _synthetic, _vcr
 from hermes_replay._cassette import write_cassette
-from hermes_replay._compact import compact_cassette
+from hermes_replay._cassette.compact import compact_cassette
 
 TARGET = 0.05  # compressed cassette bytes / vcrpy YAML bytes
 SAMPLE_GROUPS = 2  # groups of rollouts whose requests are captured from the real SDK

@@ -9,7 +9,8 @@ Workers of one configuration draw the same items, so a worker's identity is part
 ``train-<hash>-0-2@w1`` (worker ``w0`` keeps the plain id). The identity is the
 ``HERMES_REPLAY_WORKER`` variable (``hermes-replay record|replay --worker NAME`` sets it), or
 in ``serve`` the order in which same-named workers registered with the trajectory API
-(``worker_from_registration``). The harness's side of the rule is ``hermes_replay._workers``.
+(``worker_from_registration``). The harness's side of the rule is
+``hermes_replay._session.workers``.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ Tokenizer hooks for environment base classes (a cassette carries its tokenizer):
 
 from hermes_replay._active import active_mode, annotate
 from hermes_replay._cassette import Cassette
+from hermes_replay._cassette.load import load_cassette
 from hermes_replay._errors import (
     CassetteError,
     CassetteMiss,
@@ -39,20 +40,19 @@ from hermes_replay._errors import (
     RequestNotRecorded,
     UnusedRecordings,
 )
-from hermes_replay._known_good import offer_known_good
-from hermes_replay._load import load_cassette
-from hermes_replay._redact import scrub
 from hermes_replay._report import write_report
-from hermes_replay._result import RolloutOutcome, RunResult
-from hermes_replay._run import run_cassette
-from hermes_replay._scope import RolloutScope, current_rollout, rollout, scoring
-from hermes_replay._session import Session, cassette
-from hermes_replay._summary import ReplayEvent, ReplaySummary
-from hermes_replay._tokenizer import tokenizer_path as bundled_tokenizer_path
-from hermes_replay._tokenizer_store import TokenizerMismatch, check_tokenizer, tokenizer_for_run
-from hermes_replay._tokenizer_store import describe as describe_tokenizer
-from hermes_replay._tools import ToolCallMiss, ToolCallsDrifted, tool_call
-from hermes_replay._traffic import recorded_endpoint
+from hermes_replay._runner.result import RolloutOutcome, RunResult
+from hermes_replay._runner.run import run_cassette
+from hermes_replay._secrets.redact import scrub
+from hermes_replay._session.known_good import offer_known_good
+from hermes_replay._session.scope import RolloutScope, current_rollout, rollout, scoring
+from hermes_replay._session.session import Session, cassette
+from hermes_replay._session.summary import ReplayEvent, ReplaySummary
+from hermes_replay._session.tools import ToolCallMiss, ToolCallsDrifted, tool_call
+from hermes_replay._session.traffic import recorded_endpoint
+from hermes_replay._tokenizers.bundled import tokenizer_path as bundled_tokenizer_path
+from hermes_replay._tokenizers.store import TokenizerMismatch, check_tokenizer, tokenizer_for_run
+from hermes_replay._tokenizers.store import describe as describe_tokenizer
 
 __version__ = "0.1.0"
 

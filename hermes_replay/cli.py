@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 0
-    from hermes_replay._signals import describe, exit_code, terminate_as_interrupt
+    from hermes_replay._runner.signals import describe, exit_code, terminate_as_interrupt
 
     # transformers' import-time advice that no torch is installed (the harness needs only the
     # tokenizers): a library line that would reach the terminal before any env log is open

@@ -37,13 +37,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from hermes_replay._result import RunResult
+    from hermes_replay._runner.result import RunResult
     from hermes_replay.probe import ProbeReport
 
 
 
 def _modes() -> tuple[str, ...]:
-    from hermes_replay._session import MODES  # the one list of cassette modes
+    from hermes_replay._session.session import MODES  # the one list of cassette modes
 
     return MODES
 
@@ -117,7 +117,7 @@ class _AutoReport:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.notes:
             return
-        from hermes_replay._summary import rerecorded_line
+        from hermes_replay._session.summary import rerecorded_line
 
         terminalreporter.write_sep("-", "hermes-replay --replay-mode auto")
         for nodeid, cassette, rerecorded in self.notes:
@@ -240,7 +240,7 @@ def replay_run(
     request: pytest.FixtureRequest, replay_mode: str, tmp_path: Path
 ) -> Callable[..., RunResult]:
     """Call it to re-run the marked cassette's environment command; returns a RunResult."""
-    from hermes_replay._run import run_cassette
+    from hermes_replay._runner.run import run_cassette
 
     mode = _effective_mode(request, replay_mode)
     runs = 0
@@ -289,7 +289,7 @@ def _pytest_miss_hint(request: pytest.FixtureRequest) -> str:
 def hermes_cassette(request: pytest.FixtureRequest, replay_mode: str) -> Iterator[Any]:
     """The test body runs inside ``hermes_replay.cassette(marker path, mode)``."""
     import hermes_replay
-    from hermes_replay._netblock import block_network
+    from hermes_replay._runner.netblock import block_network
 
     mode = _effective_mode(request, replay_mode)
     path = _resolve(request, None)

@@ -23,7 +23,7 @@ from typing import Any
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from hermes_replay._errors import HermesReplayError
-from hermes_replay._result import RunResult
+from hermes_replay._runner.result import RunResult
 
 __all__ = ["RolloutSnapshotExtension", "render_run"]
 

@@ -68,7 +68,7 @@ def _joined(content: str | None, blocks: list[str]) -> str:
 
 def render_hermes(content: str | None, calls: Calls, *, open_tag: str = HERMES_OPEN,
                   close_tag: str = HERMES_CLOSE) -> str:
-    # byte-identical to the bundled tokenizer's chat template (hermes_replay/_tokenizer.py)
+    # byte-identical to the bundled tokenizer's chat template (hermes_replay/_tokenizers/bundled.py)
     return _joined(content, [
         f'{open_tag}\n{{"name": {json.dumps(name, ensure_ascii=False)}, '
         f'"arguments": {dumps_args(args)}}}\n{close_tag}' for name, args in calls])

@@ -3,7 +3,9 @@
 - ``environments`` uses only the public API of ``hermes_replay`` (no ``hermes_replay._x``);
 - ``hermes_replay`` never imports ``environments``;
 - neither package has an import cycle among its own modules, counting imports under
-  ``if TYPE_CHECKING:`` too (a cycle for the type checker is still a tangle for a reader).
+  ``if TYPE_CHECKING:`` too (a cycle for the type checker is still a tangle for a reader);
+- ``hermes_replay``'s rooms (subpackages, see ARCHITECTURE.md) form layers: a module imports
+  only from its own room and the rooms below it (``LAYERS``), never upward.
 """
 
 from __future__ import annotations
@@ -130,11 +132,63 @@ def test_no_import_cycles_inside(package: str) -> None:
     assert _cycles(package) == []
 
 
+# hermes_replay's rooms, lowest first. A module of a room may import its own room and any room
+# listed before it. The facade ``hermes_replay`` itself is not a room: low modules reach the
+# public API lazily inside functions (``from hermes_replay import __version__``), which the
+# cycle check above already allows.
+LAYERS: list[tuple[str, ...]] = [
+    ("_errors", "_active", "tool_formats"),       # the foundation: no package imports
+    ("_secrets",),
+    ("_tokenizers",),
+    ("_terminal",),
+    ("_cassette",),
+    ("_session",),
+    ("scripted_endpoint",),
+    ("_runner",),
+    ("_diff",),
+    ("_report",),
+    ("_check",),
+    ("probe",),
+    ("_cli",),
+    ("cli", "pytest_plugin", "snapshot"),          # the top: entry points and extensions
+]
+_RANK = {room: rank for rank, rooms in enumerate(LAYERS) for room in rooms}
+
+
+def _room(module: str) -> str | None:
+    """The room of ``hermes_replay.<room>[.…]``; None for the facade and other packages."""
+    parts = module.split(".")
+    if parts[0] != "hermes_replay" or len(parts) < 2:
+        return None
+    return parts[1]
+
+
+def test_every_module_of_hermes_replay_lives_in_a_declared_room() -> None:
+    rooms = {_room(m) for m in MODULES if m.startswith("hermes_replay.")}
+    assert sorted(r for r in rooms if r not in _RANK) == []
+
+
+def test_rooms_import_only_downward() -> None:
+    upward = sorted(
+        f"{m} imports {t} ({_room(m)} may not reach up to {_room(t)})"
+        for m, targets in GRAPH.items() if _room(m) in _RANK
+        for t in targets if _room(t) in _RANK and _RANK[_room(t)] > _RANK[_room(m)]
+    )
+    assert upward == []
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    """The layering test would pass if ``_room`` or the ranks were wrong; prove it can fail."""
+    assert _RANK[_room("hermes_replay._secrets.redact")] < _RANK[_room("hermes_replay._cli.ls")]
+    assert "hermes_replay._secrets.rules" in GRAPH["hermes_replay._secrets.redact"]
+    assert _room("hermes_replay") is None and _room("environments.agent_loop") is None
+
+
 def test_the_graph_is_read_at_all() -> None:
     """The checks above would pass on an empty graph; make sure they see the real one."""
     assert len(MODULES) > 80
-    assert "hermes_replay._active" in GRAPH["hermes_replay._scope"]
+    assert "hermes_replay._active" in GRAPH["hermes_replay._session.scope"]
     assert "hermes_replay" in GRAPH["environments._rollout"]
-    assert _private("hermes_replay._scope") and not _private("hermes_replay.tool_formats")
+    assert _private("hermes_replay._session.scope") and not _private("hermes_replay.tool_formats")
     generic = GRAPH["hermes_replay.scripted_endpoint.scripts.generic"]
     assert "hermes_replay.scripted_endpoint._script" in generic

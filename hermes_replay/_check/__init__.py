@@ -2,6 +2,8 @@
 
 Static rules read the file's AST (:mod:`._static`); dynamic checks import and run it in
 subprocesses (:mod:`._dynamic`); :mod:`._report` renders the checklist as a table or JSON.
+
+Room ``_check``: may import every room up to ``_report``; never ``probe`` or the CLI.
 """
 
 from __future__ import annotations

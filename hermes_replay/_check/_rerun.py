@@ -26,8 +26,8 @@ RERUN_FIX = ("keep per-run state on the environment instance (set it in setup), 
 _SCRIPT = """
 import json, sys
 from pathlib import Path
-from hermes_replay._plan import replay_argv
-from hermes_replay._run import run_env
+from hermes_replay._runner.plan import replay_argv
+from hermes_replay._runner.run import run_env
 
 env_file, cassette, argv, out = Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3]), \\
     Path(sys.argv[4])

@@ -66,8 +66,8 @@ class ModeRun:
 
 def read_header(cassette: Path) -> dict[str, Any]:
     """Line 1 of a cassette (documented JSON): env file, command, tokenizer, endpoint."""
-    from hermes_replay._files import first_line
-    from hermes_replay._merge import expand_shards
+    from hermes_replay._cassette.files import first_line
+    from hermes_replay._cassette.merge import expand_shards
 
     if cassette.is_dir():  # a folder of shards: they share one header (merge checks it)
         shards = expand_shards([cassette])
@@ -81,8 +81,8 @@ def read_header(cassette: Path) -> dict[str, Any]:
 
 def cassettes_by_mode(path: Path) -> dict[str, Path]:
     """Cassette per mode: ``path`` itself, then its folder (``cassettes/<env>/<mode>.jsonl``)."""
-    from hermes_replay._files import is_cassette_name
-    from hermes_replay._merge import SHARDS_SUFFIX
+    from hermes_replay._cassette.files import is_cassette_name
+    from hermes_replay._cassette.merge import SHARDS_SUFFIX
 
     if path.is_dir() and path.name.endswith(SHARDS_SUFFIX):  # one sharded cassette
         folder, candidates = path.parent, [path]
@@ -197,7 +197,7 @@ def load_vocab(header: dict[str, Any]) -> tuple[outputs.Vocab | None, str | None
     info = header.get("tokenizer") or {}
     name, fingerprint = info.get("name"), info.get("fingerprint")
     try:
-        from hermes_replay._tokenizer import load_tokenizer, tokenizer_fingerprint
+        from hermes_replay._tokenizers.bundled import load_tokenizer, tokenizer_fingerprint
 
         if fingerprint and fingerprint == tokenizer_fingerprint():
             return outputs.Vocab.from_tokenizer(load_tokenizer()), None
@@ -292,7 +292,7 @@ def analyse_runs(display: str, target: Target, process: ModeRun,
 
 def twice_row(display: str, cassette: Path, work: Path) -> RuleRow:
     """Is the replay deterministic? The process cassette (else any) replayed twice."""
-    from hermes_replay._twice import replay_twice
+    from hermes_replay._runner.twice import replay_twice
 
     found = cassettes_by_mode(cassette)
     chosen = found.get("process") or next(iter(found.values()), None)

@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cli._render import sanitize
+from hermes_replay._terminal.render import sanitize
 
 __all__ = ["SHOWN_MISSES", "cli_miss_hint", "miss_report"]
 
@@ -31,7 +31,7 @@ def cli_miss_hint(cassette: Path | None, misses: list[Any] | None = None,
     """The next step, as commands: keep the built-in normalizer a miss would match with (the
     diagnosis found one), re-record only what is missing (``record --missing-only``, the
     endpoint and the flags' normalizers given again), or ignore a volatile field."""
-    from hermes_replay._normalizers import as_header
+    from hermes_replay._cassette.normalizers import as_header
 
     header = _header(cassette) if cassette is not None else {}
     env_file = header.get("env_file") or "ENV_FILE"

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from hermes_replay._plan import flag_value
+from hermes_replay._runner.plan import flag_value
 
 __all__ = [
     "ATROPOS_DEFAULT_URL",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hermes_replay._cli._render import Style, fmt_reward, sanitize
+from hermes_replay._terminal.render import Style, fmt_reward, sanitize
 
 __all__ = ["RunSummary"]
 
@@ -62,7 +62,7 @@ class RunSummary:
             return [style(head, "bold"), "  " + style("skipped: ", "yellow") + self.skipped]
         out = [style(head, "bold"), "  " + " · ".join(parts)]
         if self.mode == "auto" and not self.error and not self.exit_code:
-            from hermes_replay._summary import rerecorded_line
+            from hermes_replay._session.summary import rerecorded_line
 
             out.append("  " + sanitize(rerecorded_line(self.rerecorded)))
         if self.unused_keys:

@@ -1,5 +1,6 @@
 """What the CLI's run commands share: the ``-- MODE [env flags]`` argv, usage checks, and
-``run_with_progress`` — the library's one runner (``hermes_replay._run``) with a progress line
+``run_with_progress`` — the library's one runner (``hermes_replay._runner.run``) with a progress
+line
 and a printed summary. The work itself is never done here.
 """
 
@@ -14,16 +15,17 @@ from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cli._render import Progress
+from hermes_replay._cassette.files import relative_to_cwd  # re-exported: the CLI's one import point
 from hermes_replay._cli._run_summary import RunSummary
-from hermes_replay._envrun import redirected_to
 from hermes_replay._errors import (
     CassetteMiss,
     HermesReplayError,
     RecordingFailed,
     UnusedRecordings,
 )
-from hermes_replay._result import RunResult
+from hermes_replay._runner.envrun import redirected_to
+from hermes_replay._runner.result import RunResult
+from hermes_replay._terminal.render import Progress
 
 __all__ = [
     "ENV_MODES",
@@ -97,7 +99,7 @@ def add_normalize_flag(parser: Any, help: str = NORMALIZE_HELP) -> None:
 def normalizer_arg(item: str) -> Any:
     """``--normalize NAME`` (a built-in) or ``REGEX=REPLACEMENT`` (split at the first ``=``),
     checked here so a typo is a usage error before anything runs."""
-    from hermes_replay._normalizers import parse_cli
+    from hermes_replay._cassette.normalizers import parse_cli
 
     try:
         return parse_cli(item)
@@ -129,14 +131,6 @@ def check_env_args(prog: str, env_file: str, env_args: Sequence[str] | None) -> 
             f"first word after `--` must be serve, process or evaluate. Example:\n  {example}"
         )
     return None
-
-
-def relative_to_cwd(path: Path) -> str:
-    """``path`` relative to the working directory, POSIX style (stable across machines)."""
-    try:
-        return Path(os.path.relpath(path.resolve(), Path.cwd())).as_posix()
-    except ValueError:  # another drive on Windows
-        return path.resolve().as_posix()
 
 
 def default_cassette_path(env_file: Path, env_mode: str) -> Path:
@@ -188,7 +182,7 @@ def _prune_logs(folder: Path) -> None:
 def redact_command(argv: Sequence[str]) -> list[str]:
     """The env argv with credential flag values, URL passwords and keys replaced, for
     headers and printed commands (the shared rules of ``_redact.redact_argv``)."""
-    from hermes_replay._redact import redact_argv
+    from hermes_replay._secrets.redact import redact_argv
 
     return redact_argv(argv)
 
@@ -211,7 +205,7 @@ def _quiet(log_path: Path | None, progress: Progress) -> Iterator[None]:
 
 
 def add_tool_policy_args(p: argparse.ArgumentParser) -> None:
-    from hermes_replay._tools import TOOL_POLICIES
+    from hermes_replay._session.tools import TOOL_POLICIES
 
     p.add_argument("--tools", choices=TOOL_POLICIES, default="replay",
                    help="replay (default): answer tool calls from the cassette, execute nothing; "
@@ -223,7 +217,7 @@ def add_tool_policy_args(p: argparse.ArgumentParser) -> None:
 def tool_options(args: argparse.Namespace) -> dict[str, Any]:
     """``tools``/``tool_overrides`` (and ``trust_cassette``) for the run; ValueError names a
     bad ``--tool``."""
-    from hermes_replay._tools import check_policy
+    from hermes_replay._session.tools import check_policy
 
     overrides: dict[str, str] = {}
     for item in getattr(args, "tool", None) or []:
@@ -265,7 +259,7 @@ def run_with_progress(
         result = run(output=_quiet(log_path, progress), on_rollout=progress.rollout_done,
                      on_event=progress.event, raise_errors=False)
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (see _signals)
-        from hermes_replay._signals import describe, exit_code
+        from hermes_replay._runner.signals import describe, exit_code
 
         progress.close()
         kept = (f"; the previous cassette was kept, completed interactions are in "
@@ -305,8 +299,8 @@ def run_with_progress(
 
 def _print_log_tail(log_path: Path | None, err: Any) -> None:
     """The end of the env log: what the environment said last (a crash's traceback)."""
-    from hermes_replay._cli._render import sanitize
-    from hermes_replay._verdict import log_tail
+    from hermes_replay._runner.verdict import log_tail
+    from hermes_replay._terminal.render import sanitize
 
     tail = log_tail(log_path)
     if tail:

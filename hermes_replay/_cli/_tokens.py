@@ -20,8 +20,8 @@ def token_decoder(cassette: Path, tokenizer: dict[str, Any] | None) -> Decoder |
     """A decoder for the tokenizer the cassette recorded with, or None if none is at hand.
 
     Only ``tokenizers`` (not transformers) is loaded: ``show`` should stay quick."""
-    from hermes_replay._tokenizer import tokenizer_fingerprint, tokenizer_path
-    from hermes_replay._tokenizer_store import stored_dir
+    from hermes_replay._tokenizers.bundled import tokenizer_fingerprint, tokenizer_path
+    from hermes_replay._tokenizers.store import stored_dir
 
     info = tokenizer or {}
     folder = stored_dir(cassette, info)

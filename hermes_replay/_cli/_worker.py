@@ -1,9 +1,9 @@
 """``--worker NAME``: this environment worker's identity in a deployment (record and replay).
 
 The identity reaches the environment as ``HERMES_REPLAY_WORKER`` (the env layer puts it in its
-rollout ids) and the session as its ``worker`` option (see ``hermes_replay._workers``). Without
-the flag a launcher may set the variable itself; in ``serve`` the identity is otherwise derived
-from the order in which workers registered with the trajectory API.
+rollout ids) and the session as its ``worker`` option (see ``hermes_replay._session.workers``).
+Without the flag a launcher may set the variable itself; in ``serve`` the identity is
+otherwise derived from the order in which workers registered with the trajectory API.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from hermes_replay._workers import ENV_VAR, check_name
+from hermes_replay._session.workers import ENV_VAR, check_name
 
 __all__ = ["add_worker_flag", "given_worker", "worker_variable"]
 

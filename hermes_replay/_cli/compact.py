@@ -1,5 +1,6 @@
 """``hermes-replay compact CASSETTE [-o OUT]`` — store every shared string once; ``-o X.zst``
-also compresses. See :mod:`hermes_replay._compact` for what is deduplicated and why it is not
+also compresses. See :mod:`hermes_replay._cassette.compact` for what is deduplicated and why it is
+not
 the default."""
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hermes_replay._compact import compact_cassette
+    from hermes_replay._cassette.compact import compact_cassette
     from hermes_replay._errors import HermesReplayError
 
     if not args.cassette.exists():

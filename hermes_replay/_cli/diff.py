@@ -1,7 +1,7 @@
 """``hermes-replay diff A B [--json] [--tolerance T] [--limit N]`` — what changed between runs.
 
 A and B are each a cassette (``.jsonl``), a replay result (``result.json``, written by
-``hermes_replay._result_io.write_run_result``, or a folder holding one), or an ``evaluate``
+``hermes_replay._runner.result_io.write_run_result``, or a folder holding one), or an ``evaluate``
 output folder (its ``metrics.json`` + ``samples.jsonl``). A is the old side, B the new.
 
 Shown: per-rollout reward changes (A → B, delta) and other outcome changes, rollouts only in
@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cli._render import Style, fmt_reward, table
+from hermes_replay._terminal.render import Style, fmt_reward, table
 
 DEFAULT_LIMIT = 5
 
@@ -56,7 +56,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from hermes_replay import CassetteError
-    from hermes_replay._diff import compare_paths
+    from hermes_replay._diff.compare import compare_paths
 
     if args.tolerance < 0:
         print("hermes-replay diff: --tolerance must be 0 or more", file=sys.stderr)

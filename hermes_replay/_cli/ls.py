@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cli._render import Style, fmt_reward, sanitize, table
+from hermes_replay._terminal.render import Style, fmt_reward, sanitize, table
 
 
 def register(sub: Any) -> None:
@@ -40,7 +40,7 @@ def header_line(cassette: Any) -> str:
 
 
 def rollout_rows(cassette: Any) -> list[list[Any]]:
-    from hermes_replay._cli._messages import count_tool_calls, count_turns
+    from hermes_replay._cassette.messages import count_tool_calls, count_turns
 
     rows = []
     for record in cassette.rollouts.values():
@@ -77,7 +77,7 @@ def render(cassette: Any, style: Style) -> str:
 def run(args: argparse.Namespace) -> int:
     from hermes_replay import CassetteError, load_cassette
     from hermes_replay._cli.replay import NOTHING_RECORDED
-    from hermes_replay._plan import find_cassettes
+    from hermes_replay._runner.plan import find_cassettes
 
     path: Path = args.path
     if not path.exists():

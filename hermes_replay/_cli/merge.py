@@ -1,7 +1,7 @@
 """``hermes-replay merge SHARD... -o OUT`` — join the shards of workers that recorded at once.
 
 Workers record with ``hermes-replay record … --shard NAME`` into ``<cassette>.shards/``; this
-joins them into one cassette (see :mod:`hermes_replay._merge` for the rules).
+joins them into one cassette (see :mod:`hermes_replay._cassette.merge` for the rules).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from hermes_replay._cassette.merge import expand_shards, merge_cassettes
     from hermes_replay._errors import HermesReplayError
-    from hermes_replay._merge import expand_shards, merge_cassettes
 
     shards = expand_shards(args.shards)
     missing = [p for p in shards if not p.exists()]

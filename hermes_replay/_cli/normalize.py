@@ -17,7 +17,7 @@ from hermes_replay._cli._runner import normalizer_arg
 
 
 def register(sub: Any) -> None:
-    from hermes_replay._normalizers import BUILTINS
+    from hermes_replay._cassette.normalizers import BUILTINS
 
     names = "\n".join(f"  {b.name:<9} {b.covers}" for b in BUILTINS.values())
     p = sub.add_parser(
@@ -45,10 +45,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hermes_replay._cassette_read import load_cassette
-    from hermes_replay._cassette_write import rewrite_header
+    from hermes_replay._cassette.normalizers import as_header, describe, from_header, specs
+    from hermes_replay._cassette.read import load_cassette
+    from hermes_replay._cassette.write import rewrite_header
     from hermes_replay._errors import CassetteError
-    from hermes_replay._normalizers import as_header, describe, from_header, specs
 
     path: Path = args.cassette
     if not path.is_file():

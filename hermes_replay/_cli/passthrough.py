@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from hermes_replay._cli._provider import SERVER_TYPES
-from hermes_replay._cli._render import Style
 from hermes_replay._cli._runner import (
     add_env_command,
     add_verbose_flag,
@@ -22,6 +21,7 @@ from hermes_replay._cli._runner import (
     run_with_progress,
 )
 from hermes_replay._cli.record import prepare_live_run
+from hermes_replay._terminal.render import Style
 
 
 def register(sub: Any) -> None:
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         return prepared
     env_args, endpoint, secret = prepared
     env_file = Path(args.env_file)
-    from hermes_replay._run import run_env
+    from hermes_replay._runner.run import run_env
 
     log = None if args.verbose else env_log_path("passthrough", env_file, env_args[0])
     if log is not None:

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hermes_replay._cli._render import Style
+from hermes_replay._terminal.render import Style
 
 if TYPE_CHECKING:
     from hermes_replay.probe import ProbeReport

@@ -23,7 +23,6 @@ from hermes_replay._cli._provider import (
     endpoint_from_args,
     no_endpoint_message,
 )
-from hermes_replay._cli._render import Style
 from hermes_replay._cli._runner import (
     add_env_command,
     add_normalize_flag,
@@ -36,6 +35,7 @@ from hermes_replay._cli._runner import (
     run_with_progress,
 )
 from hermes_replay._cli._worker import add_worker_flag, given_worker, worker_variable
+from hermes_replay._terminal.render import Style
 
 USAGE = (
     "hermes-replay record ENV_FILE [--cassette PATH] [--missing-only] [--shard NAME|auto] "
@@ -204,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
     if shard == "auto" and worker is not None:
         shard = worker
     if shard:
-        from hermes_replay._merge import shard_path
+        from hermes_replay._cassette.merge import shard_path
 
         try:
             cassette = shard_path(cassette, shard)
@@ -231,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
           f"{replaces}", file=sys.stderr)
     if log is not None:
         print(f"  environment output: {log} (-v shows it here)", file=sys.stderr)
-    from hermes_replay._run import run_env
+    from hermes_replay._runner.run import run_env
 
     with worker_variable(worker):
         summary, result = run_with_progress(
@@ -263,11 +263,11 @@ def run(args: argparse.Namespace) -> int:
 def proposal_lines(written: Path) -> list[str]:
     """What ``record`` says about volatile values it saw in the requests: which built-in
     normalizer to keep with the cassette, and the command that keeps it (none: nothing)."""
-    from hermes_replay._cassette_read import load_cassette
-    from hermes_replay._cli._render import sanitize
+    from hermes_replay._cassette.matching import Matcher
+    from hermes_replay._cassette.normalizers import expand, from_header, propose
+    from hermes_replay._cassette.read import load_cassette
     from hermes_replay._errors import CassetteError
-    from hermes_replay._matching import Matcher
-    from hermes_replay._normalizers import expand, from_header, propose
+    from hermes_replay._terminal.render import sanitize
 
     try:
         recorded = load_cassette(written)

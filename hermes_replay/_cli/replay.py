@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from hermes_replay._cli._parallel import default_jobs
-from hermes_replay._cli._render import Progress, Style, fmt_reward, table
 from hermes_replay._cli._run_summary import RunSummary
 from hermes_replay._cli._runner import (
     ENV_MODES,
@@ -49,8 +48,9 @@ from hermes_replay._cli._runner import (
     tool_options,
 )
 from hermes_replay._cli._worker import add_worker_flag, given_worker, worker_variable
-from hermes_replay._plan import find_cassettes, replay_argv
-from hermes_replay._stall import DEFAULT_MAX_MISSES
+from hermes_replay._runner.plan import find_cassettes, replay_argv
+from hermes_replay._runner.stall import DEFAULT_MAX_MISSES
+from hermes_replay._terminal.render import Progress, Style, fmt_reward, table
 
 NOTHING_RECORDED = "nothing recorded yet — record one with: hermes-replay record"
 
@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _guards(args: argparse.Namespace) -> dict[str, Any]:
-    """What keeps a replay offline and bounded (see ``_offline``), from the flags."""
+    """What keeps a replay offline and bounded (see ``_runner.offline``), from the flags."""
     return {"block_network": not args.allow_network, "max_misses": args.max_misses}
 
 
@@ -181,7 +181,7 @@ def _guards(args: argparse.Namespace) -> dict[str, Any]:
 
 def _run_env(args: argparse.Namespace) -> int:
     from hermes_replay._cli.record import check_env_file
-    from hermes_replay._run import run_env
+    from hermes_replay._runner.run import run_env
 
     problem = check_env_file("replay", args.target) or check_env_args(
         "replay", args.target, args.env_args
@@ -194,8 +194,8 @@ def _run_env(args: argparse.Namespace) -> int:
         print(problem, file=sys.stderr)
         return 2
     env_file = Path(args.target)
-    from hermes_replay._env_guard import NotAnEnvFile
-    from hermes_replay._env_guard import check_env_file as check_env_source
+    from hermes_replay._runner.env_guard import NotAnEnvFile
+    from hermes_replay._runner.env_guard import check_env_file as check_env_source
 
     try:
         check_env_source(env_file)
@@ -279,7 +279,7 @@ def replay_all(
             file=sys.stderr,
         )
         return 2
-    from hermes_replay._merge import is_merged_shard
+    from hermes_replay._cassette.merge import is_merged_shard
 
     # shards already merged are replayed through their merged cassette, not twice
     cassettes = [c for c in find_cassettes(target) if not (target.is_dir() and is_merged_shard(c))]
@@ -324,7 +324,7 @@ def replay_all(
 
 def replay_twice_all(target: Path, *, out: Path | None, **tools: Any) -> int:
     """``replay --twice``: each cassette replayed twice, the first difference reported."""
-    from hermes_replay._twice import replay_twice
+    from hermes_replay._runner.twice import replay_twice
 
     if not target.exists():
         print(f"hermes-replay replay: {target} does not exist. Next step: pass a cassette file "
@@ -392,7 +392,7 @@ def replay_cassette(
     cassette: Path, out_dir: Path, strict: bool, verbose: bool, tools: dict[str, Any]
 ) -> tuple[RunSummary, str]:
     from hermes_replay import CassetteError, load_cassette
-    from hermes_replay._run import run_cassette
+    from hermes_replay._runner.run import run_cassette
 
     fail = RunSummary(mode="replay", cassette=str(cassette))
     try:

@@ -15,13 +15,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from hermes_replay._cli._messages import (
+from hermes_replay._cassette.messages import (
     assistant_from_response,
     conversations,
     text_of,
     tool_calls_of,
 )
-from hermes_replay._cli._render import Style, fmt_reward, sanitize, truncate
+from hermes_replay._terminal.render import Style, fmt_reward, sanitize, truncate
 
 TOOL_RESULT_LIMIT = 1200
 TEXT_LIMIT = 4000
@@ -286,8 +286,8 @@ def pick_rollouts(cassette: Any, wanted: str | None) -> list[Any]:
 
 def run(args: argparse.Namespace) -> int:
     from hermes_replay import CassetteError, load_cassette
-    from hermes_replay._cassette_model import reward_calls, stages_marked
-    from hermes_replay._merge import SHARDS_SUFFIX
+    from hermes_replay._cassette.merge import SHARDS_SUFFIX
+    from hermes_replay._cassette.model import reward_calls, stages_marked
 
     if args.path.is_dir() and not args.path.name.endswith(SHARDS_SUFFIX):
         print(f"hermes-replay show: {args.path} is a folder; show takes one cassette file "

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cli._render import Style
+from hermes_replay._terminal.render import Style
 
 
 def register(sub: Any) -> None:
@@ -29,7 +29,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hermes_replay._verify import verify_paths
+    from hermes_replay._cassette.verify import verify_paths
 
     style = Style(sys.stdout)
     checked, findings = verify_paths(args.paths)

@@ -16,6 +16,9 @@ Errors: ``CassetteError`` for input that cannot be read, ``ReportExtraMissing`` 
 ``report`` extra (plotly) is not installed, ``ReportRefused`` when a secret survives redaction.
 Modules: ``_sources`` (inputs, pairing) → ``_model`` (the page's JSON, with ``_transcript`` and
 ``_tokens``) → ``_scrub`` → ``_page`` (HTML; charts from ``_charts``).
+
+Room ``_report``: may import the foundation, ``_secrets``, ``_tokenizers``, ``_cassette``,
+``_session.session``, ``_runner`` and ``_diff.compare``; never the CLI.
 """
 
 from __future__ import annotations
@@ -23,12 +26,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hermes_replay._cassette.files import write_text_atomic
 from hermes_replay._errors import HermesReplayError
-from hermes_replay._files import write_text_atomic
 from hermes_replay._report._extra import EXTRA_HINT, ReportExtraMissing, extra_missing
 from hermes_replay._report._scrub import ReportRefused
 from hermes_replay._report._sources import Run, load_runs, pair_runs, run_from_result
-from hermes_replay._result import RunResult
+from hermes_replay._runner.result import RunResult
 
 __all__ = [
     "REPORT_FILE",

@@ -24,7 +24,8 @@ import math
 from datetime import datetime, timezone
 from typing import Any
 
-from hermes_replay._diff import first_divergence
+from hermes_replay._diff.compare import first_divergence
+from hermes_replay._diff.tool_calls import first_tool_divergence
 from hermes_replay._report._sources import Run, Section
 from hermes_replay._report._tokens import TokenView, match_groups
 from hermes_replay._report._transcript import (
@@ -33,7 +34,6 @@ from hermes_replay._report._transcript import (
     recorded_tool_calls,
     transcript,
 )
-from hermes_replay._tool_diff import first_tool_divergence
 
 __all__ = ["build_state"]
 

@@ -1,9 +1,9 @@
 """No secret reaches the page: the data is scrubbed, then checked, before any byte is written.
 
 The same two rule sets the rest of hermes-replay uses, in the same roles: the recorder's
-redaction (``_redact``: key-shaped strings and secret-named fields become ``<redacted:…>``)
+redaction (``_secrets.redact``: key-shaped strings and secret-named fields become ``<redacted:…>``)
 is applied to everything the page would show, then ``verify``'s broader scanner
-(``_secret_scan``) looks at the result. What redaction cannot rewrite without damaging data
+(``_secrets.scan``) looks at the result. What redaction cannot rewrite without damaging data
 but ``verify`` calls a secret (a private key block, say) makes the report refuse to be
 written, naming where it sits and the next step — as ``verify`` would fail the cassette.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from hermes_replay._errors import HermesReplayError
-from hermes_replay._redact import needs_redaction, redact_json
-from hermes_replay._secret_scan import scan_value
+from hermes_replay._secrets.redact import needs_redaction, redact_json
+from hermes_replay._secrets.scan import scan_value
 
 __all__ = ["ReportRefused", "scrub"]
 

@@ -25,9 +25,9 @@ from typing import Any
 
 from hermes_replay._cassette import Cassette, RolloutRecord, load_cassette
 from hermes_replay._errors import CassetteError
-from hermes_replay._plan import find_cassettes, flag_value
-from hermes_replay._result import RolloutOutcome, RunResult
-from hermes_replay._result_io import RESULT_FILE, load_run_result, run_result_from_output_dir
+from hermes_replay._runner.plan import find_cassettes, flag_value
+from hermes_replay._runner.result import RolloutOutcome, RunResult
+from hermes_replay._runner.result_io import RESULT_FILE, load_run_result, run_result_from_output_dir
 
 __all__ = ["Run", "Section", "load_runs", "pair_runs", "run_from_cassette", "run_from_result"]
 
@@ -185,7 +185,7 @@ def load_runs(path: str | Path) -> list[Run]:
         if evaluated is not None:
             runs.append(run_from_result(evaluated, str(path), path))
     replayed = {str(r.cassette.path.resolve()) for r in runs if r.cassette is not None}
-    from hermes_replay._merge import is_merged_shard
+    from hermes_replay._cassette.merge import is_merged_shard
 
     for cassette_path in find_cassettes(path):
         if is_merged_shard(cassette_path) or str(cassette_path.resolve()) in replayed:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_replay._cassette import Cassette
-from hermes_replay._cli._messages import conversation, text_of
+from hermes_replay._cassette.messages import conversation, text_of
 
 __all__ = ["TokenView", "match_groups"]
 
@@ -149,8 +149,8 @@ def _load_tokenizer(cassette: Cassette | None) -> Any:
         return None
     from tokenizers import Tokenizer
 
-    from hermes_replay._tokenizer import TOKENIZER_NAME, tokenizer_path
-    from hermes_replay._tokenizer_store import stored_dir
+    from hermes_replay._tokenizers.bundled import TOKENIZER_NAME, tokenizer_path
+    from hermes_replay._tokenizers.store import stored_dir
 
     recorded = cassette.header.tokenizer or {}
     folder: Path | None = None

@@ -17,8 +17,8 @@ import re
 from typing import Any
 
 from hermes_replay._cassette import RolloutRecord
-from hermes_replay._cli._messages import conversations, text_of, tool_calls_of
-from hermes_replay._toolcalls import ToolCall
+from hermes_replay._cassette.messages import conversations, text_of, tool_calls_of
+from hermes_replay._cassette.toolcalls import ToolCall
 
 __all__ = ["Strings", "misses_by_rollout", "recorded_tool_calls", "tool_result_error",
            "transcript"]

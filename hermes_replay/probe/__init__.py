@@ -32,6 +32,9 @@ The known-good probe answers each item with the reply the environment offers thr
 For an env file you may not edit, ``known_good=`` gives the reference instead: a template over
 the item's fields (``"ANSWER: {answer}"``) or a function of the item. ``env_args`` are the
 env's own flags for every run (``["--env.terminal_backend", "local"]``).
+
+Room ``probe`` (public): may import every room up to ``_check`` and ``scripted_endpoint``;
+never the CLI (its command, ``_cli/probe.py``, calls in here).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from hermes_replay._known_good import Reference
+from hermes_replay._session.known_good import Reference
 from hermes_replay.probe._catalog import get_probe, list_probes
 from hermes_replay.probe._registry import Probe, ProbeContext, register_probe
 from hermes_replay.probe._runner import ProbeRun, ProbeRunaway, probe_env_args, run_probe
@@ -129,9 +132,9 @@ def run_probes(
 
 
 def recording_sandbox() -> str:
-    """The ``HERMES_SANDBOX`` policy a probe's recording runs get (see ``_isolation``)."""
+    """The ``HERMES_SANDBOX`` policy a probe's recording runs get (see ``_session.isolation``)."""
     import os
 
-    from hermes_replay._isolation import ISOLATION_VAR, policy_for
+    from hermes_replay._session.isolation import ISOLATION_VAR, policy_for
 
     return policy_for("record", False, os.environ.get(ISOLATION_VAR))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from hermes_replay._known_good import KnownGoodTable
+from hermes_replay._session.known_good import KnownGoodTable
 from hermes_replay.scripted_endpoint import Conversation, Reply, Rule, Script
 
 __all__ = ["PROBES", "Probe", "ProbeContext", "probe_script", "register_probe"]

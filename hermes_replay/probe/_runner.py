@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_replay._errors import HermesReplayError
-from hermes_replay._known_good import Reference, collecting_known_good
+from hermes_replay._session.known_good import Reference, collecting_known_good
 from hermes_replay.probe._registry import Probe, ProbeContext, probe_script
 
 __all__ = ["ProbeRun", "ProbeRunaway", "probe_env_args", "run_probe"]
@@ -175,8 +175,8 @@ def run_probe(env_file: Path, probe: Probe, *, items: int, cassette: Path, work_
     ``known_good`` (a template over the item's fields, or a function of the item) replaces
     the env's ``known_good_reply`` hook as the source of known-good replies."""
     from hermes_replay import load_cassette
-    from hermes_replay._cli._runner import relative_to_cwd
-    from hermes_replay._run import run_env
+    from hermes_replay._cassette.files import relative_to_cwd
+    from hermes_replay._runner.run import run_env
     from hermes_replay.scripted_endpoint import ScriptedEndpoint, get_script
 
     n = min(items, probe.max_items or items)
@@ -227,7 +227,7 @@ def run_probe(env_file: Path, probe: Probe, *, items: int, cassette: Path, work_
 def _replay(run: ProbeRun, env_file: Path, argv: list[str], work: Path) -> None:
     """Second run from the cassette: the same replies must give the same rewards."""
     from hermes_replay._errors import CassetteMiss
-    from hermes_replay._run import run_env
+    from hermes_replay._runner.run import run_env
 
     outcomes = _Outcomes()
     log = work / "replay.log"
@@ -250,7 +250,7 @@ def _replay(run: ProbeRun, env_file: Path, argv: list[str], work: Path) -> None:
 def _last_words(log: Path | None) -> str:
     """What the environment said last (a startup error, the exception of a traceback): the
     last line of the log's end that is not indented (traceback frames and footers are)."""
-    from hermes_replay._verdict import log_tail
+    from hermes_replay._runner.verdict import log_tail
 
     said = next((line for line in reversed(log_tail(log, 40))
                  if line[:1].strip() and not line.startswith("Traceback")), None)

@@ -108,7 +108,7 @@ class ProbeReport:
     def lines(self, style: Any = None) -> list[str]:
         """The whole report: title, table, rule, findings. Plain text unless ``style`` is a
         terminal's (the CLI's ``Style``), then the table is drawn by rich like every CLI table."""
-        from hermes_replay._cli._render import table  # rich: loaded only when a report prints
+        from hermes_replay._terminal.render import table  # rich: loaded only when a report prints
 
         headers, rows, align = self.table()
         drawn = table(headers, rows, align=align, style=style)

@@ -34,6 +34,9 @@ Writing rules (first matching rule answers; ``rng`` is the sample's seeded ``ran
 
 Responses carry ``"system_fingerprint": "hermes-replay-scripted"`` so nothing recorded against
 the stand-in can be mistaken for a model's output.
+
+Room ``scripted_endpoint`` (public): may import the foundation and ``_tokenizers`` only;
+it knows nothing of cassettes or sessions, so it serves any client, recorded or not.
 """
 
 from hermes_replay.scripted_endpoint._faults import FAULT_KINDS, FaultPlan

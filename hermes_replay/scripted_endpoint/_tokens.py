@@ -1,7 +1,8 @@
 """Token accounting for the scripted endpoint, through the project tokenizer when it is there.
 
 ``usage`` counts, chat/completions logprobs and ``max_tokens`` truncation use the project tokenizer
-(``hermes_replay._tokenizer.load_tokenizer``) if it can be loaded, and whitespace pieces otherwise.
+(``hermes_replay._tokenizers.bundled.load_tokenizer``) if it can be loaded, and whitespace pieces
+otherwise.
 ``/generate`` needs real token ids and therefore the tokenizer; without it, it answers 501.
 """
 
@@ -17,7 +18,7 @@ _PIECE = re.compile(r"\s*\S+|\s+$")
 @functools.lru_cache(maxsize=1)
 def get_tokenizer() -> Any | None:
     try:
-        from hermes_replay._tokenizer import load_tokenizer
+        from hermes_replay._tokenizers.bundled import load_tokenizer
     except ImportError:
         return None
     try:
@@ -31,7 +32,7 @@ def require_tokenizer() -> Any:
     if tok is None:
         raise TokenizerUnavailable(
             "scripted endpoint: /generate needs the project tokenizer "
-            "(hermes_replay._tokenizer.load_tokenizer) and it could not be loaded; "
+            "(hermes_replay._tokenizers.bundled.load_tokenizer) and it could not be loaded; "
             "build it with the tokenizer script, or use /v1/chat/completions instead"
         )
     return tok

@@ -18,7 +18,7 @@ from environments._config import (
 from environments._ids import item_fingerprint, task_id_for
 from environments.multi_signal_env import MultiSignalEnv
 from environments.tool_context import ToolContext
-from hermes_replay._tokenizer import TOKENIZER_NAME, tokenizer_fingerprint
+from hermes_replay._tokenizers.bundled import TOKENIZER_NAME, tokenizer_fingerprint
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
 ITEM = {"id": "sum_1_100", "question": "What is the sum of the integers from 1 to 100?",

@@ -6,7 +6,7 @@ from typing import Any
 
 from environments._managed import ParserTranslator
 from environments._tokens import MASK, tokens_and_masks
-from hermes_replay._tokenizer import load_tokenizer
+from hermes_replay._tokenizers.bundled import load_tokenizer
 
 TOOLS = [{"type": "function", "function": {
     "name": "terminal", "description": "Run a command.",

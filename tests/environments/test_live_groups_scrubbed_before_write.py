@@ -6,7 +6,7 @@ import copy
 
 import hermes_replay
 from environments._live_groups import scrub_live_groups
-from hermes_replay._known_secrets import KNOWN
+from hermes_replay._secrets.known import KNOWN
 
 KEY = "sk-proj-" + "Qz7" + "a1B2c3D4e5F6g7H8i9J0kLmNoPqRsTuV"
 PLAIN = "Qz7plainValueOnlyKnownByName9876"

@@ -20,7 +20,7 @@ from transformers import PreTrainedTokenizerFast
 
 from environments._chunked import _backend, encode_ids, pieces
 from environments._tokens import MASK, tokens_and_masks
-from hermes_replay._tokenizer import load_tokenizer
+from hermes_replay._tokenizers.bundled import load_tokenizer
 
 FRAGMENTS = [
     "the", " answer", " follows", " from", " numbers", " café", " naïve", " e\u0301t\u0301e\u0301",

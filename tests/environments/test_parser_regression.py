@@ -34,7 +34,7 @@ import pytest
 
 from environments.tool_call_parsers import ToolCallParser, get_parser, list_parsers
 from hermes_replay import load_cassette
-from hermes_replay._cli._messages import assistant_from_response
+from hermes_replay._cassette.messages import assistant_from_response
 
 ROOT = Path(__file__).resolve().parents[2]
 # Recordings of model output only: probe cassettes (probe-*.jsonl) hold adversarial replies made

@@ -436,7 +436,7 @@ def test_hermes_render_matches_the_chat_template_shape() -> None:
 def test_hermes_render_is_what_the_project_chat_template_writes() -> None:
     """Phase 2 re-renders history through the chat template; a parsed-then-rendered turn must be
     byte-identical to what the template produces from the parsed calls."""
-    tokenizer_mod = pytest.importorskip("hermes_replay._tokenizer")
+    tokenizer_mod = pytest.importorskip("hermes_replay._tokenizers.bundled")
     parser = get_parser("hermes")
     raw = parser.render("Sure", [UNICODE, NESTED])
     content, calls = parser.parse(raw)

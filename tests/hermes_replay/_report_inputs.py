@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from hermes_replay._cassette import load_cassette, write_cassette
-from hermes_replay._matching import Matcher
+from hermes_replay._cassette.matching import Matcher
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "cassettes"

@@ -13,7 +13,7 @@ from _controlled_clock import Clock
 
 import hermes_replay
 from hermes_replay import load_cassette
-from hermes_replay._normalizers import BUILTINS, expand, parse_cli, propose
+from hermes_replay._cassette.normalizers import BUILTINS, expand, parse_cli, propose
 from hermes_replay.cli import main
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
@@ -205,7 +205,7 @@ def test_built_ins_leave_ordinary_text_alone() -> None:
 
 def test_propose_looks_only_at_what_the_environment_built() -> None:
     from hermes_replay._cassette import Interaction
-    from hermes_replay._matching import Matcher
+    from hermes_replay._cassette.matching import Matcher
 
     def inter(messages: list) -> Interaction:
         return Interaction(rollout="r", seq=0, request={

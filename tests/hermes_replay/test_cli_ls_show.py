@@ -249,7 +249,7 @@ def test_show_folds_phase2_token_ids_into_decoded_text(tmp_path: Path, capsys) -
     from tokenizers import Tokenizer
 
     import hermes_replay
-    from hermes_replay._tokenizer import tokenizer_path
+    from hermes_replay._tokenizers.bundled import tokenizer_path
     from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
     tokenizer = Tokenizer.from_file(str(Path(tokenizer_path()) / "tokenizer.json"))

@@ -117,7 +117,7 @@ def test_tool_call_misses_count_once_in_progress_summary_error_and_result(
     (what the progress line counts) per miss, and the same count in the summary, the
     exception and result.json."""
     from hermes_replay import CassetteMiss, ToolCallMiss
-    from hermes_replay._run import run_cassette
+    from hermes_replay._runner.run import run_cassette
 
     cassette = calc_project / CASSETTE_REL
     lines = cassette.read_text(encoding="utf-8").splitlines(keepends=True)

@@ -15,7 +15,7 @@ from hermes_replay._cli._provider import (
     ask_endpoint,
     endpoint_from_args,
 )
-from hermes_replay._result import RunResult
+from hermes_replay._runner.result import RunResult
 from hermes_replay.cli import main
 
 
@@ -135,7 +135,7 @@ def test_record_interactive_choice_reaches_the_run(env_file, capsys, monkeypatch
         seen.update(kwargs, argv=argv)
         return RunResult(command=list(argv))
 
-    monkeypatch.setattr("hermes_replay._run.run_env", fake_run)
+    monkeypatch.setattr("hermes_replay._runner.run.run_env", fake_run)
     monkeypatch.chdir(env_file.parent)
     assert main(["record", env_file.name, "--", "process"]) == 0
     err = capsys.readouterr().err
@@ -156,7 +156,7 @@ def test_record_key_never_reaches_header_or_output(env_file, capsys, monkeypatch
         seen.update(kwargs, argv=argv)
         return RunResult(command=list(argv))
 
-    monkeypatch.setattr("hermes_replay._run.run_env", fake_run)
+    monkeypatch.setattr("hermes_replay._runner.run.run_env", fake_run)
     code = main(["record", str(env_file), "--endpoint", "https://api.x/v1", "--model", "m",
                  "--api-key-env", "TEST_KEY_VAR", "--", "process", "--openai.api_key", "typed"])
     assert code == 0

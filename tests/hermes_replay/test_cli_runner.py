@@ -8,18 +8,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hermes_replay._cli._render import Progress, Style, table
 from hermes_replay._cli._run_summary import RunSummary
 from hermes_replay._cli._runner import redact_command
 from hermes_replay._cli.replay import NOTHING_RECORDED
-from hermes_replay._envrun import run_env_file
-from hermes_replay._plan import (
+from hermes_replay._runner.envrun import run_env_file
+from hermes_replay._runner.plan import (
     changed_rewards,
     find_cassettes,
     find_env_file,
     redirect_outputs,
     replay_argv,
 )
+from hermes_replay._terminal.render import Progress, Style, table
 from hermes_replay.cli import main
 
 
@@ -106,7 +106,7 @@ def test_find_env_file_looks_in_cwd_then_above_the_cassette(tmp_path, monkeypatc
 def test_find_env_file_refuses_paths_outside_the_project(tmp_path, monkeypatch) -> None:
     import pytest
 
-    from hermes_replay._plan import UnsafeEnvFile
+    from hermes_replay._runner.plan import UnsafeEnvFile
 
     monkeypatch.chdir(tmp_path)
     cassette = tmp_path / "cassettes" / "c.jsonl"

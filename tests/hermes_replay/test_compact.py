@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from hermes_replay import CassetteError, _files, load_cassette
+from hermes_replay import CassetteError, load_cassette
 from hermes_replay._cassette import CassetteHeader, Interaction, partial_path, write_cassette
-from hermes_replay._compact import MIN_SHARED_CHARS, compact_cassette
+from hermes_replay._cassette import files as _files
+from hermes_replay._cassette.compact import MIN_SHARED_CHARS, compact_cassette
 from hermes_replay.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

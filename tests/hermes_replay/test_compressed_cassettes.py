@@ -17,10 +17,11 @@ import pytest
 from _core_helpers import TinyServer
 
 import hermes_replay
-from hermes_replay import CassetteError, _files, load_cassette
+from hermes_replay import CassetteError, load_cassette
+from hermes_replay._cassette import files as _files
 from hermes_replay._cassette import partial_path, write_cassette
-from hermes_replay._plan import find_cassettes
-from hermes_replay._verify import verify_paths
+from hermes_replay._cassette.verify import verify_paths
+from hermes_replay._runner.plan import find_cassettes
 from hermes_replay.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

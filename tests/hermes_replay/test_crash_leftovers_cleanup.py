@@ -12,7 +12,7 @@ import pytest
 
 import hermes_replay
 from hermes_replay._cassette import load_cassette
-from hermes_replay._verify import verify_file
+from hermes_replay._cassette.verify import verify_file
 
 
 @pytest.mark.parametrize("content", ["", '{"type": "header", "schema_ver'])

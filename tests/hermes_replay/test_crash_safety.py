@@ -31,7 +31,7 @@ import pytest
 from _reliability_helpers import EchoServer
 
 from hermes_replay._cassette import load_cassette, partial_path
-from hermes_replay._verify import verify_file
+from hermes_replay._cassette.verify import verify_file
 
 RUNS = 40
 INTERACTIONS = 12
@@ -41,7 +41,7 @@ ZYGOTE = r'''
 import json, os, sys
 import httpx
 import hermes_replay
-from hermes_replay import _intercept
+from hermes_replay._session import intercept as _intercept
 
 # warm every lazily imported adapter once, so forked recorders start instantly
 with hermes_replay.cassette(os.devnull + ".never", "passthrough"):

@@ -1,4 +1,5 @@
-"""``hermes-replay diff`` and ``hermes_replay._diff``: shipped cassettes against copies changed
+"""``hermes-replay diff`` and ``hermes_replay._diff.compare``: shipped cassettes against copies
+changed
 through the core's reader/writer (never by editing JSON text), and replay results."""
 
 from __future__ import annotations
@@ -9,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from hermes_replay._cassette import Interaction, load_cassette, write_cassette
-from hermes_replay._diff import compare, compare_paths, load_view, view_from_result
-from hermes_replay._result import RolloutOutcome, RunResult
-from hermes_replay._result_io import load_run_result, write_run_result
+from hermes_replay._diff.compare import compare, compare_paths, load_view, view_from_result
+from hermes_replay._runner.result import RolloutOutcome, RunResult
+from hermes_replay._runner.result_io import load_run_result, write_run_result
 from hermes_replay.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -266,8 +267,8 @@ def test_evaluate_output_folder(tmp_path):
 
 
 def test_colors_only_on_a_tty(monkeypatch):
-    from hermes_replay._cli._render import Style
     from hermes_replay._cli.diff import render_report
+    from hermes_replay._terminal.render import Style
 
     report = compare(view_from_result(_result_of(EVALUATE), "a"),
                      view_from_result(_result_of(EVALUATE, **{
@@ -299,7 +300,7 @@ def test_requests_outside_rollouts_are_compared(tmp_path):
 
 def test_real_replay_result_equals_its_cassette(tmp_path, capsys):
     """End to end: replay a shipped cassette, save result.json, diff it against the cassette."""
-    from hermes_replay._run import run_cassette
+    from hermes_replay._runner.run import run_cassette
 
     result = run_cassette(EVALUATE, out_dir=tmp_path / "run", strict=True)
     assert result.exit_code == 0 and result.eval_metrics

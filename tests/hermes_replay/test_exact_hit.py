@@ -12,9 +12,9 @@ import openai
 import pytest
 
 import hermes_replay
-from hermes_replay import _session_wire
-from hermes_replay._convert import same_request
-from hermes_replay._intercept import WireRequest
+from hermes_replay._session import wire as _session_wire
+from hermes_replay._session.convert import same_request
+from hermes_replay._session.intercept import WireRequest
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}]
@@ -122,7 +122,7 @@ def test_same_request_rejects_any_difference_it_can_see() -> None:
 def test_response_style_is_found_whatever_the_previous_server_wrote() -> None:
     """Recording tries the last matching JSON style first; a server that writes another
     style right after must still get its own (byte-identical replay depends on it)."""
-    from hermes_replay._convert import _json_style
+    from hermes_replay._session.convert import _json_style
 
     value = {"id": "x", "choices": [{"text": "é"}]}
     styles = [({"separators": (", ", ": "), "ensure_ascii": True}, "spaced+ascii"),

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from hermes_replay._cassette import load_cassette
-from hermes_replay._tokenizer import TOKENIZER_NAME, tokenizer_fingerprint, tokenizer_path
-from hermes_replay._tokenizer_store import (
+from hermes_replay._tokenizers.bundled import TOKENIZER_NAME, tokenizer_fingerprint, tokenizer_path
+from hermes_replay._tokenizers.store import (
     TokenizerMismatch,
     mismatch,
     store_root,

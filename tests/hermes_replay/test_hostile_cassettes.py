@@ -18,8 +18,8 @@ import pytest
 from _reliability_helpers import read_records, record_sample
 
 import hermes_replay
-from hermes_replay import _intercept
 from hermes_replay._cassette import load_cassette
+from hermes_replay._session import intercept as _intercept
 from hermes_replay.cli import main
 
 MARKER = "PWNED_MARKER"

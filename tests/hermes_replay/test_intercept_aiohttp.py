@@ -108,7 +108,7 @@ async def test_atroposlib_vllm_server_generate_round_trip(tmp_path: Path) -> Non
     from atroposlib.envs.server_handling.server_baseline import APIServerConfig
     from atroposlib.envs.server_handling.server_manager import ServerManager
 
-    from hermes_replay._tokenizer import tokenizer_path
+    from hermes_replay._tokenizers.bundled import tokenizer_path
 
     path = tmp_path / "vllm.jsonl"
 

@@ -22,7 +22,7 @@ def test_opening_a_cassette_imports_no_client_library(tmp_path: Path) -> None:
     out = _run("""
         import sys
         import hermes_replay
-        from hermes_replay import _intercept
+        from hermes_replay._session import intercept as _intercept
         with hermes_replay.cassette("c.jsonl", "passthrough"):
             print(sorted(m for m in ("httpx", "httpx2", "aiohttp") if m in sys.modules))
             print(_intercept.installed())
@@ -37,7 +37,7 @@ def test_a_library_imported_inside_the_block_is_intercepted(tmp_path: Path) -> N
     out = _run("""
         import sys
         import hermes_replay
-        from hermes_replay import _intercept
+        from hermes_replay._session import intercept as _intercept
         from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
         body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}

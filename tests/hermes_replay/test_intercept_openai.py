@@ -10,7 +10,7 @@ import pytest
 from _core_helpers import lines_of
 
 import hermes_replay
-from hermes_replay import _intercept
+from hermes_replay._session import intercept as _intercept
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
 MESSAGES = [{"role": "system", "content": "You are terse."},

@@ -8,7 +8,7 @@ import openai
 import pytest
 
 import hermes_replay
-from hermes_replay._matching import Matcher, similarity, unified_request_diff
+from hermes_replay._cassette.matching import Matcher, similarity, unified_request_diff
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
 SYSTEM = "You are a coding agent.\nAlways run the tests.\nAnswer in English.\nBe brief."

@@ -17,7 +17,7 @@ from _core_helpers import lines_of
 
 import hermes_replay
 from hermes_replay._cassette import CassetteHeader, partial_path, write_cassette
-from hermes_replay._matching import Matcher
+from hermes_replay._cassette.matching import Matcher
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
 
@@ -290,7 +290,7 @@ def test_a_thousand_interactions_each_replay_their_own_response(tmp_path: Path) 
 
 
 def test_a_response_arriving_after_the_block_ended_is_dropped(tmp_path: Path) -> None:
-    from hermes_replay._intercept import WireRequest, WireResponse
+    from hermes_replay._session.intercept import WireRequest, WireResponse
 
     path = tmp_path / "c.jsonl"
     with hermes_replay.cassette(path, "record") as session:

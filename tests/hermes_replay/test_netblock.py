@@ -4,7 +4,7 @@ import threading
 import httpx
 import pytest
 
-from hermes_replay._netblock import NetworkBlocked, block_network
+from hermes_replay._runner.netblock import NetworkBlocked, block_network
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The CLI and the library run a cassette through one runner (``hermes_replay._run``): the
+"""The CLI and the library run a cassette through one runner (``hermes_replay._runner.run``): the
 same cassette replayed by ``hermes-replay replay`` and by ``run_cassette`` gives the same
 result, and both refuse a cassette whose env file cannot be found with the same message."""
 

@@ -62,7 +62,7 @@ def workdir(tmp_path, monkeypatch):
 
 def _plain_run(argv: list[str], monkeypatch) -> None:
     """``python multi_signal_env.py ARGV`` in this process, no cassette anywhere."""
-    from hermes_replay import _intercept
+    from hermes_replay._session import intercept as _intercept
 
     assert _intercept.current() is None, "a cassette is active: not a plain run"
     monkeypatch.setattr(sys, "argv", [str(ENV_FILE), *argv])

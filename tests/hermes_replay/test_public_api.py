@@ -35,7 +35,7 @@ def test_exception_tree() -> None:
 def test_importing_patches_nothing() -> None:
     import httpx
 
-    from hermes_replay import _intercept
+    from hermes_replay._session import intercept as _intercept
 
     assert _intercept.installed() == ()
     assert not getattr(httpx.HTTPTransport.handle_request, "__hermes_replay_patch__", False)

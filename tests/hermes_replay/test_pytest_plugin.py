@@ -19,9 +19,9 @@ ENV_FILE = ROOT / "environments" / "multi_signal_env.py"
 
 
 def _readme_example() -> str:
-    """The README's example test, exactly as a user would copy it."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## The pytest plugin"):]
+    """The docs' example test (docs/pytest.md), exactly as a user would copy it."""
+    readme = (ROOT / "docs" / "pytest.md").read_text(encoding="utf-8")
+    section = readme[readme.index("# The pytest plugin"):]
     start = section.index("```python\n") + len("```python\n")
     return section[start:section.index("```", start)]
 
@@ -118,7 +118,7 @@ def test_hermes_cassette_blocks_the_network_in_replay(pytester: pytest.Pytester,
     pytester.makepyfile(
         f"""
         import socket, pytest
-        from hermes_replay._netblock import NetworkBlocked
+        from hermes_replay._runner.netblock import NetworkBlocked
 
         @pytest.mark.cassette({str(CASSETTE)!r})
         def test_outbound(hermes_cassette):

@@ -15,7 +15,7 @@ from _reliability_helpers import read_records
 
 import hermes_replay
 from hermes_replay._cassette import load_cassette, partial_path
-from hermes_replay._verify import verify_file
+from hermes_replay._cassette.verify import verify_file
 from hermes_replay.scripted_endpoint import FaultPlan, ScriptedEndpoint
 
 MESSAGES = [{"role": "user", "content": "What is 2+2?"}]

@@ -11,7 +11,7 @@ import pytest
 from _core_helpers import SECRET, TinyServer
 
 import hermes_replay
-from hermes_replay._redact import (
+from hermes_replay._secrets.redact import (
     might_hold_secret,
     needs_redaction,
     redact_headers,
@@ -121,7 +121,7 @@ def test_needs_redaction_agrees_with_redact_json(raw: str) -> None:
 
 def test_needs_redaction_scans_a_repeated_string_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Turn N of a rollout repeats turns 0..N-1: only the new strings are scanned."""
-    from hermes_replay import _redact
+    from hermes_replay._secrets import redact as _redact
 
     monkeypatch.setattr(_redact, "_CLEAN", {})  # what other tests left there
     scanned: list[str] = []

@@ -21,9 +21,9 @@ import pytest
 from test_cli_record_replay import TINY_ENV
 
 import hermes_replay
-from hermes_replay._env_guard import NotAnEnvFile, check_env_file, env_classes
-from hermes_replay._netblock import NetworkBlocked, block_network
-from hermes_replay._stall import ReplayStalled, stall_guard
+from hermes_replay._runner.env_guard import NotAnEnvFile, check_env_file, env_classes
+from hermes_replay._runner.netblock import NetworkBlocked, block_network
+from hermes_replay._runner.stall import ReplayStalled, stall_guard
 from hermes_replay.cli import main
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_replay._twice import VOLATILE, compare_traces, replay_twice
+from hermes_replay._runner.twice import VOLATILE, compare_traces, replay_twice
 from hermes_replay.cli import main
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 

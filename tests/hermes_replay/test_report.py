@@ -23,8 +23,8 @@ from _report_inputs import (
 )
 
 from hermes_replay._cassette import load_cassette
+from hermes_replay._cassette.verify import verify_file
 from hermes_replay._report import ReportRefused, write_report
-from hermes_replay._verify import verify_file
 from hermes_replay.cli import main
 
 

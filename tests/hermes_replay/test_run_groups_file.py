@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from hermes_replay._run import read_groups
+from hermes_replay._runner.run import read_groups
 
 
 def test_groups_read_back_equal_json_and_share_their_token_ints(tmp_path):

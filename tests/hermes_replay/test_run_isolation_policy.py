@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from hermes_replay._isolation import ISOLATION_VAR, tool_isolation
+from hermes_replay._session.isolation import ISOLATION_VAR, tool_isolation
 
 
 @pytest.mark.parametrize(

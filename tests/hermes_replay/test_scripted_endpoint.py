@@ -301,7 +301,7 @@ async def test_atropos_server_manager_chat_completion(ep):
 def _vllm_config(ep: ScriptedEndpoint, server_type: str):
     from atroposlib.envs.server_handling.server_baseline import APIServerConfig
 
-    from hermes_replay._tokenizer import tokenizer_path
+    from hermes_replay._tokenizers.bundled import tokenizer_path
 
     return APIServerConfig(base_url=ep.base_url, server_type=server_type, health_check=False,
                            api_key="x", model_name="scripted", tokenizer_name=tokenizer_path())
@@ -311,7 +311,7 @@ def _vllm_config(ep: ScriptedEndpoint, server_type: str):
 async def test_generate_tokens_and_logprobs(ep, server_type):
     from atroposlib.envs.server_handling.server_manager import ServerManager
 
-    from hermes_replay._tokenizer import load_tokenizer
+    from hermes_replay._tokenizers.bundled import load_tokenizer
 
     tok = load_tokenizer()
     manager = ServerManager([_vllm_config(ep, server_type)])
@@ -335,7 +335,7 @@ async def test_generate_tokens_and_logprobs(ep, server_type):
 async def test_managed_server_over_vllm_generate(ep):
     from atroposlib.envs.server_handling.server_manager import ServerManager
 
-    from hermes_replay._tokenizer import load_tokenizer
+    from hermes_replay._tokenizers.bundled import load_tokenizer
 
     manager = ServerManager([_vllm_config(ep, "vllm")])
     async with manager.managed_server(tokenizer=load_tokenizer()) as managed:
@@ -388,7 +388,7 @@ async def test_tool_choice_is_respected(ep):
 
 
 def test_chatml_prompt_parses_back_to_the_conversation():
-    from hermes_replay._tokenizer import load_tokenizer
+    from hermes_replay._tokenizers.bundled import load_tokenizer
     from hermes_replay.scripted_endpoint._chatml import parse_chatml
 
     messages = [
@@ -413,7 +413,7 @@ def test_chatml_prompt_parses_back_to_the_conversation():
 @pytest.mark.parametrize("fmt", ["hermes", "mistral", "qwen3_coder"])
 def test_raw_text_uses_the_parser_format(fmt):
     from environments.tool_call_parsers import get_parser
-    from hermes_replay._tokenizer import load_tokenizer
+    from hermes_replay._tokenizers.bundled import load_tokenizer
 
     prompt = load_tokenizer().apply_chat_template(
         ASK, tools=TOOLS, tokenize=False, add_generation_prompt=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from hermes_replay._scrub_outputs import scrub_file
+from hermes_replay._runner.scrub_outputs import scrub_file
 
 KEY = "sk-proj-" + "Qz7" + "a1B2c3D4e5F6g7H8i9J0kLmNoPqRsTuV"
 

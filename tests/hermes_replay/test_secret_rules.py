@@ -12,11 +12,17 @@ from typing import Any
 import pytest
 from _reliability_helpers import line_of, read_records, record_sample, write_records
 
-from hermes_replay._known_secrets import KNOWN
-from hermes_replay._redact import redact_argv, redact_headers, redact_json, redact_text, redact_url
-from hermes_replay._secret_rules import is_secret_name
-from hermes_replay._secret_scan import scan_command, scan_string, scan_value
-from hermes_replay._verify import verify_file
+from hermes_replay._cassette.verify import verify_file
+from hermes_replay._secrets.known import KNOWN
+from hermes_replay._secrets.redact import (
+    redact_argv,
+    redact_headers,
+    redact_json,
+    redact_text,
+    redact_url,
+)
+from hermes_replay._secrets.rules import is_secret_name
+from hermes_replay._secrets.scan import scan_command, scan_string, scan_value
 
 # Built at run time so this file holds no key-shaped literal.
 R = "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv"
@@ -154,8 +160,8 @@ def _sse(pieces: list[str]) -> str:
 
 
 def test_a_key_split_across_stream_chunks_is_cut_from_every_piece() -> None:
-    from hermes_replay._convert import stored_response
-    from hermes_replay._intercept import WireResponse
+    from hermes_replay._session.convert import stored_response
+    from hermes_replay._session.intercept import WireResponse
 
     key = SHAPED["openai"]
     pieces = ["Your key: ", key[:6], key[6:15], key[15:], " done"]
@@ -173,8 +179,8 @@ def test_a_key_split_across_stream_chunks_is_cut_from_every_piece() -> None:
 
 
 def test_credential_fields_inside_stream_chunks() -> None:
-    from hermes_replay._convert import stored_response
-    from hermes_replay._intercept import WireResponse
+    from hermes_replay._session.convert import stored_response
+    from hermes_replay._session.intercept import WireResponse
 
     raw = ('data: {"choices": [], "api_key": "Val' + R + '"}\n\n'
            'data: {"choices": [], "debug": "{\\"api-key\\": \\"Val' + R + '\\"}"}\n\n')

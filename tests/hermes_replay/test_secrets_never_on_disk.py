@@ -38,8 +38,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hermes_replay
-from hermes_replay._known_secrets import KNOWN
-from hermes_replay._verify import verify_file
+from hermes_replay._cassette.verify import verify_file
+from hermes_replay._secrets.known import KNOWN
 
 EXAMPLES = int(os.environ.get("HERMES_SECRET_EXAMPLES", "120"))
 ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"

@@ -13,8 +13,8 @@ from test_shards_merge import _shard
 
 from hermes_replay import load_cassette
 from hermes_replay._cassette import write_cassette
-from hermes_replay._merge import merge_cassettes, shard_path
-from hermes_replay._verify import verify_paths
+from hermes_replay._cassette.merge import merge_cassettes, shard_path
+from hermes_replay._cassette.verify import verify_paths
 from hermes_replay.cli import main
 
 

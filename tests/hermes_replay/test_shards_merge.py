@@ -22,15 +22,15 @@ import pytest
 
 from hermes_replay import cassette as open_cassette
 from hermes_replay._cassette import CassetteHeader, Interaction, load_cassette, write_cassette
-from hermes_replay._envrun import run_env_file
-from hermes_replay._merge import (
+from hermes_replay._cassette.merge import (
     MergeError,
     expand_shards,
     is_merged_shard,
     merge_cassettes,
     shard_path,
 )
-from hermes_replay._plan import replay_argv
+from hermes_replay._runner.envrun import run_env_file
+from hermes_replay._runner.plan import replay_argv
 from hermes_replay.cli import main
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
@@ -73,7 +73,7 @@ def test_shard_path_and_names(tmp_path):
 
 
 def test_a_folder_replay_skips_shards_once_they_are_merged(tmp_path):
-    from hermes_replay._plan import find_cassettes
+    from hermes_replay._runner.plan import find_cassettes
 
     cassette = tmp_path / "cassettes" / "env" / "process.jsonl"
     shards = [_shard(shard_path(cassette, n), [f"train-{n}-0-0"]) for n in ("w0", "w1")]

@@ -4,7 +4,7 @@ import difflib
 
 import pytest
 
-from hermes_replay._result import RolloutOutcome, RunResult
+from hermes_replay._runner.result import RolloutOutcome, RunResult
 from hermes_replay.snapshot import RolloutSnapshotExtension, render_run
 
 

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import AutoTokenizer, BatchEncoding, PreTrainedTokenizerFast
 
-from hermes_replay._tokenizer import (
+from hermes_replay._tokenizers.bundled import (
     MARKUP_TOKENS,
     SPECIAL_TOKENS,
     TOKENIZER_FILES,

@@ -219,7 +219,7 @@ def test_calls_gathered_out_of_order_still_match(tmp_path: Path) -> None:
 
 
 def test_diff_names_the_first_differing_tool_call(tmp_path: Path) -> None:
-    from hermes_replay._diff import compare_paths
+    from hermes_replay._diff.compare import compare_paths
 
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     _record(a, {"r": ["ls", "date"]}, Tool({"date": {"output": "Mon", "exit_code": 0}}))

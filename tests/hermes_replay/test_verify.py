@@ -13,7 +13,7 @@ import pytest
 from _reliability_helpers import line_of, read_records, record_sample, write_records
 
 from hermes_replay import cli
-from hermes_replay._verify import Finding, scan_value, verify_file, verify_paths
+from hermes_replay._cassette.verify import Finding, scan_value, verify_file, verify_paths
 
 # Secrets built at run time so this file itself holds no key-shaped literal.
 SK = "sk-" + "proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4"
@@ -298,7 +298,7 @@ def test_secret_in_a_damaged_line_is_still_found(sample: Path, tmp_path: Path) -
 @pytest.mark.parametrize("bad", ["item-0/slot-0", "a\\b", "up..down", "tab\there", "", "x" * 257])
 def test_rollout_refuses_an_id_verify_would_flag(bad: str) -> None:
     import hermes_replay
-    from hermes_replay._scope import ROLLOUT_ID_RULE
+    from hermes_replay._session.scope import ROLLOUT_ID_RULE
 
     with pytest.raises(ValueError) as info:
         with hermes_replay.rollout(bad):

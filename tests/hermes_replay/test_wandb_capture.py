@@ -1,7 +1,7 @@
 import numpy as np
 import wandb
 
-from hermes_replay._wandb import capture_wandb
+from hermes_replay._runner.wandb import capture_wandb
 
 
 def test_captures_init_and_log_and_restores_module():

@@ -23,8 +23,8 @@ from environments._ids import (
     worker_from_registration,
 )
 from hermes_replay._cassette import load_cassette
-from hermes_replay._merge import merge_cassettes, shard_path
-from hermes_replay._workers import owner
+from hermes_replay._cassette.merge import merge_cassettes, shard_path
+from hermes_replay._session.workers import owner
 from hermes_replay.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import hermes_replay
-from hermes_replay._known_good import reference_reply
+from hermes_replay._session.known_good import reference_reply
 from hermes_replay.cli import main
 from hermes_replay.probe import run_probes
 

@@ -1,0 +1,183 @@
+"""Cassette files on disk: plain or zstd-compressed, found the same way by every command.
+
+A cassette is ``*.jsonl`` (the default: small, reviewable, diffable) or ``*.jsonl.zst`` (the
+same JSON Lines, zstd-compressed, for large recordings). What a file *is* is decided by its
+bytes, not its name — a zstd frame starts with the magic ``28 b5 2f fd`` — so a renamed or
+misnamed file still reads. What a *new* file becomes is decided by its name: a path ending in
+``.zst`` is written compressed. The recording journal (``<cassette>.partial``) is always plain
+JSON Lines, one flushed line per record, so a killed recorder's work stays readable by any
+tool; compression happens when the finished cassette is written.
+
+zstd comes from the standard library (``compression.zstd``, Python ≥ 3.14) or from its
+backport on PyPI (``backports-zstd``, a dependency on older Pythons): the same API, by the
+same authors, so this module loses its fallback when 3.14 is the oldest Python supported.
+
+A compressed cassette is data from outside like any other: decompression stops at
+``MAX_DECOMPRESSED_BYTES`` (a few kilobytes of zstd can claim terabytes).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import IO
+
+from hermes_replay._errors import CassetteError
+
+__all__ = ["CASSETTE_SUFFIXES", "MAX_DECOMPRESSED_BYTES", "ZSTD_MAGIC", "cassette_files",
+           "is_cassette_name", "is_compressed", "open_for_write", "read_bytes", "read_head",
+           "wants_compression"]
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+ZST = ".zst"
+CASSETTE_SUFFIXES = (".jsonl", ".jsonl" + ZST)
+PARTIAL = ".partial"
+# 4 GiB: a 10,000-interaction cassette is ~40 MB of JSON Lines; anything past this is hostile
+MAX_DECOMPRESSED_BYTES = 4 << 30
+# zstd level for written cassettes: 10 gives most of level 19's size at a fraction of the time
+# (benchmarks/storage_bench.py measures both); writing happens once per recording
+LEVEL = 10
+
+
+def _zstd() -> ModuleType:
+    try:
+        from compression import zstd  # type: ignore[import-not-found]  # Python >= 3.14
+    except ImportError:
+        try:
+            from backports import zstd  # type: ignore[no-redef]
+        except ImportError as exc:  # pragma: no cover - a dependency below 3.14
+            raise CassetteError(
+                "zstd is not available to read or write a .zst cassette",
+                hint="pip install backports-zstd (hermes-replay depends on it below "
+                     "Python 3.14), or use a plain .jsonl cassette") from exc
+    return zstd
+
+
+def is_cassette_name(name: str, *, partial: bool = False) -> bool:
+    """``x.jsonl`` / ``x.jsonl.zst`` (and their ``.partial`` journals if ``partial``)."""
+    if partial and name.endswith(PARTIAL):
+        name = name[: -len(PARTIAL)]
+    return name.endswith(CASSETTE_SUFFIXES)
+
+
+def wants_compression(path: str | Path) -> bool:
+    """A new file at ``path`` is written compressed (its name ends in ``.zst``)."""
+    return Path(path).name.endswith(ZST)
+
+
+def is_compressed(path: str | Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == ZSTD_MAGIC
+    except OSError:
+        return False
+
+
+def cassette_files(folder: Path, *, partial: bool = False) -> list[Path]:
+    """Every cassette file under ``folder`` (recursively), in name order; ``partial`` adds the
+    ``.partial`` journals."""
+    patterns = ["*.jsonl", "*.jsonl.zst"]
+    if partial:
+        patterns += ["*.jsonl.partial", "*.jsonl.zst.partial"]
+    found = {p for pattern in patterns for p in folder.rglob(pattern)}
+    return sorted(found)
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's JSON Lines bytes, decompressed if it is a zstd frame.
+
+    Raises ``OSError`` as ``Path.read_bytes`` does, and ``CassetteError`` for a damaged or
+    oversized compressed file.
+    """
+    data = path.read_bytes()
+    if not data.startswith(ZSTD_MAGIC):
+        return data
+    return _decompress(path, data)
+
+
+def _decompress(path: Path, data: bytes) -> bytes:
+    zstd = _zstd()
+    out = io.BytesIO()
+    decompressor = zstd.ZstdDecompressor()
+    remaining = data
+    try:
+        while True:
+            chunk = decompressor.decompress(remaining, max_length=1 << 24)
+            remaining = b""
+            out.write(chunk)
+            if out.tell() > MAX_DECOMPRESSED_BYTES:
+                raise CassetteError(
+                    f"decompresses to more than {MAX_DECOMPRESSED_BYTES >> 30} GiB", path=path,
+                    hint="this is no cassette hermes-replay wrote; do not use it")
+            if decompressor.eof:
+                rest = decompressor.unused_data
+                if not rest:
+                    break
+                decompressor, remaining = zstd.ZstdDecompressor(), rest  # concatenated frames
+            elif decompressor.needs_input:
+                raise zstd.ZstdError("the compressed data ends in the middle of a frame")
+    except zstd.ZstdError as exc:
+        raise CassetteError(f"damaged zstd data ({exc})", path=path,
+                            hint="the file is cut off or corrupt; restore it from git, or "
+                                 "re-record it") from exc
+    return out.getvalue()
+
+
+def read_head(path: Path, limit: int = 1 << 20) -> bytes:
+    """At most ``limit`` bytes of the start of the (decompressed) file — enough for the header
+    line; never decompresses the whole of a large cassette."""
+    with open(path, "rb") as fh:
+        start = fh.read(4)
+        fh.seek(0)
+        if start != ZSTD_MAGIC:
+            return fh.read(limit)
+        zstd = _zstd()
+        try:
+            with zstd.ZstdFile(fh, "rb") as zf:
+                return zf.read(limit)
+        except zstd.ZstdError:
+            return b""
+
+
+def first_line(path: Path, limit: int = 1 << 20) -> bytes:
+    """The header line of a cassette (plain or compressed), without its newline."""
+    return read_head(path, limit).split(b"\n", 1)[0]
+
+
+@contextmanager
+def open_for_write(path: Path, *, compress: bool) -> Iterator[IO[str]]:
+    """A text stream writing ``path`` (compressed if ``compress``), fsynced before it is
+    closed, so the caller's ``os.replace`` never publishes a half-written file."""
+    with open(path, "wb") as raw:
+        inner: IO[bytes] = _zstd().ZstdFile(raw, "w", level=LEVEL) if compress else raw
+        text = io.TextIOWrapper(inner, encoding="utf-8", newline="\n")
+        yield text
+        text.flush()
+        text.detach()
+        if compress:
+            inner.close()  # ends the zstd frame; a ZstdFile leaves a file it was given open
+        raw.flush()
+        os.fsync(raw.fileno())
+
+
+def write_text_atomic(path: Path, text: str, *, suffix: str = ".tmp") -> None:
+    """Write ``text`` to ``path`` through a temp file beside it and ``os.replace``: a reader
+    (or a crash) sees the old file or the new one, never half of it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}{suffix}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def relative_to_cwd(path: Path) -> str:
+    """``path`` relative to the working directory, POSIX style (stable across machines)."""
+    try:
+        return Path(os.path.relpath(path.resolve(), Path.cwd())).as_posix()
+    except ValueError:  # another drive on Windows
+        return path.resolve().as_posix()

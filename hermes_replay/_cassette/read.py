@@ -1,0 +1,264 @@
+"""Reading a cassette file: parse, validate, decode bodies; every error names file:line.
+
+A ``.partial`` (an interrupted recording's journal) reads too: its cut-off last line is
+dropped and its provisional sequence numbers are ranked as a finished cassette's would be.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from hermes_replay._cassette.files import read_bytes
+from hermes_replay._cassette.format import BodyDecoder, DecodeError
+from hermes_replay._cassette.matching import request_path
+from hermes_replay._cassette.model import (
+    SCHEMA_VERSION,
+    Cassette,
+    CassetteHeader,
+    Interaction,
+    RolloutRecord,
+    harness_version,
+    partial_path,
+)
+from hermes_replay._cassette.toolcalls import ToolCall
+from hermes_replay._errors import CassetteError
+
+__all__ = ["load_cassette", "paused_gc"]
+
+_RERECORD = "re-record it with `hermes-replay record …` (or mode='record')"
+
+
+def load_cassette(path: str | Path) -> Cassette:
+    """Read a cassette file (or a ``.partial`` one); raises ``CassetteError`` naming file:line.
+
+    ``.jsonl`` and zstd-compressed ``.jsonl.zst`` read alike (see ``_cassette.files``). A folder of
+    shards is read by ``_load.load_cassette`` (the public one).
+    """
+    path = Path(path)
+    is_partial = path.name.endswith(".partial")
+    if not path.exists():
+        hint = f"check the path, or {_RERECORD} (mode='auto' records it)"
+        if partial_path(path).exists():
+            hint = (f"an interrupted recording is in {partial_path(path)}: inspect it "
+                    f"(`hermes-replay show {partial_path(path)}`) and rename it to {path.name} "
+                    f"to use what it holds, or {_RERECORD}")
+        raise CassetteError("no such cassette", path=path, hint=hint)
+    try:
+        data = read_bytes(path)
+    except OSError as exc:
+        raise CassetteError(f"cannot read the file: {exc}", path=path,
+                            hint="restore it from git, or " + _RERECORD) from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CassetteError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path,
+                            line=data.count(b"\n", 0, exc.start) + 1,
+                            hint="the file is damaged; restore it from git, or "
+                            + _RERECORD) from exc
+    lines = text.split("\n")
+    truncated_tail = bool(lines) and lines[-1] != ""
+    if lines and lines[-1] == "":
+        lines.pop()
+    with paused_gc():
+        return _parse(path, lines, is_partial=is_partial, truncated_tail=truncated_tail)
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """No cyclic garbage collection inside the block.
+
+    Loading and indexing a cassette allocate many small dicts and lists and free none of them;
+    the collector's full passes over them were a quarter of the load time and most of the
+    index time of a large cassette. Nothing cyclic is created there, so nothing is missed.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bool) -> Cassette:
+    bodies: dict[tuple[str, int], Any] = {}
+
+    def lookup(rollout: str, seq: int) -> Any:
+        if (rollout, seq) not in bodies:
+            raise DecodeError(f"refers to turn {seq} of rollout {rollout!r}, not found earlier")
+        return bodies[(rollout, seq)]
+
+    decoder = BodyDecoder(lookup)
+    parse_json = json.JSONDecoder(object_hook=decoder.object_hook).decode  # built once
+    header: CassetteHeader | None = None
+    interactions: list[Interaction] = []
+    rollouts: dict[str, RolloutRecord] = {}
+    seen: dict[tuple[str | None, int], int] = {}
+    tool_calls: list[ToolCall] = []
+    seen_tools: dict[tuple[str | None, int], int] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = parse_json(line)
+        except DecodeError as exc:  # raised by the blob hook: the JSON itself is fine
+            raise CassetteError(f"bad {_kind_of(line)} record: {_short(exc)}", path=path,
+                                line=number, hint="restore the file from git, or "
+                                + _RERECORD) from exc
+        except (ValueError, RecursionError) as exc:  # also: nesting too deep, huge numbers
+            if is_partial and truncated_tail and number == len(lines):
+                break  # the write the crash interrupted; everything before it is whole
+            why = exc.msg if isinstance(exc, json.JSONDecodeError) else _short(exc)
+            raise CassetteError(f"not valid JSON ({why})", path=path, line=number,
+                                hint="the file is damaged; restore it from git, or "
+                                + _RERECORD) from exc
+        kind = record.get("type") if isinstance(record, dict) else None
+        if header is None:
+            header = _read_header(path, number, record)
+            continue
+        try:
+            if kind == "blob":
+                decoder.add_blob(str(record["id"]), record["value"])
+            elif kind == "interaction":
+                inter = _read_interaction(record, decoder)
+                if inter.key in seen and not is_partial:
+                    raise DecodeError(f"duplicate recording for rollout {inter.rollout!r} turn "
+                                      f"{inter.seq} (first at line {seen[inter.key]})")
+                seen[inter.key] = number
+                if inter.rollout is not None:
+                    bodies[(inter.rollout, inter.seq)] = inter.request.get("body")
+                    rollouts.setdefault(inter.rollout, RolloutRecord(inter.rollout))
+                interactions.append(inter)
+            elif kind == "tool":
+                call = _read_tool_call(record)
+                if call.key in seen_tools and not is_partial:
+                    raise DecodeError(f"duplicate tool call {call.seq} of rollout "
+                                      f"{call.rollout!r} (first at line {seen_tools[call.key]})")
+                seen_tools[call.key] = number
+                if call.rollout is not None:
+                    rollouts.setdefault(call.rollout, RolloutRecord(call.rollout))
+                tool_calls.append(call)
+            elif kind == "outcome":
+                fields = {k: v for k, v in record.items() if k not in ("type", "rollout")}
+                rid = _rollout_id(record["rollout"])
+                rollouts.setdefault(rid, RolloutRecord(rid)).outcome.update(fields)
+            elif kind == "annotate":
+                header = header.merged(dict(record.get("fields") or {}))
+            else:
+                raise DecodeError(f"unknown record type {kind!r}")
+        except (DecodeError, KeyError, TypeError, ValueError, ValidationError) as exc:
+            raise CassetteError(f"bad {kind or 'record'} record: {_short(exc)}", path=path,
+                                line=number, hint="restore the file from git, or "
+                                + _RERECORD) from exc
+    if header is None and is_partial:  # killed before its header line was whole
+        return Cassette(path, CassetteHeader(), [], {}, complete=False)
+    if header is None:
+        raise CassetteError("empty file: no header line", path=path, line=1,
+                            hint=_RERECORD[0].upper() + _RERECORD[1:])
+    if is_partial:
+        interactions = _renumber(interactions)
+    for inter in interactions:
+        if inter.rollout is not None:
+            rollouts[inter.rollout].interactions.append(inter)
+    tool_calls.sort(key=lambda c: (c.rollout or "", c.seq))
+    for call in tool_calls:
+        if call.rollout is not None:
+            rollouts[call.rollout].tool_calls.append(call)
+    return Cassette(path, header, interactions, rollouts, complete=not is_partial,
+                    tool_calls=tool_calls)
+
+
+def _kind_of(line: str) -> str:
+    record = json.loads(line)
+    kind = record.get("type") if isinstance(record, dict) else None
+    return str(kind) if kind else "record"
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _read_header(path: Path, number: int, record: Any) -> CassetteHeader:
+    if not isinstance(record, dict) or record.get("type") != "header":
+        raise CassetteError("line 1 is not a cassette header", path=path, line=number,
+                            hint="is this a hermes-replay cassette? If so, " + _RERECORD)
+    version = record.get("schema_version")
+    if not isinstance(version, int) or version < 1:
+        raise CassetteError(f"bad schema_version {version!r}", path=path, line=number,
+                            hint=_RERECORD)
+    if version > SCHEMA_VERSION:
+        raise CassetteError(
+            f"cassette schema {version} is newer than this hermes-replay reads "
+            f"(schema {SCHEMA_VERSION}, hermes-replay {harness_version()})",
+            path=path, line=number,
+            hint="upgrade hermes-replay, or " + _RERECORD + " with this version")
+    try:
+        return CassetteHeader.model_validate(record)
+    except ValidationError as exc:
+        raise CassetteError(f"bad header: {_short(exc)}", path=path, line=number,
+                            hint=_RERECORD) from exc
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _rollout_id(value: Any) -> str:
+    """Rollout ids are printed by ls/show/miss reports: no control characters (a cassette
+    must not be able to send escape sequences to the reader's terminal)."""
+    rid = str(value)
+    if _CONTROL.search(rid):
+        raise DecodeError(f"rollout id {rid!r} has control characters")
+    return rid
+
+
+def _read_interaction(record: dict, decoder: BodyDecoder) -> Interaction:
+    # ``record`` is freshly parsed and ours: completed in place, not copied (this runs
+    # once per interaction of every cassette a session loads)
+    rollout = record.get("rollout")
+    if rollout is not None:
+        _rollout_id(rollout)
+    del record["type"]
+    request, response = record["request"], record["response"]
+    if not isinstance(request, dict) or not isinstance(response, dict):
+        raise DecodeError("request and response must be JSON objects")
+    request["body"] = decoder.decode(rollout, request.get("body"))
+    request["path"] = request_path(str(request.get("url", "")))
+    response.setdefault("body", None)    # readers may rely on both keys being present
+    response.setdefault("chunks", None)
+    return Interaction.model_validate(record)
+
+
+def _read_tool_call(record: dict) -> ToolCall:
+    rollout = record.get("rollout")
+    if rollout is not None:
+        _rollout_id(rollout)
+    name = record.get("name")
+    if not isinstance(name, str) or _CONTROL.search(name):
+        raise DecodeError(f"tool name {name!r} is not a plain string")
+    del record["type"]
+    return ToolCall.model_validate(record)
+
+
+def _renumber(interactions: list[Interaction]) -> list[Interaction]:
+    """A ``.partial`` holds provisional sequence numbers (order of issue, with gaps where an
+    attempt failed); rank them 0..n-1 per rollout as a finished cassette would."""
+    by_rollout: dict[str | None, list[Interaction]] = {}
+    for inter in interactions:
+        by_rollout.setdefault(inter.rollout, []).append(inter)
+    out = []
+    for group in by_rollout.values():
+        for rank, inter in enumerate(sorted(group, key=lambda i: i.seq)):
+            out.append(inter.model_copy(update={"seq": rank}))
+    return out
+
+
+# ----------------------------------------------------------------------------- writing

@@ -1,0 +1,443 @@
+"""Compare two runs: cassettes, replay results, or one of each. Pure functions, no printing.
+(Over 400 lines: the three inputs' views and the comparison share one data model.)
+
+Each input becomes a ``RunView`` — rollouts (reward, turns, …), metrics and, for cassettes,
+the recorded transcripts — and ``compare(a, b)`` returns a ``DiffReport``:
+
+* reward changes per rollout (old → new, delta) and other outcome changes (turns, finished,
+  tool errors);
+* rollouts only in A / only in B;
+* the first diverging turn of each transcript both sides recorded: the rollout, the turn
+  (its request/response ``seq``), the field that differs (``request.messages[3].content``,
+  ``response.message.tool_calls``, …) and a short unified diff of that message;
+* the first differing recorded tool call of each rollout both cassettes hold (``_diff.tool_calls``);
+* metric deltas: eval metrics a run reported (``metrics.json``), and per phase metrics
+  derived from the rollouts (``rollouts:eval/mean_reward`` …) so two cassettes — which hold
+  no ``metrics.json`` — still compare on their eval rewards.
+
+A replay result holds no transcripts (its requests matched the cassette, or it reports the
+misses), so transcripts are compared only between two cassettes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hermes_replay._cassette import Cassette, Interaction
+from hermes_replay._cassette.files import read_head
+from hermes_replay._cassette.load import load_cassette
+from hermes_replay._cassette.matching import DEFAULT_IGNORE_PATHS, _flatten, unified_request_diff
+from hermes_replay._cassette.toolcalls import ToolCall
+from hermes_replay._diff.tool_calls import first_tool_divergence
+from hermes_replay._errors import CassetteError
+from hermes_replay._runner.result import RolloutOutcome, RunResult
+from hermes_replay._runner.result_io import RESULT_FILE, load_run_result, run_result_from_output_dir
+
+__all__ = [
+    "DIFF_SCHEMA",
+    "NO_ROLLOUT",
+    "DiffReport",
+    "Divergence",
+    "MetricDelta",
+    "OutcomeChange",
+    "RolloutView",
+    "RunView",
+    "compare",
+    "compare_paths",
+    "first_divergence",
+    "load_view",
+    "view_from_cassette",
+    "view_from_result",
+]
+
+DIFF_SCHEMA = 1
+NO_ROLLOUT = "<no rollout>"  # the transcript of requests made outside any rollout scope
+# Outcome fields compared besides the reward (cassette outcome key -> view attribute).
+_OUTCOME_FIELDS = ("turns", "finished", "tool_errors")
+# Request body keys that say nothing about the conversation (mirrors the matcher's ignores).
+_IGNORED_BODY_KEYS = {p.split(".", 1)[1] for p in DEFAULT_IGNORE_PATHS if p.startswith("body.")}
+_ASSISTANT_FIELDS = ("role", "content", "tool_calls", "reasoning_content", "reasoning",
+                     "function_call", "refusal")
+
+
+# One rollout of either side: the same record a replay result holds.
+RolloutView = RolloutOutcome
+
+
+@dataclass
+class RunView:
+    """One side of a diff. ``transcripts`` is None when the input holds none (a result)."""
+
+    label: str
+    kind: str  # "cassette" | "result"
+    env_name: str | None = None
+    rollouts: dict[str, RolloutView] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    transcripts: dict[str, list[Interaction]] | None = None
+    misses: list[str] = field(default_factory=list)
+    tool_calls: dict[str, list[ToolCall]] | None = None
+
+    @property
+    def turn_count(self) -> int:
+        return sum(len(t) for t in (self.transcripts or {}).values())
+
+
+@dataclass(frozen=True)
+class OutcomeChange:
+    """A rollout whose reward or other outcome field differs (``delta`` only for rewards)."""
+
+    rollout: str
+    phase: str
+    reward_a: float | None
+    reward_b: float | None
+    delta: float | None
+    fields: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+
+    @property
+    def reward_changed(self) -> bool:
+        return self.reward_a != self.reward_b
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first place two recorded transcripts of one rollout differ."""
+
+    rollout: str
+    turn: int  # 1-based, as every message counts turns (the interaction's seq + 1)
+    field: str  # "request.messages[2].content", "response.message.tool_calls", "turn count" …
+    diff: str  # unified diff of the differing message (A = ---, B = +++), may be ""
+
+
+@dataclass(frozen=True)
+class MetricDelta:
+    name: str
+    a: float | None
+    b: float | None
+    delta: float | None
+
+
+@dataclass
+class DiffReport:
+    a: RunView
+    b: RunView
+    changes: list[OutcomeChange] = field(default_factory=list)
+    only_a: list[str] = field(default_factory=list)
+    only_b: list[str] = field(default_factory=list)
+    divergences: list[Divergence] = field(default_factory=list)
+    tool_divergences: list[Divergence] = field(default_factory=list)  # first per rollout
+    metrics: list[MetricDelta] = field(default_factory=list)
+    compared_rollouts: int = 0
+    compared_metrics: int = 0
+    notes: list[str] = field(default_factory=list)  # e.g. misses a result reports
+
+    @property
+    def equal(self) -> bool:
+        return not (self.changes or self.only_a or self.only_b or self.divergences
+                    or self.tool_divergences or self.metrics or self.a.misses or self.b.misses)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` document (schema ``DIFF_SCHEMA``, documented in ``_cli/diff.py``)."""
+
+        def side(v: RunView) -> dict[str, Any]:
+            return {"path": v.label, "kind": v.kind, "env_name": v.env_name,
+                    "rollouts": len(v.rollouts), "misses": list(v.misses)}
+
+        return {
+            "schema_version": DIFF_SCHEMA,
+            "equal": self.equal,
+            "a": side(self.a),
+            "b": side(self.b),
+            "compared_rollouts": self.compared_rollouts,
+            "rewards": [
+                {"rollout": c.rollout, "phase": c.phase, "a": c.reward_a, "b": c.reward_b,
+                 "delta": c.delta,
+                 "fields": {k: {"a": x, "b": y} for k, (x, y) in c.fields.items()}}
+                for c in self.changes
+            ],
+            "only_in_a": list(self.only_a),
+            "only_in_b": list(self.only_b),
+            "divergences": [asdict(d) for d in self.divergences],
+            "tool_divergences": [asdict(d) for d in self.tool_divergences],
+            "metrics": [asdict(m) for m in self.metrics],
+            "notes": list(self.notes),
+        }
+
+
+# --------------------------------------------------------------------------- reading inputs
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, (list, tuple)):
+        return len(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _derived_metrics(rollouts: dict[str, RolloutView]) -> dict[str, float]:
+    """Per phase: mean reward and rollout count, so eval rewards compare without metrics.json."""
+    out: dict[str, float] = {}
+    phases = sorted({r.phase for r in rollouts.values()})
+    for phase in phases:
+        group = [r for r in rollouts.values() if r.phase == phase]
+        rewards = [r.reward for r in group if r.reward is not None]
+        out[f"rollouts:{phase}/count"] = float(len(group))
+        if rewards:
+            out[f"rollouts:{phase}/mean_reward"] = sum(rewards) / len(rewards)
+    return out
+
+
+def view_from_cassette(cassette: Cassette, label: str | None = None) -> RunView:
+    rollouts: dict[str, RolloutView] = {}
+    for rid, rec in cassette.rollouts.items():
+        rollouts[rid] = RolloutOutcome.from_outcome(rid, rec.outcome or {})
+    transcripts = {rid: sorted(rec.interactions, key=lambda i: i.seq)
+                   for rid, rec in cassette.rollouts.items()}
+    if cassette.scopeless:  # requests outside any rollout (a judge, setup calls)
+        transcripts[NO_ROLLOUT] = sorted(cassette.scopeless, key=lambda i: i.seq)
+    tool_calls: dict[str, list[ToolCall]] = {}
+    for call in cassette.tool_calls:
+        tool_calls.setdefault(call.rollout or NO_ROLLOUT, []).append(call)
+    return RunView(label=label or str(cassette.path), kind="cassette",
+                   env_name=cassette.header.env_name, rollouts=rollouts,
+                   metrics=_derived_metrics(rollouts), transcripts=transcripts,
+                   tool_calls=tool_calls)
+
+
+def view_from_result(result: RunResult, label: str = "<run result>") -> RunView:
+    rollouts = {
+        r.id: RolloutView(id=r.id, phase=r.phase, reward=_float(r.reward), turns=r.turns,
+                          finished=r.finished, tool_errors=_count(r.tool_errors))
+        for r in result.rollouts
+    }
+    metrics = _derived_metrics(rollouts)
+    for name, value in result.eval_metrics.items():
+        number = _float(value)
+        if number is not None:
+            metrics[name] = number
+    return RunView(label=label, kind="result", env_name=result.env_name, rollouts=rollouts,
+                   metrics=metrics, transcripts=None, misses=list(result.misses))
+
+
+def _is_result_file(path: Path) -> bool:
+    if path.suffix == ".json":
+        return True
+    try:
+        head = read_head(path, 200).decode("utf-8", "replace").lstrip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return head.startswith("{") and '"hermes-replay-result"' in head
+
+
+def load_view(path: str | Path) -> RunView:
+    """A cassette (``.jsonl``/``.partial``), a ``result.json``, or a replay output folder.
+
+    Raises ``CassetteError`` naming the path (and line) when it cannot be used.
+    """
+    from hermes_replay._cassette.merge import SHARDS_SUFFIX
+
+    path = Path(path)
+    if path.is_dir() and path.name.endswith(SHARDS_SUFFIX):  # the cassette its shards make
+        return view_from_cassette(load_cassette(path), str(path))
+    if path.is_dir():
+        if (path / RESULT_FILE).is_file():
+            return view_from_result(load_run_result(path / RESULT_FILE), str(path / RESULT_FILE))
+        found = run_result_from_output_dir(path)
+        if found is not None:
+            return view_from_result(found, str(path))
+        raise CassetteError(
+            f"a folder with no {RESULT_FILE} and no evaluate metrics.json", path=path,
+            hint=f"pass a cassette (.jsonl), a {RESULT_FILE} (write one with "
+            "hermes_replay._runner.result_io.write_run_result), or an evaluate output folder")
+    if path.is_file() and _is_result_file(path):
+        return view_from_result(load_run_result(path), str(path))
+    return view_from_cassette(load_cassette(path), str(path))
+
+
+# --------------------------------------------------------------------------- comparing
+
+
+def _close(a: float | None, b: float | None, tol: float) -> bool:
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=0.0, abs_tol=tol)
+
+
+def _delta(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else b - a
+
+
+def _assistant(inter: Interaction) -> dict[str, Any]:
+    """The reply of one interaction, as a comparable dict (message fields + finish reason)."""
+    resp = inter.response or {}
+    body = resp.get("body")
+    if isinstance(body, dict) and body.get("choices"):
+        choice = body["choices"][0] if isinstance(body["choices"][0], dict) else {}
+        msg = choice.get("message")
+        out: dict[str, Any] = {}
+        if isinstance(msg, dict):
+            out = {k: msg.get(k) for k in _ASSISTANT_FIELDS if msg.get(k) is not None}
+        elif "text" in choice:
+            out = {"text": choice.get("text")}
+        if choice.get("finish_reason") is not None:
+            out["finish_reason"] = choice["finish_reason"]
+        return out
+    if resp.get("chunks") is not None:
+        from hermes_replay._cassette.messages import assistant_from_response
+
+        msg = assistant_from_response(resp) or {}
+        return {k: msg.get(k) for k in _ASSISTANT_FIELDS if msg.get(k) is not None}
+    return {"status": resp.get("status"), "body": body}
+
+
+def _readable(value: Any) -> Any:
+    """Tool-call arguments (a JSON string) as their object, so the diff shows one line per
+    argument (a changed shell command reads as itself, not as an escaped JSON string).
+    Only for display: the comparison itself is on the recorded bytes."""
+    if isinstance(value, list):
+        return [_readable(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: _readable(v) for k, v in value.items()}
+    args = out.get("arguments")
+    if "name" in out and isinstance(args, str):
+        try:
+            out["arguments"] = json.loads(args)
+        except ValueError:
+            pass
+    return out
+
+
+def _render(value: Any) -> list[str]:
+    lines: list[str] = []
+    _flatten(_readable(value), "", lines)
+    return lines
+
+
+def _field_diff(where: str, a: Any, b: Any) -> tuple[str, str]:
+    """The first differing key of two dicts (``where.key``) and a diff of the whole value."""
+    name = where
+    if isinstance(a, dict) and isinstance(b, dict):
+        # message fields in their natural order (role, content, tool_calls …), then the rest
+        keys = sorted(dict.fromkeys([*a, *b]), key=lambda k: (
+            _ASSISTANT_FIELDS.index(k) if k in _ASSISTANT_FIELDS else len(_ASSISTANT_FIELDS)))
+        differing = [k for k in keys if a.get(k) != b.get(k)]
+        if differing:
+            name = f"{where}.{differing[0]}"
+            if len(differing) > 1:
+                name += f" (also {', '.join(differing[1:])})"
+    diff = unified_request_diff(_render(a), _render(b), "A", "B")
+    return name, diff
+
+
+def first_divergence(rollout: str, a: list[Interaction], b: list[Interaction]) -> Divergence | None:
+    """Walk both transcripts turn by turn: request messages, other request fields, reply."""
+    for ia, ib in zip(a, b, strict=False):
+        body_a = ia.request.get("body") if isinstance(ia.request.get("body"), dict) else {}
+        body_b = ib.request.get("body") if isinstance(ib.request.get("body"), dict) else {}
+        msgs_a, msgs_b = body_a.get("messages") or [], body_b.get("messages") or []
+        for k in range(max(len(msgs_a), len(msgs_b))):
+            ma = msgs_a[k] if k < len(msgs_a) else None
+            mb = msgs_b[k] if k < len(msgs_b) else None
+            if ma != mb:
+                if ma is None or mb is None:
+                    side = "B" if ma is None else "A"
+                    return Divergence(rollout, ia.seq + 1,
+                                      f"request.messages[{k}] (only in {side})",
+                                      _field_diff("", ma or {}, mb or {})[1])
+                name, diff = _field_diff(f"request.messages[{k}]", ma, mb)
+                return Divergence(rollout, ia.seq + 1, name, diff)
+        rest_a = {k: v for k, v in body_a.items() if k not in _IGNORED_BODY_KEYS | {"messages"}}
+        rest_b = {k: v for k, v in body_b.items() if k not in _IGNORED_BODY_KEYS | {"messages"}}
+        if rest_a != rest_b or ia.request.get("url") != ib.request.get("url"):
+            if rest_a == rest_b:
+                return Divergence(rollout, ia.seq + 1, "request.url",
+                                  f"-{ia.request.get('url')}\n+{ib.request.get('url')}")
+            name, diff = _field_diff("request.body", rest_a, rest_b)
+            return Divergence(rollout, ia.seq + 1, name, diff)
+        reply_a, reply_b = _assistant(ia), _assistant(ib)
+        if reply_a != reply_b:
+            name, diff = _field_diff("response.message", reply_a, reply_b)
+            return Divergence(rollout, ia.seq + 1, name, diff)
+    if len(a) != len(b):
+        longer, side = (a, "A") if len(a) > len(b) else (b, "B")
+        extra = longer[min(len(a), len(b))]
+        return Divergence(rollout, extra.seq + 1, f"turn count ({len(a)} in A, {len(b)} in B; "
+                          f"turn {extra.seq + 1} only in {side})", "")
+    return None
+
+
+def compare(a: RunView, b: RunView, *, tolerance: float = 1e-9) -> DiffReport:
+    """Everything that differs between ``a`` (old) and ``b`` (new)."""
+    report = DiffReport(a, b)
+    if a.env_name and b.env_name and a.env_name != b.env_name:
+        report.notes.append(f"A is environment {a.env_name!r}, B is {b.env_name!r}")
+    report.only_a = sorted(set(a.rollouts) - set(b.rollouts))
+    report.only_b = sorted(set(b.rollouts) - set(a.rollouts))
+    shared = sorted(set(a.rollouts) & set(b.rollouts))
+    report.compared_rollouts = len(shared)
+    for rid in shared:
+        ra, rb = a.rollouts[rid], b.rollouts[rid]
+        fields = {f: (getattr(ra, f), getattr(rb, f)) for f in _OUTCOME_FIELDS
+                  if getattr(ra, f) is not None and getattr(rb, f) is not None
+                  and getattr(ra, f) != getattr(rb, f)}
+        if not _close(ra.reward, rb.reward, tolerance) or fields:
+            reward_b = rb.reward if not _close(ra.reward, rb.reward, tolerance) else ra.reward
+            report.changes.append(OutcomeChange(rid, ra.phase, ra.reward, reward_b,
+                                                _delta(ra.reward, reward_b), fields))
+        if a.transcripts is not None and b.transcripts is not None:
+            div = first_divergence(rid, a.transcripts.get(rid, []), b.transcripts.get(rid, []))
+            if div is not None:
+                report.divergences.append(div)
+    if a.transcripts is not None and b.transcripts is not None and (
+            NO_ROLLOUT in a.transcripts or NO_ROLLOUT in b.transcripts):
+        div = first_divergence(NO_ROLLOUT, a.transcripts.get(NO_ROLLOUT, []),
+                               b.transcripts.get(NO_ROLLOUT, []))
+        if div is not None:
+            report.divergences.append(div)
+    if a.tool_calls is not None and b.tool_calls is not None:
+        for rid in sorted(set(a.tool_calls) | set(b.tool_calls)):
+            if rid != NO_ROLLOUT and rid not in shared:
+                continue  # a rollout only one side has is reported as such already
+            found = first_tool_divergence(rid, a.tool_calls.get(rid, []),
+                                          b.tool_calls.get(rid, []))
+            if found is not None:
+                report.tool_divergences.append(Divergence(rid, *found))
+    if a.transcripts is None or b.transcripts is None:
+        which = " and ".join(v.label for v in (a, b) if v.transcripts is None)
+        report.notes.append(f"transcripts not compared: {which} is a replay result (it holds "
+                            "rewards and metrics, not transcripts)")
+    _compare_metrics(report, a, b, tolerance)
+    for v, name in ((a, "A"), (b, "B")):
+        if v.misses:
+            report.notes.append(f"{name} ({v.label}) had {len(v.misses)} replay miss(es); "
+                                f"first: {v.misses[0].splitlines()[0]}")
+    return report
+
+
+def _compare_metrics(report: DiffReport, a: RunView, b: RunView, tol: float) -> None:
+    # A metric one side cannot have (a cassette has no metrics.json) is not a difference;
+    # one that a result reported and the other result did not, is.
+    names = sorted(set(a.metrics) | set(b.metrics))
+    same_kind = a.kind == b.kind
+    for name in names:
+        va, vb = a.metrics.get(name), b.metrics.get(name)
+        derived = name.startswith("rollouts:")
+        if (va is None or vb is None) and not (same_kind or derived):
+            continue
+        report.compared_metrics += 1
+        if not _close(va, vb, tol):
+            report.metrics.append(MetricDelta(name, va, vb, _delta(va, vb)))
+
+
+def compare_paths(a: str | Path, b: str | Path, *, tolerance: float = 1e-9) -> DiffReport:
+    """``compare(load_view(a), load_view(b))``; raises ``CassetteError`` for unusable input."""
+    return compare(load_view(a), load_view(b), tolerance=tolerance)

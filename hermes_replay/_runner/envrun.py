@@ -1,0 +1,185 @@
+"""Run an environment file's own CLI in this process, as ``python ENV_FILE ARGS…`` would.
+
+In-process (``runpy``), not a subprocess, because the cassette's interception lives in this
+interpreter: the env's openai/httpx/aiohttp clients are patched only here. Used by
+``hermes_replay._runner.run``, the one runner.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import runpy
+import sys
+import traceback
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+__all__ = ["OutcomeCollector", "redirected_to", "run_env_file"]
+
+
+@contextmanager
+def _as_script(env_file: Path, argv: Sequence[str]) -> Iterator[None]:
+    """``sys.argv``/``sys.path[0]`` as ``python ENV_FILE ARGV…`` sets them; restored after."""
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = [str(env_file), *argv]
+    sys.path.insert(0, str(env_file.resolve().parent))
+    try:
+        yield
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+
+
+def run_env_file(env_file: Path, argv: Sequence[str]) -> int:
+    """Run ``env_file`` as ``__main__`` with ``argv``; return its exit code.
+
+    ``SystemExit`` (the env CLI ends with one) becomes the code. Errors of hermes-replay itself
+    (a cassette miss, a bad cassette) propagate so the caller can report them with context;
+    any other crash of the environment is printed with its traceback and returns 1.
+    """
+    from hermes_replay import HermesReplayError
+
+    with _as_script(env_file, argv):
+        try:
+            runpy.run_path(str(env_file), run_name="__main__")
+        except SystemExit as exc:
+            code = exc.code
+            if code is None:
+                return 0
+            if isinstance(code, int):
+                return code
+            print(code, file=sys.stderr)
+            return 1
+        except HermesReplayError:
+            raise
+        except Exception as exc:
+            # The miss may arrive wrapped by the env (e.g. a retry layer); surface it as such.
+            cause = _find_cause(exc, HermesReplayError)
+            if cause is not None:
+                raise cause from exc
+            traceback.print_exc()
+            print(
+                f"hermes-replay: {env_file} raised {type(exc).__name__}: {exc}\n"
+                f"  (traceback above). Next step: run `python {env_file} {' '.join(argv)}` "
+                "directly to debug the environment.",
+                file=sys.stderr,
+            )
+            return 1
+    return 0
+
+
+def _find_cause(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, kind):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+class OutcomeCollector:
+    """Keeps what each finished rollout reported, and feeds progress (a session observer,
+    see ``Session.observe``): per-rollout rewards in every mode, passthrough included."""
+
+    def __init__(self, on_rollout: Any = None) -> None:
+        self.outcomes: dict[str, dict[str, Any]] = {}
+        self.annotations: dict[str, Any] = {}
+        self._on_rollout = on_rollout
+
+    def rollout_finished(self, scope: Any) -> None:
+        self.outcomes[scope.id] = dict(scope.outcome)
+        if self._on_rollout is not None:
+            self._on_rollout(scope.id, self.outcomes[scope.id])
+
+    def annotate(self, fields: dict[str, Any]) -> None:
+        self.annotations.update(fields)
+
+    @property
+    def rewards(self) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
+        for rid, outcome in self.outcomes.items():
+            reward = outcome.get("reward")
+            out[rid] = float(reward) if isinstance(reward, (int, float)) else None
+        return out
+
+    @property
+    def turns(self) -> int:
+        return sum(int(o.get("turns_used") or 0) for o in self.outcomes.values())
+
+
+class _Sink(io.TextIOBase):
+    """Where an env's stdout/stderr go during a quiet run. Retargeted per run and never
+    closed, so logging handlers an env created during an earlier run keep working."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.target: Any = None
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        (self.target or sys.__stderr__).write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.target is not None:
+            self.target.flush()
+
+
+_SINK = _Sink()
+
+
+class _ToCurrentStderr(logging.Handler):
+    """Writes to whatever ``sys.stderr`` is at the time of the record: the env log during a
+    quiet run, the terminal with ``-v``."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:  # logging must never break a run
+            self.handleError(record)
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+@contextmanager
+def library_output_with_env() -> Iterator[None]:
+    """Library log records (INFO and up) and warnings go where the env's own output goes, so a
+    quiet run stays quiet (atroposlib's config dump and UserWarnings land in the env log, not
+    on the terminal or in pytest's warning summary) and a failed run's log tail has them."""
+    handler = _ToCurrentStderr(logging.INFO)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            yield
+    finally:
+        root.removeHandler(handler)
+
+
+@contextmanager
+def redirected_to(log_path: Path | None) -> Iterator[None]:
+    """The env's stdout/stderr into ``log_path`` for the block (None: left where they are)."""
+    if log_path is None:
+        yield
+        return
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("w", encoding="utf-8") as fh:
+        _SINK.target = fh
+        try:
+            with redirect_stdout(_SINK), redirect_stderr(_SINK):
+                yield
+        finally:
+            _SINK.target = None

@@ -1,0 +1,221 @@
+"""What to re-run for a cassette: finding cassettes and env files, rewriting the recorded
+argv for an offline replay, and comparing rewards with the recorded ones."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from hermes_replay._errors import CassetteError
+
+__all__ = [
+    "UnsafeEnvFile",
+    "changed_rewards",
+    "find_cassettes",
+    "find_env_file",
+    "recorded_rewards",
+    "redirect_outputs",
+    "replay_argv",
+]
+
+# Flags whose values are recording-time endpoint facts: taken from the cassette when the user
+# leaves them out, so the replayed requests name the same model.
+_ENDPOINT_FLAGS = (
+    "--openai.base_url",
+    "--openai.model_name",
+    "--openai.server_type",
+    "--openai.health_check",
+)
+# Replay needs no key, but openai 3.x refuses to build a client with an empty one.
+_PLACEHOLDER_KEY = "--openai.api_key=hermes-replay-offline"
+_OUTPUT_FLAGS = {
+    "process": ("--env.data_path_to_save_groups", "groups.jsonl"),
+    "evaluate": ("--env.data_dir_to_save_evals", "evals"),
+}
+
+
+def flag_value(args: Sequence[str], name: str) -> str | None:
+    """The value of ``--name V`` or ``--name=V`` in an env-CLI argv (last one wins), else None."""
+    value: str | None = None
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg[len(name) + 1 :]
+    return value
+
+
+def recorded_rewards(cassette: Path) -> dict[str, float | None]:
+    """Reward per rollout as recorded (``{}`` if the cassette cannot be read)."""
+    from hermes_replay import load_cassette
+
+    try:
+        c = load_cassette(cassette)
+    except Exception:
+        return {}
+    out: dict[str, float | None] = {}
+    for rid, rec in c.rollouts.items():
+        reward = (rec.outcome or {}).get("reward")
+        out[rid] = float(reward) if isinstance(reward, (int, float)) else None
+    return out
+
+
+def changed_rewards(
+    recorded: dict[str, float | None], replayed: dict[str, float | None], tol: float = 1e-9
+) -> dict[str, tuple[float | None, float | None]]:
+    """Rollouts replayed with a reward different from the recorded one."""
+    changed: dict[str, tuple[float | None, float | None]] = {}
+    for rid, new in replayed.items():
+        if rid not in recorded:
+            continue
+        old = recorded[rid]
+        if (old is None) != (new is None) or (
+            old is not None and new is not None and abs(old - new) > tol
+        ):
+            changed[rid] = (old, new)
+    return changed
+
+
+def replay_argv(recorded: list[str], user: list[str] | None = None) -> list[str]:
+    """The argv to replay: the user's (or the recorded) command, the recorded endpoint flags the
+    user left out, and a placeholder key unless one is given."""
+    argv = list(user if user is not None else recorded)
+    for flag in _ENDPOINT_FLAGS:
+        value = flag_value(recorded, flag)
+        if value is not None and flag_value(argv, flag) is None:
+            argv += [flag, value]
+    argv = _drop_flag([a for a in argv if not a.startswith("--openai.api_key=")],
+                      "--openai.api_key")
+    # Only where --openai.* overrides are already in use: atroposlib rejects them outright for
+    # envs with several servers.
+    if any(a.startswith("--openai.") for a in argv):
+        argv.append(_PLACEHOLDER_KEY)
+        # a health check pings the endpoint every second; offline there is none to ping
+        # (pings that still come, from a config_init, are answered by the session)
+        argv = _drop_flag([a for a in argv if not a.startswith("--openai.health_check=")],
+                          "--openai.health_check")
+        argv += ["--openai.health_check", "false"]
+    return argv
+
+
+def _drop_flag(argv: list[str], flag: str) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg == flag:
+            skip = True
+            continue
+        out.append(arg)
+    return out
+
+
+def redirect_outputs(argv: list[str], out_dir: Path) -> list[str]:
+    """Point the env's output flags into ``out_dir`` (added when the recording had none)."""
+    mode = argv[0] if argv else ""
+    result = list(argv)
+    for flag, default_name in _OUTPUT_FLAGS.values():
+        old = flag_value(result, flag)
+        if old is None and _OUTPUT_FLAGS.get(mode, ("",))[0] != flag:
+            continue
+        name = Path(old).name if old else default_name
+        result = _drop_flag([a for a in result if not a.startswith(flag + "=")], flag)
+        result += [flag, str(out_dir / name)]
+    return result
+
+
+def find_cassettes(target: Path) -> list[Path]:
+    """Cassettes at ``target``: the file itself, or every ``*.jsonl`` / ``*.jsonl.zst`` under
+    it with a header."""
+    from hermes_replay._cassette.files import cassette_files
+
+    if target.is_file():
+        return [target]
+    if not target.is_dir():
+        return []
+    found = []
+    for path in cassette_files(target):
+        if any(part.startswith(".") for part in path.relative_to(target).parts):
+            continue
+        if _looks_like_cassette(path):
+            found.append(path)
+    return found
+
+
+HEAD_LIMIT = 1 << 20  # bytes of a first line read to decide (a header is a few KB)
+
+
+def _looks_like_cassette(path: Path) -> bool:
+    """First line is a JSON header (a data file of an env is not a cassette)."""
+    from hermes_replay._cassette.files import first_line
+
+    try:
+        line = first_line(path, limit=HEAD_LIMIT)
+    except OSError:
+        return True  # let load_cassette report what is wrong with it
+    try:
+        first = json.loads(line or b"null")
+    except ValueError:
+        # A broken cassette is load_cassette's to report; but a first line longer than any
+        # header whose start names no schema is an env's data (the scored group of a 1 MB
+        # reply, in a replay's output folder), not a cassette cut short.
+        return len(line) < HEAD_LIMIT or b'"schema_version"' in line[:4096]
+    return isinstance(first, dict) and "schema_version" in first
+
+
+_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def _search_bases(cassette: Path) -> list[Path]:
+    """Folders ``header.env_file`` may be relative to: the working directory when the cassette
+    is inside it, and the cassette's project root (nearest ancestor with a pyproject.toml, setup
+    file or .git). Never the file system at large."""
+    where = cassette.resolve()
+    cwd = Path.cwd().resolve()
+    bases = [cwd] if where.is_relative_to(cwd) else []
+    for parent in where.parents:
+        if any((parent / marker).exists() for marker in _PROJECT_MARKERS):
+            if parent not in bases:
+                bases.append(parent)
+            break
+    return bases
+
+
+class UnsafeEnvFile(CassetteError):
+    """``header.env_file`` points outside the project; a cassette is data and must not choose
+    which file on the machine gets executed."""
+
+
+def find_env_file(env_file: str, cassette: Path) -> Path | None:
+    """Where ``header.env_file`` (relative to where it was recorded) is now: looked up from the
+    working directory, then from the cassette's ancestors (so replay works from anywhere in the
+    repository). Absolute paths, ``..`` and symlinks leading out of that folder are refused
+    with ``UnsafeEnvFile``: replaying a folder of cassettes from a pull request must not run
+    an arbitrary file."""
+    rel = Path(env_file)
+    if rel.is_absolute() or ".." in rel.parts:
+        raise UnsafeEnvFile(
+            f"the cassette names env file {env_file}, outside the project; replay of a folder "
+            "only runs env files inside it. Next step: re-record from the project root, or "
+            "choose the file yourself: hermes-replay replay ENV_FILE --cassette "
+            f"{cassette} -- MODE …"
+        )
+    from hermes_replay._runner.env_guard import NotAnEnvFile, check_env_file
+
+    for base in _search_bases(cassette):
+        candidate = base / rel
+        if candidate.is_file():
+            if not candidate.resolve().is_relative_to(base.resolve()):
+                raise UnsafeEnvFile(
+                    f"env file {env_file} under {base} is a link to {candidate.resolve()}, "
+                    "outside the project; replay of a folder refuses to run it"
+                )
+            try:
+                check_env_file(candidate, base)
+            except NotAnEnvFile as exc:
+                raise UnsafeEnvFile(f"the cassette {cassette} names {exc}") from None
+            return candidate
+    return None

@@ -1,0 +1,288 @@
+"""The one runner: run an environment file's CLI under a cassette and collect a ``RunResult``.
+
+Everything that runs an environment goes through here — ``hermes-replay replay`` (a folder of
+cassettes, or ``ENV_FILE -- MODE``), ``record``, ``passthrough``, ``check`` (through the CLI)
+and the pytest plugin's ``replay_run`` — so they behave alike; the CLI only adds presentation.
+
+- :func:`run_cassette` re-runs the command a cassette's header recorded: it finds the env file,
+  points output flags into ``out_dir``, runs from the folder the command was recorded in, and
+  writes ``out_dir/result.json`` (for ``hermes-replay diff``).
+- :func:`run_env` runs a given env file and argv in a mode: wandb captured (and kept off the
+  network in replay), non-loopback sockets refused in replay, rewards and annotations heard
+  from the session, and — when recording — a failed or empty run never replaces the cassette.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from hermes_replay._errors import CassetteError, HermesReplayError, RecordingFailed
+from hermes_replay._runner.plan import flag_value
+from hermes_replay._runner.result import RolloutOutcome, RunResult
+from hermes_replay._runner.seed import run_seed, seed_globals
+from hermes_replay._runner.stall import DEFAULT_MAX_MISSES
+from hermes_replay._session.isolation import tool_isolation
+
+__all__ = ["read_eval_metrics", "read_groups", "run_cassette", "run_env"]
+
+
+def run_cassette(
+    path: str | Path,
+    *,
+    out_dir: str | Path,
+    mode: str = "replay",
+    command: Sequence[str] | None = None,
+    strict: bool = False,
+    block_network: bool | None = None,
+    raise_errors: bool = True,
+    output: AbstractContextManager[Any] | None = None,
+    on_rollout: Callable[[str, dict[str, Any]], None] | None = None,
+    trust_cassette: bool = False,
+    seed: int | None = None,
+    max_misses: int = DEFAULT_MAX_MISSES,
+    **options: Any,
+) -> RunResult:
+    """Re-run the command recorded in cassette ``path`` (or ``command``) in ``mode``.
+
+    Misses raise ``CassetteMiss`` when the run ends (with a diff per request); a replay that did
+    not really run (the env exited non-zero or raised, recorded rollouts never ran) raises
+    ``ReplayFailed``. ``raise_errors=False`` is the explicit opt-out for callers that want the
+    raw result: the error is then returned in ``result.error`` instead. In replay mode
+    non-loopback sockets and DNS lookups are refused unless ``block_network=False``, and a run
+    that misses ``max_misses`` times with no progress stops with ``ReplayStalled``. The env's
+    own output goes to ``out_dir/env.log`` unless ``output`` (a context manager redirecting
+    it) is given.
+    Tool commands that execute run inside bubblewrap unless ``trust_cassette=True``; ``seed``
+    overrides the recorded seed (see :func:`run_env`).
+    """
+    from hermes_replay._cassette.load import load_cassette
+    from hermes_replay._runner.plan import find_env_file, redirect_outputs, replay_argv
+
+    cassette_path = Path(path).resolve()
+    out = Path(out_dir).resolve()
+    recorded_run = load_cassette(cassette_path)
+    header = recorded_run.header
+    if not header.env_file:
+        raise CassetteError(
+            "the header names no env_file, so there is no command to re-run", path=path, line=1,
+            hint="record it with `hermes-replay record ENV_FILE … -- process …`, or use "
+                 "hermes_replay.cassette() around your own code")
+    recorded_rewards = {
+        rid: (None if rec.outcome.get("reward") is None else float(rec.outcome["reward"]))
+        for rid, rec in recorded_run.rollouts.items() if rec.outcome}
+    del recorded_run  # the replay loads its own copy; a huge reply need not be held twice
+    env_file = find_env_file(header.env_file, Path(path))
+    if env_file is None:
+        raise CassetteError(
+            f"the recorded env file {header.env_file} was not found from the working directory "
+            "or the cassette's project root (the folder with pyproject.toml/.git)", path=path,
+            line=1, hint="run from the directory it was recorded in, or re-record from where "
+                         "the environment lives")
+    argv = redirect_outputs(
+        replay_argv(list(header.command or []), None if command is None else list(command)),
+        out)
+    out.mkdir(parents=True, exist_ok=True)
+    # Run where it was recorded (the folder env_file is relative to), so other relative paths
+    # in the command (--config, datasets) resolve as they did.
+    recorded = Path(header.env_file)
+    base = env_file.resolve().parents[len(recorded.parts) - 1]
+    with _working_dir(base):
+        result = run_env(env_file.resolve(), argv, cassette=cassette_path, mode=mode,
+                         output=output, log_path=out / "env.log", strict=strict,
+                         block_network=block_network, on_rollout=on_rollout,
+                         env_name=header.env_name, raise_errors=False,
+                         as_recorded=command is None, trust_cassette=trust_cassette,
+                         seed=seed, max_misses=max_misses, **options)
+    result.out_dir = out
+    result.recorded_rewards = recorded_rewards
+    from hermes_replay._runner.result_io import write_run_result
+
+    write_run_result(result, out)
+    if raise_errors and result.error is not None:
+        raise result.error
+    return result
+
+
+def run_env(
+    env_file: Path,
+    argv: Sequence[str],
+    *,
+    cassette: Path | None,
+    mode: str = "replay",
+    output: AbstractContextManager[Any] | None = None,
+    log_path: Path | None = None,
+    block_network: bool | None = None,
+    on_rollout: Callable[[str, dict[str, Any]], None] | None = None,
+    env_name: str | None = None,
+    raise_errors: bool = False,
+    as_recorded: bool = False,
+    trust_cassette: bool = False,
+    seed: int | None = None,
+    max_misses: int = DEFAULT_MAX_MISSES,
+    **options: Any,
+) -> RunResult:
+    """Run ``env_file`` with ``argv`` (``[mode, flags…]``) inside a cassette session.
+
+    A miss, a bad cassette, a refused recording or a replay that did not really run
+    (``ReplayFailed``: the env exited non-zero or raised, or recorded rollouts never ran) is
+    ``result.error`` (raised instead with ``raise_errors=True``); ``as_recorded`` says ``argv``
+    is the cassette's own command, so every recorded rollout must run. ``KeyboardInterrupt``
+    propagates. ``cassette=None`` only for ``passthrough``, which reads and writes nothing.
+    ``options`` go to the session.
+
+    Tools that execute run inside bubblewrap (``_session.isolation``); ``trust_cassette=True`` runs
+    them on the host. Before the environment starts, ``random`` and numpy are seeded
+    (``_runner.seed``): with ``seed``, else the recorded seed, else (recording) a new one, which the
+    header keeps.
+    """
+    import hermes_replay
+    from hermes_replay._runner.envrun import (
+        OutcomeCollector,
+        library_output_with_env,
+        redirected_to,
+        run_env_file,
+    )
+    from hermes_replay._runner.netblock import block_network as _block
+    from hermes_replay._runner.scrub_outputs import scrubbed_run
+    from hermes_replay._runner.stall import stall_guard
+    from hermes_replay._runner.wandb import capture_wandb
+
+    collector = OutcomeCollector(on_rollout=on_rollout)
+    session = None
+    code = 0
+    error: HermesReplayError | None = None
+    captured: Any = None
+    path = cassette if cassette is not None else Path("(passthrough)")
+    try:
+        with ExitStack() as stack:
+            # Replay is offline: keep wandb off the network (the user's own setting wins).
+            stack.enter_context(_env_default("WANDB_MODE",
+                                             "disabled" if mode == "replay" else None))
+            if block_network if block_network is not None else mode == "replay":
+                stack.enter_context(_block())
+            captured = stack.enter_context(capture_wandb())
+            stack.enter_context(tool_isolation(mode, trust_cassette))
+            session = stack.enter_context(hermes_replay.cassette(path, mode=mode, **options))  # type: ignore[arg-type]
+            session.observe(collector)
+            _seed_run(session, mode, seed)
+            stack.enter_context(output if output is not None else redirected_to(log_path))
+            stack.enter_context(library_output_with_env())
+            if mode == "replay":  # a run that keeps missing is stopped (ReplayStalled)
+                stack.enter_context(stall_guard(session, max_misses=max_misses))
+            else:  # live: real keys around, so what it prints and writes is scrubbed
+                stack.enter_context(scrubbed_run(argv))
+            code = run_env_file(env_file, argv)
+            if mode in ("record", "auto"):
+                # Raising inside the block makes the session keep the old cassette and leave
+                # the completed interactions in <path>.partial.
+                _check_recording(code, session, path, empty_ok=mode == "auto")
+    except HermesReplayError as exc:
+        error = exc
+    if mode == "replay" and error is None and session is not None and cassette is not None:
+        from hermes_replay._runner.verdict import replay_verdict
+
+        log = log_path if log_path is not None and log_path.is_file() else None
+        error = replay_verdict(cassette, session.summary(), code, env_file, argv, log,
+                               as_recorded=as_recorded)
+    result = _result(argv, code, error, session, collector, captured, cassette, env_name)
+    if raise_errors and error is not None:
+        raise error
+    return result
+
+
+def _seed_run(session: Any, mode: str, given: int | None) -> None:
+    """Seed the generators for this run; a recording keeps the seed in its header."""
+    recorded = session.header.seed if mode in ("replay", "auto") else None
+    seed = run_seed(mode, given, recorded)
+    if seed is None:
+        return
+    if mode in ("record", "auto") and recorded != seed:
+        session.annotate({"seed": seed})
+    seed_globals(seed)
+
+
+def _check_recording(code: int, session: Any, path: Path, *, empty_ok: bool = False) -> None:
+    """Refuse to replace a cassette with a failed or empty recording (``auto`` may record
+    nothing new: everything was already in the cassette)."""
+    if getattr(session, "write_error", None) is not None:
+        raise session.write_error  # disk full: say so, not "check the endpoint"
+    if code != 0:
+        raise RecordingFailed(f"the environment exited with code {code}", cassette=path)
+    core = session.summary()
+    if core.recorded == 0 and not empty_ok:
+        why = f" ({core.failed_attempts} attempts failed)" if core.failed_attempts else ""
+        raise RecordingFailed(
+            f"no LLM request was recorded{why} — check the endpoint URL, model name and key",
+            cassette=path)
+
+
+def _result(argv: Sequence[str], code: int, error: HermesReplayError | None, session: Any,
+            collector: Any, captured: Any, cassette: Path | None,
+            env_name: str | None) -> RunResult:
+    summary = session.summary() if session is not None else None
+    return RunResult(
+        command=list(argv),
+        exit_code=code,
+        env_name=env_name or collector.annotations.get("env_name"),
+        cassette=cassette,
+        rollouts=[RolloutOutcome.from_outcome(rid, o) for rid, o in collector.outcomes.items()],
+        groups=read_groups(argv),
+        eval_metrics=read_eval_metrics(argv),
+        wandb=captured.latest() if captured is not None else {},
+        misses=[m.describe() for m in summary.misses] if summary is not None else [],
+        unused=[f"{r or '<no rollout>'}#{s}" for r, s in summary.unused]
+        if summary is not None else [],
+        error=error,
+        summary=summary,
+    )
+
+
+@contextmanager
+def _env_default(name: str, value: str | None) -> Iterator[None]:
+    """Set an environment variable unless the user set it; undo afterwards."""
+    if value is None or name in os.environ:
+        yield
+        return
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        os.environ.pop(name, None)
+
+
+@contextmanager
+def _working_dir(path: Path) -> Iterator[None]:
+    saved = Path.cwd()
+    if path.resolve() == saved.resolve():
+        yield
+        return
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(saved)
+
+
+def read_groups(argv: Sequence[str]) -> list[dict[str, Any]]:
+    path = flag_value(argv, "--env.data_path_to_save_groups")
+    if not path or not Path(path).is_file():
+        return []
+    from hermes_replay._runner.json_ints import shared_int_decoder
+
+    decoder = shared_int_decoder()  # a huge reply's token lists: 8 bytes per id, not 36
+    with open(path, encoding="utf-8") as fh:
+        return [decoder.decode(line) for line in fh if line.strip()]
+
+
+def read_eval_metrics(argv: Sequence[str]) -> dict[str, Any]:
+    folder = flag_value(argv, "--env.data_dir_to_save_evals")
+    metrics = Path(folder) / "metrics.json" if folder else None
+    if metrics is None or not metrics.is_file():
+        return {}
+    data = json.loads(metrics.read_text(encoding="utf-8"))
+    return dict(data.get("results", {}).get("all", {}))

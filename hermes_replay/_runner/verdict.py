@@ -1,0 +1,79 @@
+"""Did a replay really run? The check every runner applies before a replay may pass.
+
+A replay is a claim: "today's code, fed the recorded inputs, gives these results". It is
+void when the environment exited non-zero or raised (the rewards are whatever was scored
+before it died), or when recorded rollouts never ran (an env that ran nothing scores
+nothing, and ``all(...)`` over no rewards is true). ``replay_verdict`` turns either into a
+``ReplayFailed`` naming the cassette, what happened, the last lines of the env log, the
+rollouts that never ran and the next step.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+from hermes_replay._errors import ReplayFailed
+from hermes_replay._session.summary import ReplaySummary
+
+__all__ = ["log_tail", "replay_verdict"]
+
+TAIL_LINES = 12
+
+
+def log_tail(log: Path | None, lines: int = TAIL_LINES) -> list[str]:
+    """The last non-empty lines of the env log (none if it is missing or unreadable)."""
+    if log is None or not log.is_file():
+        return []
+    try:
+        with log.open("rb") as fh:
+            fh.seek(0, 2)
+            fh.seek(max(0, fh.tell() - 64_000))  # a long log: only its end matters here
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    # an error message of one long line (an env's startup check) must still show its advice
+    kept = [line.rstrip()[:1000] for line in text.splitlines() if line.strip()]
+    return kept[-lines:]
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when inside it (as the user typed it)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def replay_verdict(cassette: Path, summary: ReplaySummary, exit_code: int,
+                   env_file: Path, argv: Sequence[str], log: Path | None, *,
+                   as_recorded: bool) -> ReplayFailed | None:
+    """``ReplayFailed`` if the run did not really replay ``cassette``; else None.
+
+    Always a failure: a non-zero exit, or no recorded rollout run at all. Some recorded
+    rollouts not run fails when the command is the recorded one (``as_recorded``); a command
+    the user chose (fewer steps, ``serve`` fed by a trainer) may run a subset on purpose —
+    that is reported as unused recordings, and ``strict`` makes it fail.
+    """
+    never_ran = list(summary.never_ran)
+    all_skipped = bool(never_ran) and len(never_ran) == summary.recorded_rollouts
+    if exit_code == 0 and not (never_ran and (as_recorded or all_skipped)):
+        return None
+    rerun = shlex.join(["hermes-replay", "replay", _shown(cassette), "-v"])
+    if exit_code != 0:
+        what = (f"the environment exited with code {exit_code} (a crash or an exception is "
+                "code 1; its traceback is in the log)")
+        hint = (f"read the traceback{' above' if log else ''}, fix the environment and replay "
+                f"again; to watch its output as it runs: {rerun}")
+    else:
+        ran = summary.recorded_rollouts - len(never_ran)
+        what = (f"the environment exited normally but ran {ran} of the "
+                f"{summary.recorded_rollouts} recorded rollouts")
+        hint = ("if the command line, dataset or item order changed on purpose, re-record the "
+                f"cassette (hermes-replay record {_shown(env_file)} … -- {shlex.join(argv[:1])} "
+                "…); "
+                f"else find why those rollouts were skipped: {rerun}")
+    return ReplayFailed(_shown(cassette), what, exit_code=exit_code, never_ran=never_ran,
+                        recorded=summary.recorded_rollouts, log=log, log_tail=log_tail(log),
+                        hint=hint)

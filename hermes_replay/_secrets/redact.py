@@ -1,0 +1,242 @@
+"""Redaction: secrets never reach a cassette (or any other file hermes-replay writes).
+
+Applied to every request and response *before* it is fingerprinted or written, so a
+recorded fingerprint and a replay-time fingerprint are computed over the same redacted
+form (a key in a body therefore never breaks matching). Replay never needs a key.
+
+What is secret is decided by ``_secrets.rules`` (names, shapes) and ``_secrets.known``
+(values known to be secret) — the same rules ``verify`` uses. Everything redacted *by
+name* (a header, a query parameter, a JSON field, a flag) is also registered as a known
+value, so the same key echoed anywhere later (a response body, a tool's output) is gone too.
+
+Public entry point: ``scrub(value)`` — any string or JSON value, e.g. a tool result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from hermes_replay._secrets.known import KNOWN
+from hermes_replay._secrets.rules import (
+    apply_spans,
+    is_placeholder,
+    is_secret_name,
+    might_hold_secret,
+    secret_spans,
+)
+
+__all__ = [
+    "KEPT_HEADERS",
+    "might_hold_secret",
+    "needs_redaction",
+    "redact_argv",
+    "redact_fields",
+    "redact_headers",
+    "redact_json",
+    "redact_text",
+    "redact_url",
+    "scrub",
+]
+
+# Headers worth keeping in a cassette: they change how a body is read. Everything else
+# (user-agent, x-stainless-*, request ids, dates) is noise in a git diff.
+KEPT_HEADERS = frozenset({"content-type", "accept"})
+
+# Placeholder labels of the well-known credential headers (others use their own name).
+_HEADER_LABELS = {
+    "authorization": "authorization",
+    "proxy-authorization": "authorization",
+    "api-key": "api-key",
+    "x-api-key": "api-key",
+    "x-goog-api-key": "api-key",
+    "openai-organization": "organization",
+    "openai-project": "project",
+    "cookie": "cookie",
+    "set-cookie": "cookie",
+}
+REDACTED = "<redacted>"
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every secret (shape, name=value, known value) replaced by a placeholder."""
+    if not might_hold_secret(text) and not KNOWN.might_occur(text):
+        return text
+    spans = secret_spans(text, KNOWN.spans)
+    return apply_spans(text, spans) if spans else text
+
+
+def _secret_leaves(value: Any) -> Any:
+    """Everything under a credential-named field is secret (``"auth": {"pwd": …}``)."""
+    if isinstance(value, str):
+        if not value or is_placeholder(value):
+            return value
+        KNOWN.add(value, "credential")
+        return "<redacted:credential>"
+    if isinstance(value, list):
+        return [_secret_leaves(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _secret_leaves(v) for k, v in value.items()}
+    return value
+
+
+def redact_json(value: Any) -> Any:
+    """A copy of a JSON value with credential fields and secret substrings replaced."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, list):
+        return [redact_json(v) for v in value]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if is_secret_name(str(key), "field") and isinstance(item, (str, dict, list)):
+                if isinstance(item, str):
+                    if item and not is_placeholder(item):
+                        KNOWN.add(item, str(key).lower())
+                        item = f"<redacted:{str(key).lower()}>"
+                    out[key] = item
+                else:
+                    out[key] = _secret_leaves(item)
+            else:
+                out[key] = redact_json(item)
+        return out
+    return value
+
+
+def scrub(value: Any) -> Any:
+    """A copy of any string or JSON value with every secret replaced: credential-named
+    fields, key shapes, ``NAME=value`` pairs, URL passwords, and every value this process
+    knows is secret (the recorder's API key, redacted headers, credential environment
+    variables). Call it on anything about to be written: a tool result, a log line, an
+    output record. Idempotent: scrubbing a scrubbed value changes nothing."""
+    return redact_json(value)
+
+
+# Strings already found clean, for the current set of known values. An agent's request
+# repeats the system prompt, the tool schemas and every earlier turn, so without this each
+# request rescans all of them.
+_CLEAN: dict[str, None] = {}
+_CLEAN_LIMIT = 8_000_000  # characters remembered; emptied when full (that only costs rescans)
+_clean_state = [0, -1]  # [characters remembered, KNOWN.generation they were checked against]
+
+
+def needs_redaction(value: Any) -> bool:
+    """False only when ``redact_json(value)`` would return ``value`` unchanged."""
+    if _clean_state[1] != KNOWN.generation:  # a new known value can make old strings dirty
+        _CLEAN.clear()
+        _clean_state[:] = [0, KNOWN.generation]
+    fresh: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if item not in _CLEAN:
+                fresh.append(item)
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if is_secret_name(str(key), "field") and isinstance(child, (str, dict, list)):
+                    return True
+                stack.append(child)
+        elif isinstance(item, list):
+            stack.extend(item)
+    if not fresh:
+        return False
+    joined = "\n".join(fresh)  # no rule spans a newline-free marker across two strings
+    if might_hold_secret(joined) or KNOWN.might_occur(joined):
+        return True
+    size = sum(map(len, fresh))
+    if _clean_state[0] + size > _CLEAN_LIMIT:
+        _CLEAN.clear()
+        _clean_state[0] = 0
+    _CLEAN.update(dict.fromkeys(fresh))
+    _clean_state[0] += size
+    return False
+
+
+def redact_url(url: str) -> str:
+    """The URL with userinfo, credential query values and secret substrings replaced."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact_text(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        KNOWN.add_userinfo(url)
+        netloc = "<redacted:userinfo>@" + netloc.rsplit("@", 1)[1]
+    query = parts.query
+    if query:
+        pairs = []
+        for k, v in parse_qsl(query, keep_blank_values=True):
+            if is_secret_name(k, "query") and not is_placeholder(v):
+                KNOWN.add(v, k.lower())
+                pairs.append((k, f"<redacted:{k.lower()}>"))
+            else:
+                pairs.append((k, redact_text(v)))
+        query = urlencode(pairs, safe="<>:")
+    return urlunsplit((parts.scheme, netloc, redact_text(parts.path), query,
+                       redact_text(parts.fragment)))
+
+
+def redact_headers(
+    headers: Iterable[tuple[str, str]], keep: Iterable[str] = KEPT_HEADERS
+) -> dict[str, str]:
+    """Allow-listed headers (lower-cased names) plus placeholders for the credential ones.
+
+    A placeholder (not a silent drop) shows a reviewer that a credential was sent; the value
+    becomes a known secret, so an echo of it in a body is scrubbed too.
+    """
+    kept = {k.lower() for k in keep}
+    out: dict[str, str] = {}
+    for name, value in headers:
+        low = name.lower()
+        if low in _HEADER_LABELS or is_secret_name(low, "header"):
+            KNOWN.add_header(low, value)
+            out[low] = f"<redacted:{_HEADER_LABELS.get(low, low)}>"
+        elif low in kept:
+            out[low] = redact_text(value)
+    return out
+
+
+def _flag_name(arg: str) -> str:
+    return arg.lstrip("-").split(".")[-1]
+
+
+def redact_argv(argv: Iterable[Any]) -> list[str]:
+    """A command line with credential flag values (``--openai.api_key X``,
+    ``--env.judge_token=X``), URL passwords and secret substrings replaced."""
+    args = [str(a) for a in argv]
+    out: list[str] = []
+    hide_next = False
+    for arg in args:
+        if hide_next:
+            hide_next = False
+            if not arg.startswith("--"):
+                KNOWN.add(arg, "flag")
+                out.append(REDACTED)
+                continue
+        name, eq, value = arg.partition("=")
+        if name.startswith("-") and is_secret_name(_flag_name(name), "flag"):
+            if eq:
+                KNOWN.add(value, "flag")
+                out.append(f"{name}={REDACTED}")
+            else:
+                out.append(arg)
+                hide_next = True
+            continue
+        out.append(redact_url(arg) if "://" in arg and "@" in arg else redact_text(arg))
+    return out
+
+
+def redact_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """Cassette header fields: URLs as URLs, the recorded argv as an argv, the rest as JSON."""
+    command = fields.get("command")
+    out = redact_json({k: v for k, v in fields.items() if k != "command"})
+    for key, value in list(out.items()):
+        if key.endswith("url") and isinstance(value, str):
+            out[key] = redact_url(value)
+    if isinstance(command, list):
+        out["command"] = redact_argv(command)
+    elif command is not None:
+        out["command"] = redact_json(command)
+    return out

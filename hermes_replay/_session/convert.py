@@ -1,0 +1,246 @@
+"""Between bytes on the wire and the stored (redacted, readable) form of a cassette.
+
+Request and response bodies are kept as parsed JSON when they are JSON — readable in a git
+diff, and re-serialised on replay. The values a client parses are the same either way, so
+everything downstream of the SDK is byte-identical between record and replay. Event
+streams are kept as their SSE events, verbatim, and replayed as a stream.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import zlib
+from typing import Any
+from urllib.parse import urlsplit
+
+from hermes_replay._secrets.known import KNOWN
+from hermes_replay._secrets.redact import (
+    KEPT_HEADERS,
+    needs_redaction,
+    redact_headers,
+    redact_json,
+    redact_text,
+    redact_url,
+)
+from hermes_replay._secrets.rules import secret_spans
+from hermes_replay._secrets.sse import redact_events
+from hermes_replay._session.intercept import WireRequest, WireResponse
+
+__all__ = [
+    "header_fields_from",
+    "interaction_kind",
+    "same_request",
+    "stored_request",
+    "stored_response",
+    "wire_response",
+]
+
+# The openai SDK retries these statuses; a response with one is a failed attempt, never
+# written, and does not use up a sequence number (so retries during recording don't shift
+# replay).
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+def is_failed_attempt(status: int) -> bool:
+    return status in RETRYABLE_STATUS or status >= 500
+
+
+def interaction_kind(path: str) -> str:
+    path = path.rstrip("/")
+    if path.endswith("/chat/completions"):
+        return "chat"
+    if path.endswith("/completions"):
+        return "completion"
+    if path.endswith("/generate"):
+        return "generate"
+    if path.endswith("/responses"):
+        return "responses"
+    return "other"
+
+
+def _header(headers: list[tuple[str, str]], name: str) -> str:
+    for key, value in headers:
+        if key.lower() == name:
+            return value
+    return ""
+
+
+def _decompress(data: bytes, encoding: str) -> bytes:
+    encoding = encoding.lower().strip()
+    try:
+        if encoding == "gzip":
+            return gzip.decompress(data)
+        if encoding == "deflate":
+            return zlib.decompress(data)
+    except (OSError, zlib.error):
+        pass
+    return data
+
+
+_STYLES: dict[str, dict[str, Any]] = {
+    "compact": {"separators": (",", ":")},
+    "spaced": {"separators": (", ", ": ")},
+    "indent2": {"indent": 2},
+}
+
+
+def _dump(value: Any, style: str) -> bytes:
+    base, *flags = style.split("+")
+    text = json.dumps(value, ensure_ascii="ascii" in flags, **_STYLES[base])
+    return (text + "\n" if "nl" in flags else text).encode("utf-8")
+
+
+_STYLE_NAMES = tuple(base + flags for base in _STYLES
+                     for flags in ("", "+nl", "+ascii", "+ascii+nl"))
+# One server writes every body the same way: the style that matched last is tried first, so
+# recording serialises a response once instead of up to twelve times.
+_last_style = ["compact"]
+
+
+def _json_style(value: Any, raw: bytes) -> str | None:
+    """The serialisation that reproduces the server's bytes exactly, if there is one — so a
+    replayed body is byte-identical to the recorded one while the cassette stays readable."""
+    hint = _last_style[0]
+    for style in (hint, *(s for s in _STYLE_NAMES if s != hint)):
+        if _dump(value, style) == raw:
+            _last_style[0] = style
+            return style
+    return None
+
+
+def _response_body_fields(data: bytes) -> dict[str, Any]:
+    try:
+        text = data.decode("utf-8")
+        value = json.loads(text)
+    except ValueError:  # empty, not UTF-8 or not JSON (UnicodeDecodeError is a ValueError)
+        return _body_fields(data)
+    if value is None:
+        return {"body": None}
+    style = _json_style(value, data)  # of the server's own value, before any redaction
+    if style is None:  # e.g. floats written differently: keep the exact text instead
+        return {"text": redact_text(text)}
+    fields: dict[str, Any] = {"body": redact_json(value) if needs_redaction(value) else value}
+    if style != "compact":
+        fields["json_style"] = style
+    return fields
+
+
+def _body_fields(data: bytes) -> dict[str, Any]:
+    """``{"body": json}`` if JSON, else ``{"text": str}``, else ``{"base64": str}``."""
+    if not data:
+        return {"body": None}
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode("ascii")}
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return {"text": redact_text(text)}
+    return {"body": redact_json(body) if needs_redaction(body) else body}
+
+
+def stored_request(wire: WireRequest, keep_headers: frozenset[str] = KEPT_HEADERS) -> dict:
+    """The redacted request as a cassette stores it (and as fingerprints see it)."""
+    # headers and URL first: the credentials they carry become known secrets, so the same
+    # values are scrubbed from the body too
+    request: dict[str, Any] = {
+        "method": wire.method.upper(),
+        "url": redact_url(wire.url),
+        "headers": redact_headers(wire.headers, keep_headers),
+    }
+    data = _decompress(wire.body, _header(wire.headers, "content-encoding"))
+    fields = _body_fields(data)
+    if "body" in fields:
+        request["body"] = fields["body"]
+    else:  # not JSON: keep it, under its own key, and let the matcher see it as the body
+        request["body"] = fields.get("text", fields.get("base64"))
+    return request
+
+
+# How JSON clients write request bodies: the openai SDK (compact, UTF-8) first, then
+# ``json.dumps``' defaults (aiohttp's ``json=``). Anything else takes the full path.
+_REQUEST_STYLES = ("compact", "spaced+ascii")
+
+
+def same_request(wire: WireRequest, stored: dict[str, Any]) -> bool:
+    """True if ``wire`` is, byte for byte, a request that ``stored`` is the stored form of.
+
+    The replay fast path: then ``stored_request(wire)`` would equal ``stored`` and so would
+    its fingerprint under any matcher, and the parse, secret scan, redaction and canonical
+    hashing of the live request (most of what replaying a request cost) are skipped. It
+    compares with what is *in the cassette*, so a hand-edited recording is judged by its
+    edited content, and nothing new is stored. False means only "take the full path".
+    """
+    if wire.method.upper() != stored.get("method"):
+        return False
+    live, recorded = urlsplit(wire.url), urlsplit(str(stored.get("url", "")))
+    if live.path != recorded.path or live.query != recorded.query:
+        return False
+    body = stored.get("body")
+    if not isinstance(body, (dict, list)):
+        return False
+    data = _decompress(wire.body, _header(wire.headers, "content-encoding"))
+    return any(_dump(body, style) == data for style in _REQUEST_STYLES)
+
+
+def _sse_secrets(text: str) -> list[tuple[int, int, str]]:
+    return secret_spans(text, KNOWN.spans)
+
+
+def stored_response(wire: WireResponse, keep_headers: frozenset[str] = KEPT_HEADERS) -> dict:
+    response: dict[str, Any] = {
+        "status": wire.status,
+        "headers": redact_headers(wire.headers, keep_headers),
+    }
+    if wire.chunks is not None:
+        text = b"".join(wire.chunks).decode("utf-8", errors="replace")
+        # deltas joined before scanning: a streamed key arrives in pieces
+        response["chunks"] = redact_events(text, _sse_secrets, redact_json, redact_text)
+    else:
+        response.update(_response_body_fields(wire.body or b""))
+    return response
+
+
+def wire_response(stored: dict[str, Any]) -> WireResponse:
+    """The bytes to hand back on replay (no content-encoding; length set by the adapter)."""
+    headers = [(k, str(v)) for k, v in (stored.get("headers") or {}).items()
+               if k.lower() not in ("content-length", "content-encoding", "transfer-encoding")]
+    status = int(stored.get("status", 200))
+    if stored.get("chunks") is not None:
+        return WireResponse(status, headers, chunks=[c.encode("utf-8") for c in stored["chunks"]])
+    if "text" in stored:
+        body = str(stored["text"]).encode("utf-8")
+    elif "base64" in stored:
+        body = base64.b64decode(stored["base64"])
+    elif stored.get("body") is None:
+        body = b""
+    else:
+        body = _dump(stored["body"], str(stored.get("json_style", "compact")))
+    return WireResponse(status, headers, body=body)
+
+
+_SAMPLING_KEYS = ("temperature", "top_p", "top_k", "max_tokens", "max_completion_tokens", "n",
+                  "seed", "stop", "presence_penalty", "frequency_penalty", "min_p")
+
+
+def header_fields_from(inter: Any, llm_paths: tuple[str, ...]) -> dict[str, Any]:
+    """Header fields a recorded request reveals: base_url, model, sampling, endpoint type."""
+    body = inter.request.get("body")
+    body = body if isinstance(body, dict) else {}
+    url = inter.request["url"].split("?", 1)[0].rstrip("/")
+    derived: dict[str, Any] = {}
+    for suffix in llm_paths:
+        if url.endswith(suffix):
+            derived["base_url"] = url[: -len(suffix)]
+            break
+    if body.get("model"):
+        derived["model"] = body["model"]
+    derived["sampling"] = {k: body[k] for k in _SAMPLING_KEYS if k in body}
+    derived["endpoint_type"] = {"chat": "openai", "completion": "openai",
+                                "responses": "openai"}.get(inter.kind)
+    if inter.kind == "generate":
+        derived["endpoint_type"] = "sglang" if "input_ids" in body else "vllm"
+    return derived

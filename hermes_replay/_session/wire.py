@@ -1,0 +1,248 @@
+"""What a session does with one intercepted request: answer it, record it, or miss.
+
+``Session`` holds the state (per-rollout cursors and issue counters, hits, new recordings,
+misses) under one lock; this mixin is the request path through it, kept apart from the
+session's lifecycle and from its results (``_session.results``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from hermes_replay._cassette import CassetteHeader, CassetteWriter, Interaction
+from hermes_replay._cassette.matching import Matcher
+from hermes_replay._errors import CassetteError, Miss, RequestNotRecorded
+from hermes_replay._session.convert import (
+    header_fields_from,
+    interaction_kind,
+    is_failed_attempt,
+    same_request,
+    stored_request,
+    stored_response,
+    wire_response,
+)
+from hermes_replay._session.health import health_reply, is_health_ping
+from hermes_replay._session.index import Recording, RecordingIndex
+from hermes_replay._session.intercept import WireRequest, WireResponse
+from hermes_replay._session.scope import current_rollout, current_stage
+from hermes_replay._session.summary import ReplayEvent
+from hermes_replay._session.traffic import TOOL_HTTP, is_recorded_endpoint
+
+__all__ = ["WireHandling"]
+
+
+@dataclass
+class _Exchange:
+    """One intercepted request (implements ``_intercept.Exchange``)."""
+
+    session: WireHandling
+    action: Literal["replay", "record", "passthrough"]
+    rollout: str | None = None
+    issue: int = 0
+    request: dict[str, Any] = field(default_factory=dict)
+    fingerprint: str = ""
+    response: WireResponse | None = None
+    started: float = field(default_factory=time.perf_counter)
+    done: bool = False
+    stage: str = "agent"  # "reward": made inside ``scoring()`` (a judge)
+
+    def finish(self, response: WireResponse) -> None:
+        if self.done or self.action != "record":
+            return
+        self.done = True
+        if is_failed_attempt(response.status):
+            self.session._failed(self, f"HTTP {response.status}")
+        else:
+            self.session._recorded(self, response)
+
+    def fail(self, error: BaseException | None = None) -> None:
+        if self.done or self.action != "record":
+            return
+        self.done = True
+        self.session._failed(self, type(error).__name__ if error else "incomplete stream")
+
+class WireHandling:
+    """The request path of ``Session`` (a mixin: the state is the session's)."""
+
+    mode: str
+    path: Path
+    matcher: Matcher
+    llm_paths: tuple[str, ...]
+    passthrough_hosts: frozenset[str]
+    keep_headers: frozenset[str]
+    miss_events: int
+    write_error: CassetteError | None
+    _lock: threading.RLock
+    _active: bool
+    _header: CassetteHeader
+    _index: RecordingIndex
+    _issued: dict[str | None, int]
+    _cursor: dict[str | None, int]
+    _hits: list[tuple[str | None, int, Interaction]]
+    _new: list[tuple[str | None, int, Interaction]]
+    _miss_index: dict[tuple[str | None, int, str], Miss]
+    _root_misses: dict[str, Miss]
+    _reward_issued: dict[str, int]
+    _failed_attempts: int
+    _passthrough: int
+    _trace_path: Path | None
+    _trace: list[dict[str, Any]]
+    _emit: Callable[[ReplayEvent], None]
+    _journal: Callable[[Callable[[CassetteWriter], None]], None]
+
+    def wants(self, method: str, url: str) -> bool:
+        parts = urlsplit(url)
+        if method.upper() == "GET" and self.mode == "replay":
+            return self._is_health(parts.netloc, parts.path)
+        if method.upper() != "POST":
+            return False
+        if (parts.hostname or "").lower() in self.passthrough_hosts:
+            return False
+        path = parts.path.rstrip("/")
+        if any(path.endswith(suffix) for suffix in self.llm_paths):
+            return True
+        return is_recorded_endpoint(url)  # a tool's HTTP API declared as rollout traffic
+
+    def _is_health(self, netloc: str, path: str) -> bool:
+        """vLLM/SGLang servers poll ``GET /health`` and hold every request until it answers;
+        in replay the endpoint may be gone, so hosts the cassette knows are answered here."""
+        return path.rstrip("/").endswith("/health") and self._index.knows_host(netloc)
+
+    def begin(self, wire: WireRequest) -> _Exchange:
+        if wire.method.upper() == "GET":  # only health checks get here (see ``wants``)
+            return _Exchange(self, "replay", response=WireResponse(
+                200, [("content-type", "application/json")],
+                body=b'{"status":"ok","served_by":"hermes-replay"}'))
+        scope = current_rollout()
+        rollout = scope.id if scope is not None else None
+        stage = current_stage() if rollout is not None else "agent"
+        if self.mode == "passthrough":
+            with self._lock:
+                self._passthrough += 1
+            return _Exchange(self, "passthrough", rollout)
+        if rollout is not None and stage == "agent" and self.mode in ("replay", "auto"):
+            exact = self._exact_hit(rollout, wire)
+            if exact is not None:
+                return exact
+        request = stored_request(wire, self.keep_headers)
+        fp = self.matcher.fingerprint(request)
+        with self._lock:
+            issue = self._issue(rollout)
+            reward: int | None = None  # 0-based number of this reward call in its rollout
+            if stage == "reward" and rollout is not None:
+                reward = self._reward_issued.get(rollout, 0)
+                self._reward_issued[rollout] = reward + 1
+            if self.mode in ("replay", "auto"):
+                rec = (self._find(rollout, fp) if reward is None or rollout is None
+                       else self._index.find_reward(rollout, reward, fp))
+                if rec is not None:
+                    return self._hit(rec, rollout, issue, request, wire.method)
+                if self.mode == "replay" and rollout is None and is_health_ping(request):
+                    return _Exchange(self, "replay", rollout, issue, request, fp,
+                                     response=health_reply(request))
+                if self.mode == "replay":
+                    self.miss_events += 1
+                    known = len(self._miss_index)
+                    miss = self._miss(rollout, request, fp, reward)
+                    if len(self._miss_index) > known:  # one event per miss, as counted
+                        self._emit(ReplayEvent("miss", rollout, miss.seq, wire.method,
+                                               request["url"], None, detail=miss.reason))
+                    self._traced(rollout, issue, request)
+                    # ends this request now: no retry layer (all catch Exception) sees it
+                    raise RequestNotRecorded(miss)
+        if self.write_error is not None:  # nothing more can be written: stop the run now
+            raise self.write_error
+        return _Exchange(self, "record", rollout, issue, request, fp, stage=stage)
+
+    def _exact_hit(self, rollout: str, wire: WireRequest) -> _Exchange | None:
+        """The common case, cheaply: the request is byte for byte this turn's recording."""
+        turn = self._cursor.get(rollout, 0)
+        rec = self._index.by_key.get((rollout, turn))
+        if rec is None or rec.used or not same_request(wire, rec.inter.request):
+            return None
+        with self._lock:
+            if rec.used or self._cursor.get(rollout, 0) != turn:
+                return None  # a concurrent request of this rollout took it meanwhile
+            issue = self._issue(rollout)
+            return self._hit(rec, rollout, issue, rec.inter.request, wire.method)
+
+    def _issue(self, rollout: str | None) -> int:
+        """The next order-of-issue number of ``rollout`` (caller holds the lock)."""
+        issue = self._issued.get(rollout, 0)
+        self._issued[rollout] = issue + 1
+        return issue
+
+    def _hit(self, rec: Recording, rollout: str | None, issue: int, request: dict[str, Any],
+             method: str) -> _Exchange:
+        """Use ``rec`` for this request (caller holds the lock)."""
+        rec.used = True
+        if rec.reward_call is None:  # the cursor counts the agent's turns
+            self._cursor[rollout] = self._cursor.get(rollout, 0) + 1
+        self._hits.append((rollout, issue, rec.inter))
+        self._emit(ReplayEvent("hit", rollout, rec.inter.seq, method, request["url"],
+                               rec.inter.response.get("status")))
+        self._traced(rollout, issue, request)
+        return _Exchange(self, "replay", rollout, issue, request, rec.fingerprint,
+                         response=wire_response(rec.inter.response))
+
+    def _traced(self, rollout: str | None, issue: int, request: dict[str, Any]) -> None:
+        if self._trace_path is not None:  # canonical: as matching sees it (ignores, normalizers)
+            self._trace.append({"kind": "request", "rollout": rollout, "seq": issue,
+                                "turn": issue, "request": self.matcher.canonical(request)})
+
+    def _find(self, rollout: str | None, fp: str) -> Recording | None:
+        return self._index.find(rollout, self._cursor.get(rollout, 0), fp)
+
+    def _miss(self, rollout: str | None, request: dict[str, Any], fp: str,
+              reward: int | None = None) -> Miss:
+        turn = self._cursor.get(rollout, 0)
+        # a reward call's key never collides with an agent turn's (negative numbers)
+        key = (rollout, turn if reward is None else -1 - reward, fp)
+        if key not in self._miss_index:  # else: a retry of a request that already missed
+            root = self._root_misses.get(rollout) if rollout is not None else None
+            miss = self._index.diagnose(self.path, rollout, turn, request, self.matcher,
+                                        reward_call=reward,
+                                        cause=root.where if root is not None else None)
+            if rollout is not None and root is None and reward is None:
+                self._root_misses[rollout] = miss  # what later misses of it follow from
+            self._miss_index[key] = miss
+        return self._miss_index[key]
+
+    def _recorded(self, ex: _Exchange, wire: WireResponse) -> None:
+        response = stored_response(wire, self.keep_headers)
+        path = urlsplit(ex.request["url"]).path
+        kind = TOOL_HTTP if is_recorded_endpoint(ex.request["url"]) else interaction_kind(path)
+        inter = Interaction(rollout=ex.rollout, seq=ex.issue, kind=kind,
+                            request=ex.request, response=response, fingerprint=ex.fingerprint,
+                            duration_ms=(time.perf_counter() - ex.started) * 1000,
+                            stage="reward" if ex.stage == "reward" else None)
+        with self._lock:
+            if not self._active:  # a late response after the block ended: not written
+                self._emit(ReplayEvent("failed", ex.rollout, None, ex.request["method"],
+                                       ex.request["url"], wire.status, detail="after close"))
+                return
+            if not self._new and not self._hits:
+                self._derive_header(inter)
+            self._new.append((ex.rollout, ex.issue, inter))
+            self._journal(lambda w: w.interaction(inter))
+        self._emit(ReplayEvent("record", ex.rollout, ex.issue, ex.request["method"],
+                               ex.request["url"], wire.status))
+
+    def _failed(self, ex: _Exchange, why: str) -> None:
+        with self._lock:
+            self._failed_attempts += 1
+        self._emit(ReplayEvent("failed", ex.rollout, None, ex.request.get("method", ""),
+                               ex.request.get("url", ""), None, detail=why))
+
+    def _derive_header(self, inter: Interaction) -> None:
+        """Fill header fields the caller did not give from the first recorded request."""
+        current = self._header.model_dump()
+        derived = header_fields_from(inter, self.llm_paths)
+        self._header = self._header.merged(
+            {k: v for k, v in derived.items() if v and not current.get(k)})

@@ -274,6 +274,13 @@ class FieldChange:
     lines: tuple[str, ...]
 
 
+_INDEX = re.compile(r"\[(\d+)\]")
+
+
+def _field_key(name: str) -> str:
+    return _INDEX.sub(lambda m: f"[{int(m.group(1)):09d}]", name)
+
+
 def _group(lines: Sequence[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for line in lines:
@@ -282,11 +289,12 @@ def _group(lines: Sequence[str]) -> dict[str, list[str]]:
 
 
 def field_changes(old: Sequence[str], new: Sequence[str]) -> list[FieldChange]:
-    """Every field whose rendered lines differ, in the order the fields appear (old's order,
-    then fields only the new side has). Each one's diff is its own: a changed date in the
-    system prompt never hides a changed question further down."""
+    """Every field whose rendered lines differ, in rendering order (keys sorted, list items
+    by index). Each one's diff is its own: a changed date in the system prompt never hides a
+    changed question further down."""
     a, b = _group(old), _group(new)
-    order = list(dict.fromkeys([*a, *b]))
+    # both sides' fields in one order (rendering sorts keys; list indices compare as numbers)
+    order = sorted(dict.fromkeys([*a, *b]), key=_field_key)
     out: list[FieldChange] = []
     for name in order:
         la, lb = a.get(name, []), b.get(name, [])

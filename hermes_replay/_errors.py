@@ -158,7 +158,9 @@ _MISS_HINT = (
     "next step: if the change is intended, record only what is missing with "
     "cassette(..., mode=\"auto\") (it keeps the old file until it succeeds); if a field is "
     "volatile, ignore it with cassette(..., ignore_paths=[\"body.metadata\"]) or normalize it "
-    "with normalizers=[(regex, replacement)]."
+    "with normalizers=[\"datetime\"] (built-ins: datetime, uuid, tmp-path, epoch, hex-id) or "
+    "[(regex, replacement)] — or keep it with the cassette: `hermes-replay normalize CASSETTE "
+    "--add datetime`."
 )
 
 

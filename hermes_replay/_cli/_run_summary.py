@@ -5,6 +5,7 @@ of plain values)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from hermes_replay._terminal.render import Style, fmt_reward, sanitize
 
@@ -31,6 +32,7 @@ class RunSummary:
     error: str | None = None
     log: str | None = None  # where the env's own output went, if not to the terminal
     rerecorded: dict[str, int] = field(default_factory=dict)  # auto: rollout -> turns recorded
+    written: dict[str, Any] | None = None  # auto: what the new file holds (``rerecorded_line``)
     skipped: str | None = None  # why this cassette was not replayed (not a failure)
     tools_replayed: int = 0  # tool calls answered from the cassette (nothing executed)
     tools_executed: int = 0  # tool calls that really ran
@@ -64,8 +66,9 @@ class RunSummary:
         if self.mode == "auto" and not self.error and not self.exit_code:
             from hermes_replay._session.summary import rerecorded_line
 
-            out.append("  " + sanitize(rerecorded_line(self.rerecorded)))
-        if self.unused_keys:
+            out.append("  " + sanitize(rerecorded_line(self.rerecorded, self.written)))
+        if self.unused_keys and not (self.mode == "auto" and self.written is not None):
+            # (auto: what the run did not request is dropped, counted in the line above)
             shown = sanitize(", ".join(self.unused_keys[:5]))
             more = f" and {len(self.unused_keys) - 5} more" if len(self.unused_keys) > 5 else ""
             out.append(f"  unused: {shown}{more} (the run made fewer requests than recorded)")

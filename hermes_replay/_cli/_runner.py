@@ -329,6 +329,7 @@ def _fill_summary(summary: RunSummary, result: RunResult) -> None:
     summary.recorded = core.recorded
     summary.failed_attempts = core.failed_attempts
     summary.rerecorded = dict(core.rerecorded)
+    summary.written = dict(core.written) if core.written is not None else None
     summary.tools_replayed = core.tools_replayed
     summary.tools_executed = core.tools_executed
     summary.tool_drift = [d.describe() for d in core.tool_drift]

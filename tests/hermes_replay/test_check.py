@@ -31,7 +31,7 @@ MARKER = re.compile(r"#\s*check:\s*([a-z-]+)\s*$")
 EXPECTED_RULES = [
     "result-fields", "eval-agent-loop", "wandb-super", "ctx-cleanup", "tool-call-shape",
     "eval-buffers", "judge-once", "server-list", "server-type", "no-hardcoded-provider",
-    "toolsets",
+    "toolsets", "volatile-prompt",
 ]
 # What each rule's message must say: the part a user needs to recognise the problem.
 MESSAGE_FRAGMENTS = {
@@ -46,12 +46,13 @@ MESSAGE_FRAGMENTS = {
     "server-type": None,  # two broken files, two different messages: checked per file below
     "no-hardcoded-provider": "hard-coded",
     "toolsets": "offered every toolset",
+    "volatile-prompt": "into a prompt: a replay sends another request than the recording",
 }
 SERVER_TYPE_MESSAGES = {
     "server_type_vllm_env.py": "server_type='vllm' for external llm.example.com",
     "openrouter_health_env.py": "OpenRouter with health_check on",
 }
-WARN_RULES = {"eval-buffers", "judge-once", "tool-call-shape"}
+WARN_RULES = {"eval-buffers", "judge-once", "tool-call-shape", "volatile-prompt"}
 
 
 def markers(path: Path) -> set[tuple[str, int]]:

@@ -84,6 +84,8 @@ class HermesAgentBaseEnv(BaseEnv):
     reward_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
     #: Item field holding a known-good reply, read by the default ``known_good_reply``.
     known_good_field: ClassVar[str | None] = None
+    #: rollout scopes are opened here (``_rollout``), so the harness adds none of its own
+    hermes_replay_own_rollout_scopes: ClassVar[bool] = True
 
     config: HermesAgentEnvConfig
 

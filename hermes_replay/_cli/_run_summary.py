@@ -38,6 +38,7 @@ class RunSummary:
     tools_executed: int = 0  # tool calls that really ran
     tool_drift: list[str] = field(default_factory=list)  # described drifts (--tools execute)
     other_workers: int = 0  # replay of one worker: recordings of the others, left to them
+    handled: list[str] = field(default_factory=list)  # plain env machine defaults, once each
 
     def lines(self, style: Style) -> list[str]:
         what = {"record": "recorded", "replay": "replayed", "passthrough": "ran live",
@@ -63,6 +64,7 @@ class RunSummary:
         if self.skipped:
             return [style(head, "bold"), "  " + style("skipped: ", "yellow") + self.skipped]
         out = [style(head, "bold"), "  " + " · ".join(parts)]
+        out.extend("  handled: " + sanitize(text) for text in self.handled)
         if self.mode == "auto" and not self.error and not self.exit_code:
             from hermes_replay._session.summary import rerecorded_line
 

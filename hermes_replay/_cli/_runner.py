@@ -316,6 +316,7 @@ def _fill_summary(summary: RunSummary, result: RunResult) -> None:
     summary.turns = sum(r.turns or 0 for r in result.rollouts)
     summary.mean_reward = sum(rewards) / len(rewards) if rewards else None
     summary.changed = result.changed_rewards()
+    summary.handled = list(result.handled)
     core = result.summary
     if core is None:
         return

@@ -45,8 +45,19 @@ def rollout_rows(cassette: Any) -> list[list[Any]]:
     rows = []
     for record in cassette.rollouts.values():
         outcome = record.outcome or {}
+        if outcome.get("kind") == "group":  # a plain env's group: its scores, on one row
+            scores = outcome.get("scores")
+            shown = "dropped" if scores is None else f"{len(scores)} scores" \
+                if isinstance(scores, list) else "-"
+            rows.append([sanitize(record.id), "group", count_turns(record),
+                         count_tool_calls(record), shown])
+            continue
         phase = outcome.get("phase") or ("eval" if record.id.startswith("eval") else "train")
-        rows.append([sanitize(record.id), sanitize(str(phase)), count_turns(record),
+        # a rollout of a group answered by one request (n > 1): the group's turns are its own
+        shared = cassette.rollouts.get(str(outcome.get("traffic") or ""))
+        turns = count_turns(shared) if shared is not None and not record.interactions \
+            else count_turns(record)
+        rows.append([sanitize(record.id), sanitize(str(phase)), turns,
                      count_tool_calls(record), fmt_reward(outcome.get("reward"))])
     return rows
 
@@ -65,7 +76,11 @@ def render(cassette: Any, style: Style) -> str:
     rewards = [r.outcome.get("reward") for r in cassette.rollouts.values()
                if isinstance((r.outcome or {}).get("reward"), (int, float))]
     mean = sum(rewards) / len(rewards) if rewards else None
-    tail = f"  {len(rows)} rollouts · {len(cassette.interactions)} requests · " \
+    groups = sum(1 for r in cassette.rollouts.values()
+                 if (r.outcome or {}).get("kind") == "group")
+    counted = f"{len(rows) - groups} rollouts in {groups} groups" if groups else \
+        f"{len(rows)} rollouts"
+    tail = f"  {counted} · {len(cassette.interactions)} requests · " \
            f"mean reward {fmt_reward(mean)}"
     scopeless = len(cassette.scopeless)
     if scopeless:

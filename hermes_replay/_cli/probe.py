@@ -72,6 +72,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--judge", default="examples", metavar="SCRIPT",
                    help="scripted-endpoint script answering judge-style requests "
                    "(default: examples)")
+    p.add_argument("--server-type", choices=("openai", "vllm", "sglang"), default="openai",
+                   help="the atroposlib server type the probe's stand-in is spoken to with "
+                   "(default openai; vllm/sglang for envs that need /generate, e.g. "
+                   "tokens_and_logprobs_completion)")
     p.add_argument("--cassettes", type=Path, metavar="DIR",
                    help="where the probe cassettes go (default cassettes/<env file stem>)")
     p.add_argument("--out", type=Path, metavar="DIR",
@@ -126,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
                         work_dir=work, threshold=args.threshold,
                         reward_range=args.reward_range, judge=args.judge,
                         on_probe=None if args.json else progress, env_args=env_args,
-                        known_good=args.known_good)
+                        known_good=args.known_good, server_type=args.server_type)
     if args.json:
         print(report.dumps())
     else:

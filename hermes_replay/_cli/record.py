@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import sys
 import textwrap
@@ -31,7 +32,6 @@ from hermes_replay._cli._runner import (
     default_cassette_path,
     env_log_path,
     redact_command,
-    relative_to_cwd,
     run_with_progress,
 )
 from hermes_replay._cli._worker import add_worker_flag, given_worker, worker_variable
@@ -117,6 +117,14 @@ def register(sub: Any) -> None:
 
 def check_env_file(prog: str, env_file: str) -> str | None:
     path = Path(env_file)
+    as_module = Path(*env_file.split(".")).with_suffix(".py") if re.fullmatch(
+        r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", env_file) and not path.exists() else None
+    if as_module is not None and as_module.is_file():
+        return (
+            f"hermes-replay {prog}: {env_file} is a module name; pass its file: "
+            f"hermes-replay {prog} {as_module.as_posix()} … (a package env is run as "
+            f"`python -m {env_file}` would run it)"
+        )
     if not path.is_file():
         return (
             f"hermes-replay {prog}: environment file {env_file} does not exist "
@@ -211,8 +219,10 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"hermes-replay record: {exc}", file=sys.stderr)
             return 2
+    from hermes_replay._runner.plan import recorded_env_fields
+
     header: dict[str, Any] = {
-        "env_file": relative_to_cwd(env_file),
+        **recorded_env_fields(env_file),
         "command": redact_command(public),
         **endpoint.header_fields(),
     }

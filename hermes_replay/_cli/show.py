@@ -330,6 +330,7 @@ def run(args: argparse.Namespace) -> int:
     if not records:
         t.out.append("no rollouts recorded in this cassette")
     for record in records:
+        record = _with_shared_traffic(cassette, record, t)
         t.out.append("")
         t.out.append(style(sanitize(f"rollout {record.id}"), "bold")
                      + f"  reward {fmt_reward((record.outcome or {}).get('reward'))}"
@@ -347,7 +348,8 @@ def run(args: argparse.Namespace) -> int:
             t.tool_calls([c for c in getattr(record, "tool_calls", [])
                           if c.source == "agent" and c.turn == only])
             continue
-        threads = [] if isinstance(record, SimpleNamespace) else conversations(record)
+        threads = [] if isinstance(record, SimpleNamespace) and not getattr(
+            record, "shared", False) else conversations(record)
         rewards = {} if isinstance(record, SimpleNamespace) else reward_calls(
             record.interactions, record.outcome, marked)
         for number, (indexes, msgs) in enumerate(threads):
@@ -365,11 +367,28 @@ def run(args: argparse.Namespace) -> int:
         if not threads:
             for turn in range(len(record.interactions)):
                 _render_turn(t, record, turn)
-        if not isinstance(record, SimpleNamespace):
+        if not isinstance(record, SimpleNamespace) or getattr(record, "shared", False):
             t.tool_calls(record.tool_calls)
             t.outcome(dict(record.outcome or {}))
     print("\n".join(t.out))
     return 0
+
+
+def _with_shared_traffic(cassette: Any, record: Any, t: Transcript) -> Any:
+    """A plain env's rollout whose group was answered by one request (``n`` > 1) has no
+    requests of its own: show the group's, saying which of the reply's samples it was."""
+    outcome = getattr(record, "outcome", None) or {}
+    shared = cassette.rollouts.get(str(outcome.get("traffic") or ""))
+    if getattr(record, "interactions", None) or shared is None:
+        return record
+    choice = outcome.get("choice")
+    which = f"sample {choice + 1} of the reply" if isinstance(choice, int) else "one sample"
+    t.out.append("")
+    t.out.append(t.s(sanitize(f"rollout {record.id} shares the requests of group {shared.id} "
+                              f"(it is {which}; the transcript shows the first sample)"),
+                     "dim"))
+    return SimpleNamespace(id=record.id, interactions=shared.interactions, outcome=outcome,
+                           tool_calls=list(getattr(record, "tool_calls", [])), shared=True)
 
 
 def _print_raw(records: list[Any], turn: int | None) -> int:

@@ -39,7 +39,7 @@ from hermes_replay._cassette.matching import (
 from hermes_replay._cassette.toolcalls import ToolCall
 from hermes_replay._diff.tool_calls import first_tool_divergence
 from hermes_replay._errors import CassetteError
-from hermes_replay._runner.result import RolloutOutcome, RunResult
+from hermes_replay._runner.result import RolloutOutcome, RunResult, is_group_record
 from hermes_replay._runner.result_io import RESULT_FILE, load_run_result, run_result_from_output_dir
 
 __all__ = [
@@ -210,6 +210,8 @@ def _derived_metrics(rollouts: dict[str, RolloutView]) -> dict[str, float]:
 def view_from_cassette(cassette: Cassette, label: str | None = None) -> RunView:
     rollouts: dict[str, RolloutView] = {}
     for rid, rec in cassette.rollouts.items():
+        if is_group_record(rec.outcome):  # a plain env's group: its rollouts carry rewards
+            continue
         rollouts[rid] = RolloutOutcome.from_outcome(rid, rec.outcome or {})
     transcripts = {rid: sorted(rec.interactions, key=lambda i: i.seq)
                    for rid, rec in cassette.rollouts.items()}

@@ -26,7 +26,7 @@ from typing import Any
 from hermes_replay._cassette import Cassette, RolloutRecord, load_cassette
 from hermes_replay._errors import CassetteError
 from hermes_replay._runner.plan import find_cassettes, flag_value
-from hermes_replay._runner.result import RolloutOutcome, RunResult
+from hermes_replay._runner.result import RolloutOutcome, RunResult, is_group_record
 from hermes_replay._runner.result_io import RESULT_FILE, load_run_result, run_result_from_output_dir
 
 __all__ = ["Run", "Section", "load_runs", "pair_runs", "run_from_cassette", "run_from_result"]
@@ -92,17 +92,31 @@ def _group_of(rid: str, outcome: dict[str, Any]) -> str:
     return "-".join(parts[1:-1]) if len(parts) >= 4 else rid
 
 
+def _records(cassette: Cassette) -> dict[str, RolloutRecord]:
+    """Transcripts per rollout; a plain env's rollout of an ``n > 1`` group has no requests
+    of its own and is shown through its group's (``outcome.traffic``)."""
+    records = dict(cassette.rollouts)
+    for rid, rec in cassette.rollouts.items():
+        shared = records.get(str((rec.outcome or {}).get("traffic") or ""))
+        if not rec.interactions and shared is not None and shared is not rec:
+            records[rid] = RolloutRecord(rid, list(shared.interactions), dict(rec.outcome),
+                                         list(rec.tool_calls))
+    return records
+
+
 def run_from_cassette(cassette: Cassette, label: str | None = None) -> Run:
     h = cassette.header
     rollouts, groups = {}, {}
     for rid, rec in cassette.rollouts.items():
         outcome = rec.outcome or {}
+        if is_group_record(outcome):  # a plain env's group: its rollouts are the rows
+            continue
         rollouts[rid] = RolloutOutcome.from_outcome(rid, outcome)
         groups[rid] = _group_of(rid, outcome)
     env = h.env_name or (Path(h.env_file).stem if h.env_file else None)
     return Run(label=label or str(cassette.path), kind="cassette", env=env,
                mode=_mode_of(list(h.command or []), cassette.path.stem), rollouts=rollouts,
-               groups_of=groups, records=dict(cassette.rollouts), cassette=cassette,
+               groups_of=groups, records=_records(cassette), cassette=cassette,
                complete=cassette.complete)
 
 
@@ -154,7 +168,7 @@ def run_from_result(result: RunResult, label: str, folder: Path | None = None) -
         label=label, kind="result", env=env, mode=_mode_of(command, fallback),
         rollouts=rollouts,
         groups_of={rid: _group_of(rid, outcomes.get(rid, {})) for rid in rollouts},
-        records=dict(cassette.rollouts) if cassette else {}, cassette=cassette,
+        records=_records(cassette) if cassette else {}, cassette=cassette,
         misses=list(result.misses), unused=list(result.unused), wandb=dict(result.wandb),
         eval_metrics=dict(result.eval_metrics),
         scored_groups=_read_groups(groups_path) if groups_path else

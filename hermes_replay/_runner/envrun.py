@@ -7,6 +7,7 @@ interpreter: the env's openai/httpx/aiohttp clients are patched only here. Used 
 
 from __future__ import annotations
 
+import ast
 import io
 import logging
 import runpy
@@ -14,24 +15,63 @@ import sys
 import traceback
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from contextlib import contextmanager, nullcontext, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
-__all__ = ["OutcomeCollector", "redirected_to", "run_env_file"]
+__all__ = ["OutcomeCollector", "module_of", "redirected_to", "run_env_file"]
+
+
+def _has_relative_imports(path: Path) -> bool:
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return False
+    return any(isinstance(node, ast.ImportFrom) and node.level > 0 for node in ast.walk(tree))
+
+
+def module_of(env_file: Path) -> tuple[str, Path] | None:
+    """``(dotted module name, the folder above its top package)`` when ``env_file`` can only
+    run as ``python -m pkg.env`` (it lies in a package and imports relatively), else None."""
+    path = env_file.resolve()
+    if not (path.parent / "__init__.py").is_file() or not _has_relative_imports(path):
+        return None
+    parts, folder = [path.stem], path.parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    if not all(part.isidentifier() for part in parts):
+        return None
+    return ".".join(parts), folder
 
 
 @contextmanager
-def _as_script(env_file: Path, argv: Sequence[str]) -> Iterator[None]:
-    """``sys.argv``/``sys.path[0]`` as ``python ENV_FILE ARGV…`` sets them; restored after."""
+def _as_script(env_file: Path, argv: Sequence[str], root: Path | None = None) -> Iterator[None]:
+    """``sys.argv``/``sys.path[0]`` as ``python ENV_FILE ARGV…`` (or ``python -m`` from
+    ``root``) sets them; restored after."""
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [str(env_file), *argv]
-    sys.path.insert(0, str(env_file.resolve().parent))
+    sys.path.insert(0, str(root if root is not None else env_file.resolve().parent))
     try:
         yield
     finally:
         sys.argv = saved_argv
         sys.path[:] = saved_path
+
+
+@contextmanager
+def _fresh_package(top: str) -> Iterator[None]:
+    """The env's package is imported anew for this run and forgotten after it, so a second run
+    in this process (replay after record, a reward edited in between) runs today's files."""
+    def forget() -> None:
+        for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+            del sys.modules[name]
+
+    forget()
+    try:
+        yield
+    finally:
+        forget()
 
 
 def run_env_file(env_file: Path, argv: Sequence[str]) -> int:
@@ -43,9 +83,14 @@ def run_env_file(env_file: Path, argv: Sequence[str]) -> int:
     """
     from hermes_replay import HermesReplayError
 
-    with _as_script(env_file, argv):
+    module = module_of(env_file)
+    with _as_script(env_file, argv, module[1] if module else None), \
+            (_fresh_package(module[0].split(".")[0]) if module else nullcontext()):
         try:
-            runpy.run_path(str(env_file), run_name="__main__")
+            if module is not None:  # relative imports: run it as `python -m pkg.env` would
+                runpy.run_module(module[0], run_name="__main__", alter_sys=True)
+            else:
+                runpy.run_path(str(env_file), run_name="__main__")
         except SystemExit as exc:
             code = exc.code
             if code is None:
@@ -62,9 +107,10 @@ def run_env_file(env_file: Path, argv: Sequence[str]) -> int:
             if cause is not None:
                 raise cause from exc
             traceback.print_exc()
+            how = f"-m {module[0]}" if module is not None else str(env_file)
             print(
                 f"hermes-replay: {env_file} raised {type(exc).__name__}: {exc}\n"
-                f"  (traceback above). Next step: run `python {env_file} {' '.join(argv)}` "
+                f"  (traceback above). Next step: run `python {how} {' '.join(argv)}` "
                 "directly to debug the environment.",
                 file=sys.stderr,
             )
@@ -89,10 +135,14 @@ class OutcomeCollector:
 
     def __init__(self, on_rollout: Any = None) -> None:
         self.outcomes: dict[str, dict[str, Any]] = {}
+        self.groups: dict[str, dict[str, Any]] = {}  # plain envs (``_runner.plain_groups``)
         self.annotations: dict[str, Any] = {}
         self._on_rollout = on_rollout
 
     def rollout_finished(self, scope: Any) -> None:
+        if scope.outcome.get("kind") == "group":  # a plain env's group: its scores, no reward
+            self.groups[scope.id] = dict(scope.outcome)
+            return
         self.outcomes[scope.id] = dict(scope.outcome)
         if self._on_rollout is not None:
             self._on_rollout(scope.id, self.outcomes[scope.id])

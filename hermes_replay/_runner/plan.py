@@ -4,8 +4,10 @@ argv for an offline replay, and comparing rewards with the recorded ones."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from hermes_replay._errors import CassetteError
 
@@ -167,6 +169,52 @@ def _looks_like_cassette(path: Path) -> bool:
 
 
 _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def project_root(path: Path) -> Path | None:
+    """The nearest folder at or above ``path`` with a project marker, or None."""
+    where = path.resolve()
+    for parent in (where, *where.parents):
+        if parent.is_dir() and any((parent / m).exists() for m in _PROJECT_MARKERS):
+            return parent
+    return None
+
+
+def recorded_env_fields(env_file: Path) -> dict[str, Any]:
+    """How a recording names its env file: relative to the project root (so replay finds it
+    from any folder of the project), with the folder it ran in (``extra.env_cwd``, where the
+    command's other relative paths start) and, for a package env, the module it ran as
+    (``extra.env_module``: ``python -m pkg.env``). Outside any project, or recorded from
+    outside the env's project: relative to the working directory, as before."""
+    from hermes_replay._runner.envrun import module_of
+
+    where, cwd = env_file.resolve(), Path.cwd().resolve()
+    root = project_root(where.parent)
+    extra: dict[str, Any] = {}
+    module = module_of(where)
+    if module is not None:
+        extra["env_module"] = module[0]
+    if root is None or not cwd.is_relative_to(root):
+        fields: dict[str, Any] = {"env_file": Path(os.path.relpath(where, cwd)).as_posix()}
+    else:
+        fields = {"env_file": where.relative_to(root).as_posix()}
+        if cwd != root:
+            extra["env_cwd"] = cwd.relative_to(root).as_posix()
+    if extra:
+        fields["extra"] = extra
+    return fields
+
+
+def recorded_cwd(base: Path, extra: dict[str, Any]) -> Path:
+    """The folder a recording ran in, under ``base`` (the project root its env file is
+    relative to); ``base`` itself when the header says nothing usable (a cassette is data:
+    an absolute path or ``..`` is ignored, never followed)."""
+    raw = extra.get("env_cwd") if isinstance(extra, dict) else None
+    if not isinstance(raw, str) or not raw or Path(raw).is_absolute() or ".." in Path(raw).parts:
+        return base
+    folder = base / raw
+    return folder if folder.is_dir() and folder.resolve().is_relative_to(base.resolve()) \
+        else base
 
 
 def _search_bases(cassette: Path) -> list[Path]:

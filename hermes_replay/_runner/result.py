@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from hermes_replay._errors import HermesReplayError
     from hermes_replay._session.summary import ReplaySummary
 
-__all__ = ["RewardChange", "RolloutOutcome", "RunResult"]
+__all__ = ["RewardChange", "RolloutOutcome", "RunResult", "is_group_record"]
 
 RewardChange = tuple[float | None, float | None]  # (recorded, replayed)
 
@@ -38,6 +38,11 @@ class RolloutOutcome:
             finished=outcome.get("finished_naturally"),
             tool_errors=_count(outcome.get("tool_errors")),
         )
+
+
+def is_group_record(outcome: Any) -> bool:
+    """A plain env's group (``_runner.plain_groups``): its scores, not a rollout of its own."""
+    return isinstance(outcome, dict) and outcome.get("kind") == "group"
 
 
 def _number(value: Any) -> float | None:
@@ -73,6 +78,8 @@ class RunResult:
     error: HermesReplayError | None = field(default=None, compare=False, repr=False)
     #: the cassette session's own counts (interactions, misses, unused, recorded …)
     summary: ReplaySummary | None = field(default=None, compare=False, repr=False)
+    #: machine defaults the harness settled for a plain env, each named once (``_runner.plain_env``)
+    handled: list[str] = field(default_factory=list, compare=False)
 
     @property
     def rewards(self) -> dict[str, float | None]:

@@ -23,7 +23,7 @@ from typing import Any
 
 from hermes_replay._errors import CassetteError, HermesReplayError, RecordingFailed
 from hermes_replay._runner.plan import flag_value
-from hermes_replay._runner.result import RolloutOutcome, RunResult
+from hermes_replay._runner.result import RolloutOutcome, RunResult, is_group_record
 from hermes_replay._runner.seed import run_seed, seed_globals
 from hermes_replay._runner.stall import DEFAULT_MAX_MISSES
 from hermes_replay._session.isolation import tool_isolation
@@ -74,7 +74,8 @@ def run_cassette(
                  "hermes_replay.cassette() around your own code")
     recorded_rewards = {
         rid: (None if rec.outcome.get("reward") is None else float(rec.outcome["reward"]))
-        for rid, rec in recorded_run.rollouts.items() if rec.outcome}
+        for rid, rec in recorded_run.rollouts.items()
+        if rec.outcome and not is_group_record(rec.outcome)}
     del recorded_run  # the replay loads its own copy; a huge reply need not be held twice
     env_file = find_env_file(header.env_file, Path(path))
     if env_file is None:
@@ -89,8 +90,10 @@ def run_cassette(
     out.mkdir(parents=True, exist_ok=True)
     # Run where it was recorded (the folder env_file is relative to), so other relative paths
     # in the command (--config, datasets) resolve as they did.
+    from hermes_replay._runner.plan import recorded_cwd
+
     recorded = Path(header.env_file)
-    base = env_file.resolve().parents[len(recorded.parts) - 1]
+    base = recorded_cwd(env_file.resolve().parents[len(recorded.parts) - 1], header.extra)
     with _working_dir(base):
         result = run_env(env_file.resolve(), argv, cassette=cassette_path, mode=mode,
                          output=output, log_path=out / "env.log", strict=strict,
@@ -148,12 +151,14 @@ def run_env(
         run_env_file,
     )
     from hermes_replay._runner.netblock import block_network as _block
+    from hermes_replay._runner.plain_env import plain_env_support
     from hermes_replay._runner.scrub_outputs import scrubbed_run
     from hermes_replay._runner.stall import stall_guard
     from hermes_replay._runner.wandb import capture_wandb
 
     collector = OutcomeCollector(on_rollout=on_rollout)
     session = None
+    plain: Any = None
     code = 0
     error: HermesReplayError | None = None
     captured: Any = None
@@ -169,6 +174,7 @@ def run_env(
             stack.enter_context(tool_isolation(mode, trust_cassette))
             session = stack.enter_context(hermes_replay.cassette(path, mode=mode, **options))  # type: ignore[arg-type]
             session.observe(collector)
+            plain = stack.enter_context(plain_env_support(mode))
             _seed_run(session, mode, seed)
             stack.enter_context(output if output is not None else redirected_to(log_path))
             stack.enter_context(library_output_with_env())
@@ -190,6 +196,7 @@ def run_env(
         error = replay_verdict(cassette, session.summary(), code, env_file, argv, log,
                                as_recorded=as_recorded)
     result = _result(argv, code, error, session, collector, captured, cassette, env_name)
+    result.handled = list(plain.handled) if plain is not None else []
     if raise_errors and error is not None:
         raise error
     return result

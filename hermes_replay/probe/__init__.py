@@ -98,6 +98,7 @@ def run_probes(
     on_probe: Callable[[ProbeRun], None] | None = None,
     env_args: Sequence[str] = (),
     known_good: Reference | None = None,
+    server_type: str = "openai",
 ) -> ProbeReport:
     """Run the battery (or the named ``probes``) against ``env_file``; see the module docstring.
 
@@ -105,7 +106,8 @@ def run_probes(
     ``env.log`` per probe) to a fresh temporary folder. ``judge`` names the scripted-endpoint
     script that answers judge-style requests. ``env_args``: the env's own flags, given to
     every run (a probe's own flags are refused: ``ValueError``). ``known_good``: where the
-    known-good probe's replies come from instead of the env's hook.
+    known-good probe's replies come from instead of the env's hook. ``server_type``: how the
+    env's atroposlib servers speak to the stand-in (``vllm``/``sglang``: ``/generate``).
     """
     env = Path(env_file)
     if not env.is_file():
@@ -122,7 +124,7 @@ def run_probes(
     for probe in chosen:
         run = run_probe(env, probe, items=items, cassette=cassettes / f"probe-{probe.name}.jsonl",
                         work_dir=work, judge=judge, seed=seed, env_args=env_args,
-                        known_good=known_good)
+                        known_good=known_good, server_type=server_type)
         runs.append(run)
         if on_probe is not None:
             on_probe(run)

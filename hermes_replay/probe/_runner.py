@@ -146,13 +146,14 @@ def probe_env_args(env_args: Sequence[str]) -> list[str]:
 
 
 def env_argv(items: int, base_url: str, model: str, out_dir: Path | None,
-             env_args: Sequence[str] = ()) -> list[str]:
+             env_args: Sequence[str] = (), server_type: str = "openai") -> list[str]:
     """The env CLI command of a probe run (``out_dir`` None: the form stored in the header)."""
     out = str(out_dir / OUTPUT_NAME) if out_dir is not None else OUTPUT_NAME
+    health = ["--openai.health_check", "false"] if server_type == "openai" else []
     return ["process", "--env.total_steps", str(items), "--env.group_size", "1",
             "--env.data_path_to_save_groups", out,
             "--openai.base_url", base_url, "--openai.model_name", model,
-            "--openai.server_type", "openai", "--openai.health_check", "false", *env_args]
+            "--openai.server_type", server_type, *health, *env_args]
 
 
 def _offered_tools(requests: list[tuple[str, Any]]) -> list[dict[str, Any]]:
@@ -169,13 +170,14 @@ def _offered_tools(requests: list[tuple[str, Any]]) -> list[dict[str, Any]]:
 
 def run_probe(env_file: Path, probe: Probe, *, items: int, cassette: Path, work_dir: Path,
               judge: str = "examples", seed: int = 0, replay: bool = True,
-              env_args: Sequence[str] = (), known_good: Reference | None = None) -> ProbeRun:
+              env_args: Sequence[str] = (), known_good: Reference | None = None,
+              server_type: str = "openai") -> ProbeRun:
     """Record ``probe`` against ``env_file`` into ``cassette``, then replay it once.
 
     ``known_good`` (a template over the item's fields, or a function of the item) replaces
     the env's ``known_good_reply`` hook as the source of known-good replies."""
     from hermes_replay import load_cassette
-    from hermes_replay._cassette.files import relative_to_cwd
+    from hermes_replay._runner.plan import recorded_env_fields
     from hermes_replay._runner.run import run_env
     from hermes_replay.scripted_endpoint import ScriptedEndpoint, get_script
 
@@ -196,14 +198,18 @@ def run_probe(env_file: Path, probe: Probe, *, items: int, cassette: Path, work_
         ctx = ProbeContext(known_good=table)
         with ScriptedEndpoint(script=probe_script(probe, ctx, judge_script),
                               seed=seed) as endpoint:
+            # vLLM/SGLang servers are given the root: they add /generate themselves
+            url = endpoint.base_url if server_type == "openai" else endpoint.root_url
+            located = recorded_env_fields(env_file)
             header = {
-                "env_file": relative_to_cwd(env_file),
-                "command": env_argv(n, endpoint.base_url, model, None, env_args),
-                "endpoint_type": "openai", "base_url": endpoint.base_url, "model": model,
-                "extra": {"probe": {"name": probe.name, "kind": probe.kind, "items": n,
+                **located,
+                "command": env_argv(n, url, model, None, env_args, server_type),
+                "endpoint_type": server_type, "base_url": url, "model": model,
+                "extra": {**located.get("extra", {}),
+                          "probe": {"name": probe.name, "kind": probe.kind, "items": n,
                                     "judge": judge_script.name, "seed": seed}},
             }
-            argv = env_argv(n, endpoint.base_url, model, work, env_args)
+            argv = env_argv(n, url, model, work, env_args, server_type)
             # One seed for the endpoint and the env's `random`/numpy: a re-run is the same run.
             with _bounded_retries(n):
                 result = run_env(env_file, argv, cassette=cassette, mode="record",

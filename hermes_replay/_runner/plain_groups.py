@@ -1,0 +1,216 @@
+"""Rollout identity and rewards for plain atroposlib environments, given by the harness.
+
+A ``HermesAgentBaseEnv`` opens a rollout scope per slot itself. A plain ``BaseEnv`` subclass
+knows nothing of hermes-replay, so the harness wraps the two calls every Atropos environment
+is driven through, on the instance it runs (the class and the file stay untouched):
+
+- ``collect_trajectories(item)`` → a **group** scope ``train-<item hash>-<occurrence>``. The
+  requests made inside it (one ``chat_completion(n=group_size)``, a ``completion``, a
+  ``managed_server`` conversation…) are keyed by it and their order in it, so concurrent groups
+  never swap answers. When it returns, each score of the returned ``ScoredDataGroup`` becomes
+  a rollout ``train-<hash>-<occurrence>-<slot>`` in the cassette (its traffic is the group's),
+  and the group keeps its whole score list.
+- ``collect_trajectory(item)`` (atroposlib's default ``collect_trajectories`` calls it
+  ``group_size`` times at once) → a **rollout** scope ``…-<slot>`` of the enclosing group, its
+  slot the order in which the calls started (deterministic: asyncio starts gathered tasks in
+  order), its reward the returned ``ScoredDataItem``'s score.
+
+The item hash is canonical JSON of the item (``repr`` for what JSON cannot hold, with memory
+addresses taken out), the occurrence how often this env instance has drawn that item — the
+rule of ``environments/_ids.py``, so plain and Hermes ids read alike. A group that comes back
+empty (every rollout filtered by ``score()``) is counted: atroposlib's ``process`` loop retries
+such a group forever, so after ``HERMES_REPLAY_MAX_EMPTY_GROUPS`` (default 20) empty groups in
+a row the run stops with :class:`EveryGroupDropped`, saying why and what to do.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import hashlib
+import json
+import os
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_replay._errors import HermesReplayError
+from hermes_replay._session.scope import rollout
+from hermes_replay._session.workers import ENV_VAR as WORKER_VARIABLE
+from hermes_replay._session.workers import FIRST as FIRST_WORKER
+
+__all__ = ["DEFAULT_MAX_EMPTY_GROUPS", "MAX_EMPTY_VARIABLE", "EveryGroupDropped", "GroupIdentity",
+           "item_hash"]
+
+MAX_EMPTY_VARIABLE = "HERMES_REPLAY_MAX_EMPTY_GROUPS"
+DEFAULT_MAX_EMPTY_GROUPS = 20
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+class EveryGroupDropped(HermesReplayError):
+    """A plain env's ``collect_trajectories`` returned no group too many times in a row."""
+
+
+def item_hash(item: Any) -> str:
+    """12 hex digits of the item's content, the same on every machine and in every run."""
+    try:
+        text = json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          default=lambda value: _ADDRESS.sub("", repr(value)))
+    except (TypeError, ValueError):
+        text = _ADDRESS.sub("", repr(item))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def _with_worker(base: str) -> str:
+    worker = os.environ.get(WORKER_VARIABLE, "").strip()
+    return base if worker in ("", FIRST_WORKER) else f"{base}@{worker}"
+
+
+@dataclass
+class _Group:
+    """One ``collect_trajectories`` call in progress (shared by the tasks it spawns)."""
+
+    base: str  # train-<hash>-<occurrence>, no worker suffix
+    fingerprint: str
+    slots: list[str] = field(default_factory=list)
+
+    def next_slot(self) -> str:
+        rid = _with_worker(f"{self.base}-{len(self.slots)}")
+        self.slots.append(rid)
+        return rid
+
+
+_GROUP: contextvars.ContextVar[_Group | None] = contextvars.ContextVar(
+    "hermes_replay_plain_group", default=None)
+
+
+def _groups_of(result: Any) -> Any:
+    """The scored part of what ``collect_trajectories`` returns (``(groups, backlog)``)."""
+    return result[0] if isinstance(result, tuple) and result else result
+
+
+def _scores(groups: Any) -> list[float | None]:
+    """Every rollout's score, in order, from a ScoredDataGroup or a list of them."""
+    if isinstance(groups, dict):
+        raw = groups.get("scores")
+        return [_number(s) for s in raw] if isinstance(raw, (list, tuple)) else []
+    if isinstance(groups, (list, tuple)):
+        return [s for g in groups for s in _scores(g)]
+    return []
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:  # numpy / torch scalars
+            return float(value)
+        except (TypeError, ValueError):
+            return None
+    return float(value)
+
+
+def _is_empty(groups: Any) -> bool:
+    """What atroposlib's process loop treats as 'failed to process group'."""
+    if isinstance(groups, (list, tuple)):
+        return all(_is_empty(g) for g in groups)
+    return not groups
+
+
+class GroupIdentity:
+    """The wrappers installed on one plain env instance (see the module docstring)."""
+
+    def __init__(self, env: Any, max_empty: int | None = None) -> None:
+        self.env_name = type(env).__name__
+        self._draws: Counter[str] = Counter()
+        self.max_empty = max_empty if max_empty is not None else _max_empty_from_env()
+        self.empty_in_a_row = 0
+        self.empty_total = 0
+
+    def install(self, env: Any) -> None:
+        """Shadow the two methods on the instance: ``self.collect_trajectory(item)`` inside
+        atroposlib's default ``collect_trajectories`` then finds the wrapped one."""
+        for name, wrapper in (("collect_trajectories", self._collect_trajectories),
+                              ("collect_trajectory", self._collect_trajectory)):
+            bound = getattr(env, name)
+            env.__dict__[name] = functools.wraps(bound)(functools.partial(wrapper, bound))
+
+    def _open_group(self, item: Any) -> _Group:
+        fingerprint = item_hash(item)
+        occurrence = self._draws[fingerprint]
+        self._draws[fingerprint] += 1
+        return _Group(f"train-{fingerprint}-{occurrence}", fingerprint)
+
+    async def _collect_trajectories(self, original: Callable[..., Any], item: Any,
+                                    *args: Any, **kwargs: Any) -> Any:
+        group = self._open_group(item)
+        token = _GROUP.set(group)
+        try:
+            group_id = _with_worker(group.base)
+            with rollout(group_id) as scope:
+                result = await original(item, *args, **kwargs)
+                scores = _scores(_groups_of(result))
+                if group.slots:  # collect_trajectory calls reported their own rewards
+                    rollouts = list(group.slots)
+                else:  # one request (or several) for the whole group: its scores, in order
+                    rollouts = [_with_worker(f"{group.base}-{i}") for i in range(len(scores))]
+                    for choice, (rid, score) in enumerate(zip(rollouts, scores, strict=True)):
+                        with rollout(rid) as one:
+                            one.report(reward=score, phase="train", group=group.fingerprint,
+                                       traffic=group_id, choice=choice)
+                scope.report(kind="group", phase="train", group=group.fingerprint,
+                             scores=scores if not _is_empty(_groups_of(result)) else None,
+                             rollouts=rollouts)
+        finally:
+            _GROUP.reset(token)
+        self._count(_groups_of(result), item)
+        return result
+
+    async def _collect_trajectory(self, original: Callable[..., Any], item: Any,
+                                  *args: Any, **kwargs: Any) -> Any:
+        group = _GROUP.get()
+        if group is None:  # called on its own, not from collect_trajectories: a group of one
+            group = self._open_group(item)
+        with rollout(group.next_slot()) as scope:
+            result = await original(item, *args, **kwargs)
+            scored = _groups_of(result)
+            score = _number(scored.get("scores")) if isinstance(scored, dict) else None
+            scope.report(reward=score, phase="train", group=group.fingerprint,
+                         **({} if isinstance(scored, dict) else {"dropped": True}))
+        return result
+
+    def _count(self, groups: Any, item: Any) -> None:
+        if not _is_empty(groups):
+            self.empty_in_a_row = 0
+            return
+        self.empty_in_a_row += 1
+        self.empty_total += 1
+        if self.max_empty > 0 and self.empty_in_a_row >= self.max_empty:
+            raise EveryGroupDropped(dropped_message(self.env_name, self.empty_in_a_row, item))
+
+
+def dropped_message(env_name: str, count: int, item: Any) -> str:
+    shown = repr(item)
+    shown = shown if len(shown) <= 120 else shown[:117] + "..."
+    return (
+        f"{env_name}.collect_trajectories returned no group {count} times in a row (the last "
+        f"item: {shown}): the env dropped every group, so atroposlib would retry forever "
+        "('Failed to process group, retrying...'). Checks that typically drop every group in "
+        "score(): a length filter (every completion longer than max_token_length, or the "
+        "prompt alone over it), too few trained tokens (masks all -100), identical scores "
+        "(a group whose rollouts all scored the same is returned as None).\n"
+        "  next step: look at score() with the env log (-v shows it), give the model room "
+        "(--env.max_token_length) or fix the filter; to allow more empty groups in a row set "
+        f"{MAX_EMPTY_VARIABLE}=N (0 = no bound)")
+
+
+def _max_empty_from_env() -> int:
+    raw = os.environ.get(MAX_EMPTY_VARIABLE, "").strip()
+    if not raw:
+        return DEFAULT_MAX_EMPTY_GROUPS
+    try:
+        return max(0, int(raw))
+    except ValueError:
+        raise EveryGroupDropped(f"{MAX_EMPTY_VARIABLE}={raw!r} is not a whole number; set it to "
+                                "the number of empty groups in a row to allow (0 = no bound)"
+                                ) from None

@@ -32,8 +32,10 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` and the repo
 import hermes_replay
 from benchmarks import _drivers, _hermes, _instructions, _record, _synthetic, _vcr
 
-TARGETS = {"replay_ratio": 1.10, "flat_ratio": 1.20, "record_ratio": 1.10, "load_s": 1.0,
-           "bytes_ratio": 0.40}
+# issue 27's targets: replay within 5% of the SDK alone, a 10,000-interaction start in 0.3 s
+# of CPU, recording within 5% wall and 1.5 ms of client CPU per request of pass-through
+TARGETS = {"replay_ratio": 1.05, "flat_ratio": 1.20, "record_ratio": 1.05, "load_s": 0.3,
+           "record_cpu_ms": 1.5, "bytes_ratio": 0.40}
 Timing = tuple[float, float]  # (wall seconds, CPU seconds)
 
 
@@ -211,8 +213,8 @@ class Bench:
         (lw, lc), (sw, sc) = _med(loads), _med(starts)
         print(f"load_cassette():                 cpu {lc:6.3f} s   wall {lw:6.3f} s")
         print(f"replay session start (load+index): cpu {sc:6.3f} s   wall {sw:6.3f} s")
-        self.verdict(f"{n}-interaction cassette loads in < {TARGETS['load_s']:.0f} s",
-                     sc < TARGETS["load_s"], f"session start {sc:.3f} s CPU ({sw:.3f} s wall); "
+        self.verdict(f"{n}-interaction replay starts in <= {TARGETS['load_s']:.1f} s CPU",
+                     sc <= TARGETS["load_s"], f"session start {sc:.3f} s CPU ({sw:.3f} s wall); "
                      f"load_cassette alone {lc:.3f} s CPU")
         tracemalloc.start()
         session = _start_stop(path, keep=True)
@@ -260,11 +262,17 @@ class Bench:
         print(f"recording costs the client {(rc - pc) / n * 1e3:+.3f} ms CPU per request "
               f"({rc / pc:.3f}x the client's pass-through CPU); wall {rw / pw:.3f}x")
         total = (rc + re_) / (pc + pe)
-        # Judged on wall time: what recording costs the person running it. CPU is printed
-        # beside it but is not the verdict: the stand-in endpoint's own CPU moves with how
-        # its client paces requests (about +0.9 ms/request for identical requests), which is
-        # not work the recorder does, and a real model server's cost dwarfs both.
-        self.verdict(f"recording <= {TARGETS['record_ratio']:.2f}x pass-through",
+        # Judged on wall time (what recording costs the person running it) and on the
+        # client's own CPU (in a deployment of many concurrent rollouts the env worker's CPU
+        # is the bottleneck). The endpoint's CPU is printed, not judged: the stand-in's own
+        # CPU moves with how its client paces requests (about +0.9 ms/request for identical
+        # requests), which is not work the recorder does.
+        extra_ms = (rc - pc) / n * 1e3
+        self.verdict(f"recording costs the client <= +{TARGETS['record_cpu_ms']:.1f} ms CPU "
+                     "per request", extra_ms <= TARGETS["record_cpu_ms"],
+                     f"{extra_ms:+.2f} ms/request ({rc / pc:.3f}x the client's pass-through "
+                     "CPU, paired)")
+        self.verdict(f"recording <= {TARGETS['record_ratio']:.2f}x pass-through (wall)",
                      rw / pw <= TARGETS["record_ratio"],
                      f"{rw / pw:.3f}x wall (paired); CPU: {rc / pc:.3f}x client-only "
                      f"({(rc - pc) / n * 1e3:+.2f} ms/request), {total:.3f}x client + endpoint")

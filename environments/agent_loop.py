@@ -42,10 +42,18 @@ from typing import Any
 
 from environments._lifetime import touch
 from environments.tool_budget import BudgetConfig, apply_budget
-from environments.tools import cleanup_task, dispatch_tool, get_sandbox, tool_result_error
+from environments.tools import (
+    blocked_tool_error,
+    cleanup_task,
+    dispatch_tool,
+    get_sandbox,
+    tool_result_error,
+)
 from hermes_replay import RequestNotRecorded, current_rollout, scrub, tool_call
 
 __all__ = ["AgentResult", "HermesAgentLoop", "ToolError", "resize_tool_pool", "tool_pool_size"]
+# ``_extract_reasoning_from_message`` is importable too (the former layer's unit tests import
+# it); it stays out of ``__all__`` as the private name it always was.
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +89,16 @@ _POOL_SIZE = _DEFAULT_POOL_SIZE
 _POOL_LOCK = threading.Lock()
 
 
-def resize_tool_pool(n: int) -> None:
-    """Replace the tool thread pool with one of ``n`` workers (running tools finish first)."""
+def resize_tool_pool(n: int | None = None, *, max_workers: int | None = None) -> None:
+    """Replace the tool thread pool with one of ``n`` workers (running tools finish first).
+
+    ``max_workers=`` is the former layer's keyword for the same number; either works.
+    """
     global _POOL, _POOL_SIZE
+    if (n is None) == (max_workers is None):
+        raise TypeError("resize_tool_pool takes one size: resize_tool_pool(n) or "
+                        "resize_tool_pool(max_workers=n)")
+    n = n if n is not None else max_workers
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"tool pool size must be a positive integer, not {n!r}")
     with _POOL_LOCK:
@@ -135,6 +150,28 @@ def _reasoning_text(message: Any) -> str | None:
         return json.dumps([d if isinstance(d, dict) else str(d) for d in details])
     if isinstance(details, str) and details:
         return details
+    return None
+
+
+def _extract_reasoning_from_message(message: Any) -> str | None:
+    """The former layer's reading of one assistant message's reasoning, kept importable with
+    its meaning: ``reasoning_content``, else ``reasoning``, else the first ``reasoning_details``
+    entry with a ``text``; None when there is none.
+
+    The loop itself uses ``_reasoning_text``, which keeps *every* detail's text (a provider
+    that splits its reasoning into several details loses none of it in ``reasoning_per_turn``);
+    on a message with one detail or none the two agree.
+    """
+    for key in ("reasoning_content", "reasoning"):
+        value = _get(message, key)
+        if isinstance(value, str) and value:
+            return value
+    details = _get(message, "reasoning_details")
+    if isinstance(details, (list, tuple)):
+        for detail in details:
+            text = _get(detail, "text")
+            if isinstance(text, str) and text:
+                return text
     return None
 
 
@@ -275,8 +312,11 @@ class HermesAgentLoop:
             content = json.dumps({"error": error}, ensure_ascii=False)
             return content, ToolError(turn, name, raw_args, error, content)
 
+        available = ", ".join(sorted(self.valid_tool_names)) or "none"
+        blocked = blocked_tool_error(name)
+        if blocked is not None:  # the former layer's answer for its chat-agent tools
+            return failure(f"{blocked} Available tools: {available}.")
         if name not in self.valid_tool_names:
-            available = ", ".join(sorted(self.valid_tool_names)) or "none"
             return failure(f"Unknown tool {name!r}. Available tools: {available}.")
         try:
             args = json.loads(raw_args) if raw_args.strip() else {}

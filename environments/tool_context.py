@@ -55,7 +55,13 @@ from typing import Any
 
 from environments._lifetime import touch
 from environments.agent_loop import run_blocking
-from environments.tools import cleanup_task, dispatch_tool, get_sandbox, get_tool
+from environments.tools import (
+    blocked_tool_error,
+    cleanup_task,
+    dispatch_tool,
+    get_sandbox,
+    get_tool,
+)
 from environments.tools.sandbox import SandboxBackend
 from hermes_replay import tool_call
 
@@ -165,6 +171,9 @@ class ToolContext:
                     for p in sorted(target.rglob("*")) if p.is_file()}
 
     def _call_tool(self, name: str, args: dict[str, Any] | str) -> str:
+        blocked = blocked_tool_error(name)
+        if blocked is not None:  # the former layer's answer for its chat-agent tools
+            return json.dumps({"error": blocked}, ensure_ascii=False)
         try:
             get_tool(name)  # unknown names: KeyError listing the registered tools
             if isinstance(args, str):

@@ -5,6 +5,8 @@
     HermesReplayError            base of everything below; catch this to catch all of it
      ├── CassetteError           the cassette file is missing, unreadable, corrupt or too new
      ├── RecordingFailed         record: the env failed or recorded nothing; old cassette kept
+     ├── UnknownFlags            a run's env flags name no option (a typo atroposlib would
+     │                           ignore): raised before the environment parses anything
      ├── ReplayFailed            replay: the env exited non-zero or raised, or recorded rollouts
      │                           never ran — a replay that did not really run never passes
      └── CassetteMiss            replay: requests had no matching recording (raised when the
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["CassetteError", "CassetteMiss", "HermesReplayError", "Miss", "RecordingFailed",
-           "ReplayFailed", "RequestNotRecorded", "UnusedRecordings", "miss_text"]
+           "ReplayFailed", "RequestNotRecorded", "UnknownFlags", "UnusedRecordings", "miss_text"]
 
 
 class HermesReplayError(Exception):
@@ -57,6 +59,31 @@ class CassetteError(HermesReplayError):
         if hint:
             text += f"\n  next step: {hint}"
         super().__init__(text)
+
+
+class UnknownFlags(HermesReplayError):
+    """Flags of a run that are no option of the env's mode, each with its close matches.
+
+    atroposlib takes an abbreviation (``--env.total_step``) for the flag it starts and then
+    ignores it; hermes-replay refuses the run before the environment parses anything.
+    """
+
+    exit_code = 2  # a usage error, as argparse's own
+
+    def __init__(self, env: str, mode: str, problems: list[tuple[str, list[str]]]) -> None:
+        self.flags = [flag for flag, _ in problems]
+        self.problems = problems
+        parts = []
+        for flag, near in problems:
+            guess = (f"; did you mean {' or '.join(near)}?" if near
+                     else "; no flag of that mode is close to it")
+            parts.append(f"  {flag}{guess}")
+        super().__init__(
+            f"{env} {mode}: {len(problems)} unknown flag(s), refused before anything ran "
+            "(atroposlib would take an abbreviation for the flag it starts, then ignore it "
+            "and run with the default):\n" + "\n".join(parts)
+            + f"\n  next step: spell each flag in full; `python ENV_FILE {mode} --help` "
+            "lists them all")
 
 
 class RecordingFailed(HermesReplayError):

@@ -16,6 +16,8 @@ import sys
 COMMANDS: tuple[str, ...] = (
     "record",
     "replay",
+    "results",
+    "watch",
     "passthrough",
     "ls",
     "show",
@@ -51,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 0
+    from hermes_replay._cli._runner import LogFolderError
     from hermes_replay._runner.signals import describe, exit_code, terminate_as_interrupt
 
     # transformers' import-time advice that no torch is installed (the harness needs only the
@@ -62,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:  # Ctrl-C / SIGTERM outside a run (runs report their own)
         print(f"\nhermes-replay: {describe(exc)}.", file=sys.stderr)
         return exit_code(exc)
+    except LogFolderError as exc:  # before the run: nothing was written
+        print(exc, file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # The reader went away (`hermes-replay ls | head`): not an error of ours. Point stdout
         # at /dev/null so the interpreter's final flush does not raise again.

@@ -30,6 +30,8 @@ lazily so test sessions that never touch a cassette pay nothing.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -262,8 +264,35 @@ def _resolve(request: pytest.FixtureRequest, path: str | Path | None) -> Path:
 
 
 def _options(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The marker's keywords (``mode`` aside), checked: an unknown keyword or one of the wrong
+    shape is a usage error naming the test, never a traceback or a silently ignored option."""
+    from hermes_replay._session.options import OptionError, check_options
+
     mark = _marker(request)
-    return {k: v for k, v in (mark.kwargs if mark else {}).items() if k != "mode"}
+    options = {k: v for k, v in (mark.kwargs if mark else {}).items() if k != "mode"}
+    where = f"{request.node.nodeid}: @pytest.mark.cassette"
+    known = _marker_keywords()
+    for name in options:
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(sorted(known))}"
+            raise pytest.UsageError(f"{where}: unknown keyword {name!r}; {hint}")
+    try:
+        check_options(options, where=where)
+    except OptionError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return options
+
+
+def _marker_keywords() -> frozenset[str]:
+    """What a marker may set: the options of ``cassette()`` and of ``run_cassette()``."""
+    from hermes_replay._runner.run import run_cassette
+    from hermes_replay._session.session import Session
+
+    names = set(inspect.signature(Session.__init__).parameters)
+    names |= set(inspect.signature(run_cassette).parameters)
+    return frozenset(names - {"self", "path", "out_dir", "options", "command", "output",
+                              "on_rollout", "raise_errors"})
 
 
 def _tool_options(request: pytest.FixtureRequest, options: dict[str, Any]) -> dict[str, Any]:

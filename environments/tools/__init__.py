@@ -9,8 +9,10 @@ Named weighted mixes of toolsets are in ``distributions``. Add your own with
 
 from . import file_tools, terminal, todo, web  # noqa: F401  (register the built-in tools)
 from .registry import (
+    HERMES_ONLY_TOOLS,
     NOT_PROVIDED,
     Tool,
+    blocked_tool_error,
     cleanup_task,
     define_toolset,
     dispatch_tool,
@@ -25,9 +27,11 @@ from .registry import (
 from .sandbox import SandboxBackend, cleanup_sandbox, get_sandbox, register_backend
 
 __all__ = [
+    "HERMES_ONLY_TOOLS",
     "NOT_PROVIDED",
     "SandboxBackend",
     "Tool",
+    "blocked_tool_error",
     "cleanup_sandbox",
     "cleanup_task",
     "define_toolset",

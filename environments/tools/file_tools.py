@@ -9,9 +9,11 @@ with an ``{"error": ...}`` result, which counts as a tool error. Every failure c
 from __future__ import annotations
 
 import fnmatch
+import io
 import json
 import os
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +24,7 @@ __all__ = ["MAX_READ_CHARS", "patch", "read_file", "search_files", "write_file"]
 
 MAX_READ_CHARS = 100_000
 MAX_SEARCH_RESULTS = 200
+SEARCH_SECONDS = 30.0  # one search_files call walks no longer than this
 
 
 def _json(obj: dict[str, Any]) -> str:
@@ -129,20 +132,25 @@ def search_files(args: dict[str, Any], task_id: str) -> str:
     name_glob = args.get("glob")
     matches: list[dict[str, Any]] = []
     files = [start] if os.path.isfile(start) else _walk(start)
+    deadline = time.monotonic() + SEARCH_SECONDS
     for host_path in files:
         if name_glob and not fnmatch.fnmatch(os.path.basename(host_path), name_glob):
             continue
+        if time.monotonic() > deadline:
+            return _json({"matches": matches, "truncated": True,
+                          "note": f"the search stopped after {SEARCH_SECONDS:g} s"})
         try:
-            sandbox.resolve(host_path)  # symlinked files pointing out are skipped
-            with open(host_path, encoding="utf-8", errors="strict") as fh:
-                for lineno, line in enumerate(fh, 1):
-                    if regex.search(line):
-                        rel = os.path.relpath(host_path, root)
-                        matches.append({"path": rel, "line": lineno, "text": line.rstrip("\n")})
-                        if len(matches) >= MAX_SEARCH_RESULTS:
-                            return _json({"matches": matches, "truncated": True})
+            # symlinked files pointing out, FIFOs, devices and huge files are skipped: the
+            # read never follows a link out, never blocks, and is bounded (_host_io)
+            text = sandbox.read_bytes(sandbox.resolve(host_path)).decode("utf-8")
         except (UnicodeDecodeError, PermissionError, OSError):
-            continue  # binary or unreadable files are not search results
+            continue  # binary, special or unreadable files are not search results
+        for lineno, line in enumerate(io.StringIO(text, newline=None), 1):  # as open() reads
+            if regex.search(line):
+                rel = os.path.relpath(host_path, root)
+                matches.append({"path": rel, "line": lineno, "text": line.rstrip("\n")})
+                if len(matches) >= MAX_SEARCH_RESULTS:
+                    return _json({"matches": matches, "truncated": True})
     return _json({"matches": matches, "truncated": False})
 
 

@@ -82,6 +82,32 @@ NOT_PROVIDED: Mapping[str, str] = MappingProxyType({
     "tts": "belongs to the chat agent, not to RL rollouts",
     "rl": "belongs to the chat agent, not to RL rollouts",
 })
+#: tools of the former layer's chat agent (and of the toolsets above that do not ship), by
+#: name → how the error names them. A model trained on Hermes transcripts calls them anyway;
+#: the former layer answered such a call with an error saying the tool is not available in RL
+#: environments, and reward code and tests written for it look for that answer.
+HERMES_ONLY_TOOLS: Mapping[str, tuple[str, str]] = MappingProxyType({
+    "memory": ("Memory", "memory"),
+    "session_search": ("Session search", "session_search"),
+    "clarify": ("Clarify", "clarify"),
+    "delegate_task": ("Delegation", "delegation"),
+    "send_message": ("Messaging", "messaging"),
+    "skills_list": ("Skills", "skills"),
+    "skill_view": ("Skills", "skills"),
+    "skill_manage": ("Skills", "skills"),
+    "cronjob": ("Cron jobs", "cronjob"),
+    "schedule_cronjob": ("Cron jobs", "cronjob"),
+    "list_cronjobs": ("Cron jobs", "cronjob"),
+    "remove_cronjob": ("Cron jobs", "cronjob"),
+    "text_to_speech": ("Text to speech", "tts"),
+    "mixture_of_agents": ("Mixture of agents", "moa"),
+    "execute_code": ("Code execution", "code_execution"),
+    "vision_analyze": ("Vision", "vision"),
+    "image_generate": ("Image generation", "image_gen"),
+    **{f"browser_{verb}": ("The browser", "browser") for verb in (
+        "navigate", "snapshot", "click", "type", "scroll", "back", "press", "close",
+        "get_images", "vision")},
+})
 _TASK_CLEANUPS: list[Callable[[str], None]] = []
 _LOCK = threading.Lock()
 
@@ -189,6 +215,18 @@ def resolve_toolsets(
     wanted_names = {t for ts in set(wanted_in) - set(unwanted) for t in groups[ts]}
     chosen = [t for t in _TOOLS.values() if t.name in wanted_names]
     return [json.loads(json.dumps(t.schema)) for t in chosen], {t.name for t in chosen}
+
+
+def blocked_tool_error(name: str) -> str | None:
+    """The error for a call to a Hermes-only tool (``HERMES_ONLY_TOOLS``), or None.
+
+    None as well when a tool of that name is registered: an environment that brings its own
+    ``memory`` tool gets it run.
+    """
+    if name in _TOOLS or name not in HERMES_ONLY_TOOLS:
+        return None
+    label, toolset = HERMES_ONLY_TOOLS[name]
+    return f"{label} is not available in RL environments ({NOT_PROVIDED[toolset]})."
 
 
 def dispatch_tool(name: str, args: dict[str, Any], task_id: str) -> str:

@@ -15,6 +15,7 @@ and ``diff`` see exactly the same interactions; only the bytes on disk change.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 
 from hermes_replay._cassette import Cassette, file_records, load_cassette, write_cassette
 from hermes_replay._cassette.format import BodyEncoder
+from hermes_replay._cassette.write import cannot_write
 from hermes_replay._errors import CassetteError
 
 __all__ = ["MIN_SHARED_CHARS", "CompactResult", "compact_cassette"]
@@ -57,17 +59,36 @@ def compact_cassette(source: str | Path, output: str | Path | None = None) -> Co
                             "is what you want, or re-record it")
     before = source.stat().st_size
     shared = _repeated_strings(cassette)
-    write_cassette(output, cassette.header, cassette.interactions, cassette.outcomes,
-                   cassette.tool_calls, encoder=BodyEncoder(shared=shared))
-    # a compacted file must read back as the same cassette, or nothing was gained
-    again = load_cassette(output)
-    if (again.interactions, again.outcomes, again.tool_calls) != (
-            cassette.interactions, cassette.outcomes, cassette.tool_calls):
-        raise CassetteError("the compacted cassette does not read back as the original "
-                            "(a bug in hermes-replay)", path=output,
-                            hint="restore the original from git and report this")
+    expected = _content(cassette)
+
+    def reads_back(written: Path) -> None:
+        # checked on the temp file, before it replaces anything: a compacted file must read
+        # back as the same cassette, or the source (compacted in place) would be lost
+        if _content(load_cassette(written)) != expected:
+            raise CassetteError("the compacted cassette does not read back as the original "
+                                "(a bug in hermes-replay); nothing was written", path=output,
+                                hint=f"{source} is unchanged; please report this")
+
+    try:
+        write_cassette(output, cassette.header, cassette.interactions, cassette.outcomes,
+                       cassette.tool_calls, encoder=BodyEncoder(shared=shared),
+                       check=reads_back)
+    except OSError as exc:
+        raise cannot_write(exc, output, "the compacted cassette") from None
     return CompactResult(source, output, before, output.stat().st_size,
                          len(cassette.interactions), len(shared))
+
+
+def _content(cassette: Cassette) -> tuple[Any, ...]:
+    """What a cassette holds, independent of the order its records were written in: a valid
+    cassette may list its rollouts in any order, and the writer puts them in sorted order."""
+    def key(record: dict[str, Any]) -> tuple[str, int, str]:
+        return (record.get("rollout") or "", record.get("seq", 0),
+                json.dumps(record, sort_keys=True, default=str))
+
+    return (sorted((i.model_dump(mode="json") for i in cassette.interactions), key=key),
+            dict(sorted(cassette.outcomes.items())),
+            sorted((t.model_dump(mode="json") for t in cassette.tool_calls), key=key))
 
 
 def _repeated_strings(cassette: Cassette) -> frozenset[str]:

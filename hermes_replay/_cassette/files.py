@@ -12,8 +12,11 @@ zstd comes from the standard library (``compression.zstd``, Python ≥ 3.14) or 
 backport on PyPI (``backports-zstd``, a dependency on older Pythons): the same API, by the
 same authors, so this module loses its fallback when 3.14 is the oldest Python supported.
 
-A compressed cassette is data from outside like any other: decompression stops at
-``MAX_DECOMPRESSED_BYTES`` (a few kilobytes of zstd can claim terabytes).
+A compressed cassette is data from outside like any other: a few kilobytes of zstd can claim
+terabytes. So it is decompressed as a stream, a megabyte at a time, into lines, and reading
+stops with a ``CassetteError`` naming the file (and line) at ``MAX_DECOMPRESSED_BYTES`` in all
+or ``MAX_LINE_BYTES`` in one line — before the bytes are decoded or parsed, so a bomb costs
+about the cap in memory and a second or two, not gigabytes and minutes.
 """
 
 from __future__ import annotations
@@ -28,16 +31,35 @@ from typing import IO
 
 from hermes_replay._errors import CassetteError
 
-__all__ = ["CASSETTE_SUFFIXES", "MAX_DECOMPRESSED_BYTES", "ZSTD_MAGIC", "cassette_files",
-           "is_cassette_name", "is_compressed", "open_for_write", "read_bytes", "read_head",
-           "wants_compression"]
+__all__ = [
+    "CASSETTE_SUFFIXES",
+    "MAX_DECOMPRESSED_BYTES",
+    "MAX_LINE_BYTES",
+    "ZSTD_MAGIC",
+    "cassette_files",
+    "is_cassette_name",
+    "is_compressed",
+    "open_for_write",
+    "read_bytes",
+    "read_head",
+    "read_lines",
+    "wants_compression",
+    "within",
+]
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 ZST = ".zst"
 CASSETTE_SUFFIXES = (".jsonl", ".jsonl" + ZST)
 PARTIAL = ".partial"
-# 4 GiB: a 10,000-interaction cassette is ~40 MB of JSON Lines; anything past this is hostile
-MAX_DECOMPRESSED_BYTES = 4 << 30
+# 1 GiB: a 10,000-interaction cassette is ~40 MB of JSON Lines; anything past this is hostile
+MAX_DECOMPRESSED_BYTES = 1 << 30
+# one record: a 50 MB reply is what the huge-reply probe records; JSON escaping can double it
+MAX_LINE_BYTES = 256 << 20
+# past 64 MiB, a file that expands more than 1000-fold is a bomb (zstd on a cassette's JSON
+# gives 5-30x; a run of one repeated byte gives tens of thousands): stop before the big cap
+BOMB_AFTER_BYTES = 64 << 20
+BOMB_RATIO = 1000
+_CHUNK = 1 << 20
 # zstd level for written cassettes: 10 gives most of level 19's size at a fraction of the time
 # (benchmarks/storage_bench.py measures both); writing happens once per recording
 LEVEL = 10
@@ -87,44 +109,95 @@ def cassette_files(folder: Path, *, partial: bool = False) -> list[Path]:
     return sorted(found)
 
 
+def within(path: Path, folder: Path) -> bool:
+    """Whether ``path`` really lies in ``folder``: a symlink planted there (a shard linked to
+    a file elsewhere, ``/etc/...`` or another user's cassette) is not part of the folder, so
+    listing, showing or merging the folder never reads through it."""
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except OSError:
+        return False
+
+
 def read_bytes(path: Path) -> bytes:
     """The file's JSON Lines bytes, decompressed if it is a zstd frame.
 
     Raises ``OSError`` as ``Path.read_bytes`` does, and ``CassetteError`` for a damaged or
     oversized compressed file.
     """
-    data = path.read_bytes()
-    if not data.startswith(ZSTD_MAGIC):
-        return data
-    return _decompress(path, data)
+    return b"\n".join(read_lines(path))
 
 
-def _decompress(path: Path, data: bytes) -> bytes:
+def read_lines(path: Path) -> list[bytes]:
+    """The file's lines as ``bytes.split(b"\n")`` gives them (a last ``b""`` when it ends with a
+    newline), decompressed as a stream if it is zstd; ``CassetteError`` past the size caps."""
+    with open(path, "rb") as fh:
+        start = fh.read(4)
+        if start != ZSTD_MAGIC:
+            lines = (start + fh.read()).split(b"\n")
+            longest = max(map(len, lines))
+            if longest > MAX_LINE_BYTES:
+                number = next(i for i, line in enumerate(lines, 1) if len(line) == longest)
+                raise _too_long(path, number)
+            return lines
+        fh.seek(0)
+        return _decompressed_lines(path, fh)
+
+
+def _too_long(path: Path, number: int) -> CassetteError:
+    return CassetteError(
+        f"line {number} is longer than {MAX_LINE_BYTES >> 20} MiB", path=path, line=number,
+        hint="no record hermes-replay writes is that long; this is no cassette it wrote: do "
+             "not use it")
+
+
+def _decompressed_lines(path: Path, fh: IO[bytes]) -> list[bytes]:
     zstd = _zstd()
-    out = io.BytesIO()
+    lines: list[bytes] = []
+    partial: list[bytes] = []  # pieces of the line not ended yet
+    partial_len = total = 0
     decompressor = zstd.ZstdDecompressor()
-    remaining = data
+    data = b""
     try:
         while True:
-            chunk = decompressor.decompress(remaining, max_length=1 << 24)
-            remaining = b""
-            out.write(chunk)
-            if out.tell() > MAX_DECOMPRESSED_BYTES:
-                raise CassetteError(
-                    f"decompresses to more than {MAX_DECOMPRESSED_BYTES >> 30} GiB", path=path,
-                    hint="this is no cassette hermes-replay wrote; do not use it")
-            if decompressor.eof:
-                rest = decompressor.unused_data
-                if not rest:
+            if decompressor.eof:  # a frame ended: another may follow (concatenated frames)
+                data = decompressor.unused_data or fh.read(_CHUNK)
+                if not data:
                     break
-                decompressor, remaining = zstd.ZstdDecompressor(), rest  # concatenated frames
-            elif decompressor.needs_input:
-                raise zstd.ZstdError("the compressed data ends in the middle of a frame")
+                decompressor = zstd.ZstdDecompressor()
+            elif decompressor.needs_input and not data:
+                data = fh.read(_CHUNK)
+                if not data:
+                    raise zstd.ZstdError("the compressed data ends in the middle of a frame")
+            chunk = decompressor.decompress(data, max_length=_CHUNK)
+            data = b""
+            total += len(chunk)
+            if total > MAX_DECOMPRESSED_BYTES or (
+                    total > BOMB_AFTER_BYTES and total > BOMB_RATIO * fh.tell()):
+                raise CassetteError(
+                    f"decompresses to more than {total >> 20} MiB from {fh.tell()} bytes "
+                    f"(the limits: {MAX_DECOMPRESSED_BYTES >> 20} MiB, or {BOMB_RATIO}-fold "
+                    f"past {BOMB_AFTER_BYTES >> 20} MiB)", path=path, line=len(lines) + 1,
+                    hint="this is no cassette hermes-replay wrote (a decompression bomb?); do "
+                         "not use it")
+            pieces = chunk.split(b"\n")
+            if len(pieces) > 1:
+                partial.append(pieces[0])
+                lines.append(b"".join(partial))
+                if len(lines[-1]) > MAX_LINE_BYTES:
+                    raise _too_long(path, len(lines))
+                lines.extend(pieces[1:-1])  # each shorter than one chunk
+                partial, partial_len = [], 0
+            partial.append(pieces[-1])
+            partial_len += len(pieces[-1])
+            if partial_len > MAX_LINE_BYTES:
+                raise _too_long(path, len(lines) + 1)
     except zstd.ZstdError as exc:
         raise CassetteError(f"damaged zstd data ({exc})", path=path,
                             hint="the file is cut off or corrupt; restore it from git, or "
                                  "re-record it") from exc
-    return out.getvalue()
+    lines.append(b"".join(partial))
+    return lines
 
 
 def read_head(path: Path, limit: int = 1 << 20) -> bytes:

@@ -21,13 +21,24 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-__all__ = ["DEFAULT_IGNORE_PATHS", "SHOWN_FIELDS", "FieldChange", "Matcher", "field_changes",
-           "field_report", "request_path", "similarity", "unified_request_diff"]
+__all__ = ["DEFAULT_IGNORE_PATHS", "SHOWN_FIELDS", "FieldChange", "Matcher", "check_ignore_path",
+           "field_changes", "field_report", "request_path", "similarity", "unified_request_diff"]
 
 # Fields that carry no meaning for what the model answers, or that differ run to run.
 DEFAULT_IGNORE_PATHS: tuple[str, ...] = ("body.user", "body.metadata", "body.stream_options")
 
 _SEGMENT = re.compile(r"([^.\[\]]+)|\[(\*|\d+)\]")
+# a whole ignore path: a name, then ``.name``, ``[N]`` or ``[*]`` steps
+_WHOLE_PATH = re.compile(r"[^.\[\]]+(?:\.[^.\[\]]+|\[(?:\*|\d+)\])*")
+
+
+def check_ignore_path(path: str) -> None:
+    """Raise ``ValueError`` unless ``path`` is a whole ignore path (``body.metadata``,
+    ``body.messages[*].name``): ``...`` or ``[`` used to be read as nothing, or crash later."""
+    if not isinstance(path, str) or not _WHOLE_PATH.fullmatch(path):
+        raise ValueError(
+            f"{path!r} is not a field path; write dotted names, with [N] or [*] for list "
+            "items, e.g. 'body.metadata' or 'body.messages[*].name'")
 
 
 def _parse_path(path: str) -> tuple[str | int, ...]:
@@ -35,6 +46,7 @@ def _parse_path(path: str) -> tuple[str | int, ...]:
 
     ``*`` matches any dict key or list index; ``[N]`` one list index.
     """
+    check_ignore_path(path)
     parts: list[str | int] = []
     for name, index in _SEGMENT.findall(path):
         if name:

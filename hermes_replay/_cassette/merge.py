@@ -40,7 +40,8 @@ from hermes_replay._cassette import (
     load_cassette,
     write_cassette,
 )
-from hermes_replay._cassette.files import is_cassette_name, wants_compression
+from hermes_replay._cassette.files import is_cassette_name, wants_compression, within
+from hermes_replay._cassette.write import cannot_write
 from hermes_replay._errors import CassetteError
 
 __all__ = ["SHARDS_SUFFIX", "MergeError", "MergeResult", "expand_shards", "is_merged_shard",
@@ -99,7 +100,8 @@ def expand_shards(paths: Iterable[str | Path]) -> list[Path]:
     for item in paths:
         path = Path(item)
         if path.is_dir():
-            files = sorted(p for p in path.iterdir() if p.is_file())
+            # a shard linked in from outside the folder is not one of its shards
+            files = sorted(p for p in path.iterdir() if p.is_file() and within(p, path))
             out.extend(p for p in files if is_cassette_name(p.name))
             out.extend(p for p in files if p.name.endswith(".partial")
                        and is_cassette_name(p.name, partial=True)
@@ -155,8 +157,11 @@ def merge_cassettes(shards: Sequence[str | Path], output: str | Path, *,
             hint="re-record that worker, leave it out, or pass --allow-partial to merge the "
                  "interactions it completed")
     joined = _combine(cassettes, output)
-    write_cassette(output, joined.header, joined.interactions, joined.outcomes,
-                   joined.tool_calls)
+    try:
+        write_cassette(output, joined.header, joined.interactions, joined.outcomes,
+                       joined.tool_calls)
+    except OSError as exc:
+        raise cannot_write(exc, output, "the merged cassette") from None
     notes = [f"{c.path}: incomplete, {len(c.interactions)} completed interaction(s) kept"
              for c in cassettes if not c.complete]
     return MergeResult(output, [c.path for c in cassettes], rollouts=joined.rollouts,

@@ -130,6 +130,8 @@ class Cassette:
     rollouts: dict[str, RolloutRecord]
     complete: bool = True
     tool_calls: list[ToolCall] = field(default_factory=list)
+    # (rollout, seq) -> the line of the file each interaction was read from (error messages)
+    lines: dict[tuple[str | None, int], int] = field(default_factory=dict)
 
     @property
     def scopeless(self) -> list[Interaction]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hermes_replay._cassette.files import read_bytes
+from hermes_replay._cassette.files import read_lines
 from hermes_replay._cassette.format import BodyDecoder, DecodeError
 from hermes_replay._cassette.matching import request_path
 from hermes_replay._cassette.model import (
@@ -52,18 +52,20 @@ def load_cassette(path: str | Path) -> Cassette:
                     f"to use what it holds, or {_RERECORD}")
         raise CassetteError("no such cassette", path=path, hint=hint)
     try:
-        data = read_bytes(path)
+        raw_lines = read_lines(path)  # zstd streamed, both size caps checked (_cassette.files)
     except OSError as exc:
         raise CassetteError(f"cannot read the file: {exc}", path=path,
                             hint="restore it from git, or " + _RERECORD) from exc
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CassetteError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path,
-                            line=data.count(b"\n", 0, exc.start) + 1,
-                            hint="the file is damaged; restore it from git, or "
-                            + _RERECORD) from exc
-    lines = text.split("\n")
+    lines = []
+    for number, raw in enumerate(raw_lines, 1):
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise CassetteError(f"not UTF-8 text ({exc.reason} at byte {exc.start} of the "
+                                "line)", path=path, line=number,
+                                hint="the file is damaged; restore it from git, or "
+                                + _RERECORD) from exc
+    del raw_lines
     truncated_tail = bool(lines) and lines[-1] != ""
     if lines and lines[-1] == "":
         lines.pop()
@@ -104,6 +106,7 @@ def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bo
     seen: dict[tuple[str | None, int], int] = {}
     tool_calls: list[ToolCall] = []
     seen_tools: dict[tuple[str | None, int], int] = {}
+    numbers: dict[int, int] = {}  # id(interaction) -> line, until keys are final
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -133,6 +136,7 @@ def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bo
                     raise DecodeError(f"duplicate recording for rollout {inter.rollout!r} turn "
                                       f"{inter.seq} (first at line {seen[inter.key]})")
                 seen[inter.key] = number
+                numbers[id(inter)] = number
                 if inter.rollout is not None:
                     bodies[(inter.rollout, inter.seq)] = inter.request.get("body")
                     rollouts.setdefault(inter.rollout, RolloutRecord(inter.rollout))
@@ -164,7 +168,8 @@ def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bo
         raise CassetteError("empty file: no header line", path=path, line=1,
                             hint=_RERECORD[0].upper() + _RERECORD[1:])
     if is_partial:
-        interactions = _renumber(interactions)
+        interactions = _renumber(interactions, numbers)
+    lines = {inter.key: numbers[id(inter)] for inter in interactions}
     for inter in interactions:
         if inter.rollout is not None:
             rollouts[inter.rollout].interactions.append(inter)
@@ -173,7 +178,7 @@ def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bo
         if call.rollout is not None:
             rollouts[call.rollout].tool_calls.append(call)
     return Cassette(path, header, interactions, rollouts, complete=not is_partial,
-                    tool_calls=tool_calls)
+                    tool_calls=tool_calls, lines=lines)
 
 
 def _kind_of(line: str) -> str:
@@ -248,16 +253,19 @@ def _read_tool_call(record: dict) -> ToolCall:
     return ToolCall.model_validate(record)
 
 
-def _renumber(interactions: list[Interaction]) -> list[Interaction]:
+def _renumber(interactions: list[Interaction], numbers: dict[int, int]) -> list[Interaction]:
     """A ``.partial`` holds provisional sequence numbers (order of issue, with gaps where an
-    attempt failed); rank them 0..n-1 per rollout as a finished cassette would."""
+    attempt failed); rank them 0..n-1 per rollout as a finished cassette would. ``numbers``
+    (``id`` → line) gets the line of each copy."""
     by_rollout: dict[str | None, list[Interaction]] = {}
     for inter in interactions:
         by_rollout.setdefault(inter.rollout, []).append(inter)
     out = []
     for group in by_rollout.values():
         for rank, inter in enumerate(sorted(group, key=lambda i: i.seq)):
-            out.append(inter.model_copy(update={"seq": rank}))
+            copy = inter.model_copy(update={"seq": rank})
+            numbers[id(copy)] = numbers[id(inter)]
+            out.append(copy)
     return out
 
 

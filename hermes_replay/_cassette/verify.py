@@ -10,7 +10,8 @@ committed to git, where a key lives forever. Three kinds of finding:
   (``replay`` runs that file), a rollout id with path separators or control characters.
 - ``integrity``: a blob whose content does not hash to its id (the format's checksum), a
   reference to a blob or an earlier turn that does not exist, duplicate or missing turn
-  numbers, an interrupted (``.partial``) recording, signs of a cut-off file.
+  numbers, an interrupted (``.partial``) recording, signs of a cut-off file, a request body
+  that no longer matches its stored fingerprint (edited by hand, ``_cassette.fingerprints``).
 - ``secret``: whatever ``record`` would have scrubbed — the same rules (``_secrets.rules``):
   provider key shapes (OpenAI, Anthropic, Google, Hugging Face, GitHub, GitLab, Slack,
   Stripe, Groq, AWS), JWTs, PEM private keys, URL passwords, credential-named fields, query
@@ -33,11 +34,13 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from hermes_replay._cassette import SCHEMA_VERSION, load_cassette
-from hermes_replay._cassette.files import cassette_files, first_line, read_bytes
+from hermes_replay._cassette.files import cassette_files, first_line, read_lines
+from hermes_replay._cassette.fingerprints import EDIT_HINT, edited_requests
 from hermes_replay._cassette.format import blob_id
 from hermes_replay._cassette.model import ROLLOUT_ID_RULE, rollout_id_problem
 from hermes_replay._errors import CassetteError
 from hermes_replay._secrets.known import KNOWN
+from hermes_replay._secrets.payloads import decoded_payloads
 from hermes_replay._secrets.scan import scan_command, scan_string, scan_value
 
 __all__ = ["Finding", "find_cassettes", "scan_value", "verify_file", "verify_paths"]
@@ -250,14 +253,13 @@ def verify_file(path: str | Path) -> list[Finding]:
 def _verify_file(path: Path) -> list[Finding]:
     partial = path.name.endswith(".partial")
     try:
-        data = read_bytes(path)
+        raw_lines = read_lines(path)  # zstd streamed, both size caps checked first
     except OSError as exc:
         return [Finding(path, None, "schema", f"cannot read the file: {exc}", _DAMAGED)]
     except CassetteError as exc:  # a damaged or oversized zstd file
-        return [Finding(path, None, "integrity", exc.reason, exc.hint or _DAMAGED)]
+        return [Finding(path, exc.line, "integrity", exc.reason, exc.hint or _DAMAGED)]
     findings: list[Finding] = []
     state = _State(set(), {}, set())
-    raw_lines = data.split(b"\n")
     torn = partial and raw_lines[-1] != b""
     if raw_lines[-1] == b"":
         raw_lines.pop()
@@ -276,7 +278,9 @@ def _verify_file(path: Path) -> list[Finding]:
     if not any(f.kind == "schema" or "blob" in f.message or "delta" in f.message
                for f in findings):
         try:
-            load_cassette(path)
+            cassette = load_cassette(path)
+            findings.extend(Finding(path, e.line, "integrity", e.message(), EDIT_HINT)
+                            for e in edited_requests(cassette))
         except CassetteError as exc:
             findings.append(Finding(path, exc.line, "schema", exc.reason, exc.hint or _DAMAGED))
         except Exception as exc:  # a loader bug must still show up as a finding, not a crash
@@ -328,6 +332,11 @@ def _check_line(path: Path, number: int, raw: bytes, state: _State, partial: boo
         add(kind, problem)
     for problem in scan_value(record):
         add("secret", problem, _SECRET_HINT)
+    if record.get("type") == "tool":  # base64 file payloads, decoded (_secrets.payloads)
+        for path, text in decoded_payloads(record.get("name"), record.get("result")):
+            for problem in scan_string(text, f"downloaded file {path or '(the file)'}",
+                                       credential_slot=False):
+                add("secret", problem, _SECRET_HINT)
     return out
 
 

@@ -12,7 +12,7 @@ import fcntl
 import glob
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -249,11 +249,17 @@ def file_records(interactions: list[Interaction], outcomes: dict[str, dict[str, 
 def write_cassette(path: str | Path, header: CassetteHeader, interactions: list[Interaction],
                    outcomes: dict[str, dict[str, Any]] | None = None,
                    tool_calls: list[ToolCall] | None = None, *,
-                   encoder: BodyEncoder | None = None) -> None:
+                   encoder: BodyEncoder | None = None,
+                   check: Callable[[Path], None] | None = None) -> None:
     """Write a complete cassette atomically (temp file, fsync, ``os.replace``); zstd-compressed
-    if ``path`` ends in ``.zst``. ``encoder``: a fresh one with other settings (compact)."""
+    if ``path`` ends in ``.zst``. ``encoder``: a fresh one with other settings (compact).
+    ``check(temp_file)`` runs before the rename: if it raises, ``path`` is left as it was.
+
+    Temp files of earlier writes of ``path`` whose writer was killed are removed first (their
+    process is gone), so a SIGKILL'd ``merge``/``compact`` leaves nothing behind for long."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_rewrites(path)
     encoder = encoder or BodyEncoder()
     tmp = _rewrite_tmp(path, os.getpid())
     try:
@@ -261,9 +267,21 @@ def write_cassette(path: str | Path, header: CassetteHeader, interactions: list[
             fh.write(_dumps(header.model_dump(mode="json")) + "\n")
             for record in file_records(interactions, outcomes or {}, tool_calls or [], encoder):
                 fh.write(_dumps(record) + "\n")
+        if check is not None:
+            check(tmp)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def cannot_write(exc: OSError, path: Path, what: str) -> CassetteError:
+    """A failed write of a whole cassette (disk full, permissions) as a user-facing error:
+    which file, why, and that nothing was replaced (``write_cassette`` renames only a
+    complete file)."""
+    return CassetteError(
+        f"cannot write {what}: {exc.strerror or exc} (errno {exc.errno})", path=path,
+        hint=f"free disk space or fix the folder's permissions and run it again; {path} "
+             "(if it existed) is unchanged and no temp file is left")
 
 
 def rewrite_header(path: str | Path, header: CassetteHeader) -> None:

@@ -299,8 +299,7 @@ def twice_row(display: str, cassette: Path, work: Path) -> RuleRow:
     if chosen is None:
         return _row("twice", display, [("warn", f"no replayable cassette at {cassette}")])
     report = replay_twice(chosen, work)
-    problems: list[outputs.Problem] = [("fail", f"{chosen}: run {i + 1} failed: {e}")
-                                       for i, e in enumerate(report.errors)]
+    problems: list[outputs.Problem] = [("fail", f"{chosen}: {e}") for e in report.errors]
     if report.difference is not None:
         problems.append(("fail", f"{chosen}: " + "; ".join(
             line.strip() for line in report.difference.lines())))

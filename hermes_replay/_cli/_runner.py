@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -30,11 +31,13 @@ from hermes_replay._terminal.render import Progress
 __all__ = [
     "ENV_MODES",
     "EnvArgsParser",
+    "LogFolderError",
     "add_env_command",
     "add_matching_options",
     "add_verbose_flag",
     "check_env_args",
     "default_cassette_path",
+    "default_log_folder",
     "env_log_path",
     "matching_options",
     "redact_command",
@@ -81,9 +84,21 @@ def add_matching_options(parser: argparse.ArgumentParser) -> None:
     """``--ignore-path``/``--normalize``: the matcher's ``ignore_paths``/``normalizers``."""
     g = parser.add_argument_group("matching (for fields that change every run)")
     g.add_argument("--ignore-path", action="append", default=[], metavar="PATH",
+                   type=_ignore_path,
                    help="leave a request field out of matching, e.g. body.metadata or "
                    "'body.messages[*].name' (repeatable)")
     add_normalize_flag(g)
+
+
+def _ignore_path(item: str) -> str:
+    """A field path checked here, so a typo is a usage error and not a traceback later."""
+    from hermes_replay._cassette.matching import check_ignore_path
+
+    try:
+        check_ignore_path(item)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return item
 
 
 NORMALIZE_HELP = ("a built-in normalizer by name (datetime, uuid, tmp-path, epoch, hex-id) or "
@@ -149,22 +164,63 @@ def add_verbose_flag(parser: argparse.ArgumentParser) -> None:
 def env_log_path(prog: str, env_file: Path, env_mode: str) -> Path:
     """A new file for the env's own output of a run with no output folder (``record``,
     ``passthrough``, ``replay ENV_FILE -- MODE``): in ``$HERMES_REPLAY_LOG_DIR`` if set (a
-    CI job keeps it as an artifact), else under the system's temp folder — never beside the
-    cassette, which is committed. Created private (0600): a live run's output is scrubbed of
-    known secrets, but it stays the user's."""
-    import tempfile
+    CI job keeps it as an artifact), else in a private per-user folder under the system's
+    temp folder (``default_log_folder``) — never beside the cassette, which is committed.
+    Created private (0600) with ``O_EXCL|O_NOFOLLOW``: a live run's output is scrubbed of
+    known secrets, but it stays the user's, and a planted link is never written through."""
     from datetime import datetime, timezone
 
     chosen = os.environ.get(LOG_DIR_VARIABLE, "").strip()
-    folder = Path(chosen) if chosen else Path(tempfile.gettempdir()) / "hermes-replay-logs"
-    folder.mkdir(parents=True, exist_ok=True)
-    if not chosen:  # a folder the user chose is theirs to keep (a CI artifact, say)
-        _prune_logs(folder)
+    if chosen:
+        folder = Path(chosen)
+        folder.mkdir(parents=True, exist_ok=True)
+    else:
+        folder = default_log_folder()
+        _prune_logs(folder)  # a folder the user chose is theirs to keep (a CI artifact, say)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    fd, name = tempfile.mkstemp(prefix=f"{prog}-{env_file.stem}-{env_mode}-{stamp}-",
-                                suffix=".log", dir=folder)
-    os.close(fd)
-    return Path(name)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        path = folder / f"{prog}-{env_file.stem}-{env_mode}-{stamp}-{secrets.token_hex(4)}.log"
+        try:
+            os.close(os.open(path, flags, 0o600))
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"hermes-replay: could not make a new log file in {folder}")
+
+
+class LogFolderError(HermesReplayError):
+    """The default log folder is not this user's private folder (see ``default_log_folder``)."""
+
+
+def default_log_folder() -> Path:
+    """``<temp>/hermes-replay-logs-<uid>``, made 0700 and checked on every use: a real folder
+    (not a link), owned by this user, closed to others. The temp folder is shared; another
+    local user could plant the folder first and swap a log for a link, so a root ``record``
+    would overwrite the link's target. Anything else found there is refused, naming the way
+    out, rather than trusted as found."""
+    import stat
+    import tempfile
+
+    folder = Path(tempfile.gettempdir()) / f"hermes-replay-logs-{os.getuid()}"
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(folder)
+    problem = None
+    if not stat.S_ISDIR(info.st_mode):
+        problem = "is not a folder (a link or a file)"
+    elif info.st_uid != os.getuid():
+        problem = f"belongs to another user (uid {info.st_uid})"
+    elif info.st_mode & 0o077:
+        problem = f"is open to other users (mode {stat.S_IMODE(info.st_mode):o})"
+    if problem:
+        raise LogFolderError(
+            f"hermes-replay: the log folder {folder} {problem}, so it is not used. Next step: "
+            f"remove it if it is not yours to keep, or set {LOG_DIR_VARIABLE} to a folder of "
+            "your own")
+    return folder
 
 
 def _prune_logs(folder: Path) -> None:

@@ -18,6 +18,9 @@ never with NO_COLOR.
      "tool_divergences": [{"rollout","turn","field","diff"}],   # first differing tool call
      "metrics": [{"name","a","b","delta"}], "notes": [str]}
 
+A reward or metric that is not a finite number is the string ``"NaN"``, ``"Infinity"`` or
+``"-Infinity"`` there (strict JSON has no such numbers), and its ``delta`` is null.
+
 Exit codes: 0 equal, 1 they differ, 2 usage errors (an unreadable input says which and why).
 """
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -71,11 +75,26 @@ def run(args: argparse.Namespace) -> int:
     except CassetteError as exc:
         print(f"hermes-replay diff: {exc}", file=sys.stderr)
         return 2
-    if args.json:
-        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
-    else:
-        print("\n".join(render_report(report, Style(sys.stdout), limit=args.limit,
-                                     verbose=args.verbose)))
+    from hermes_replay._cassette.display import (
+        DisplayRefused,
+        display_json,
+        display_scope,
+        display_text,
+    )
+
+    source = f"{args.a} {args.b}"
+    try:
+        with display_scope():  # scrubbed as the report scrubs (``_cassette.display``)
+            if args.json:
+                text = json.dumps(display_json(report.to_json(), source), indent=2,
+                                  ensure_ascii=False, allow_nan=False)
+            else:
+                text = display_text("\n".join(render_report(
+                    report, Style(sys.stdout), limit=args.limit, verbose=args.verbose)), source)
+    except DisplayRefused as exc:
+        print(f"hermes-replay diff: {exc}", file=sys.stderr)
+        return 1
+    print(text)
     return 0 if report.equal else 1
 
 
@@ -85,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
 def _signed(value: float | None, style: Style, digits: int = 3) -> str:
     if value is None:
         return "-"
+    if not math.isfinite(value):
+        return _metric(value)
     text = f"{value:+.{digits}f}"
     return style(text, "green" if value > 0 else "red") if value else text
 
@@ -92,6 +113,8 @@ def _signed(value: float | None, style: Style, digits: int = 3) -> str:
 def _metric(value: float | None) -> str:
     if value is None:
         return "-"
+    if not math.isfinite(value):  # a NaN reward is data to show, not a crash
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if value == int(value) and abs(value) < 1e9:
         return str(int(value))
     return f"{value:.4f}"

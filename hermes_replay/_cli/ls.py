@@ -108,13 +108,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"{NOTHING_RECORDED} ENV_FILE --endpoint URL --model NAME -- process "
               f"(no cassettes in {path})")
         return 0
+    from hermes_replay._cassette.display import DisplayRefused, display_scope, display_text
+
     style = Style(sys.stdout)
     failed = 0
     blocks = []
     for cpath in cassettes:
         try:
-            blocks.append(render(load_cassette(cpath), style))
-        except CassetteError as exc:
+            with display_scope():  # scrubbed as the report scrubs (``_cassette.display``)
+                blocks.append(display_text(render(load_cassette(cpath), style), str(cpath)))
+        except (CassetteError, DisplayRefused) as exc:
             failed += 1
             print(f"hermes-replay ls: {exc}", file=sys.stderr)
     print("\n\n".join(blocks))

@@ -7,7 +7,9 @@ Two forms:
   ``header.command``) in replay mode — in N worker processes with ``-j N`` (default: the cores;
   see ``_parallel``) — with output paths moved into ``--out``, print a summary per cassette
   plus a final table, then write ``<out>/report.html`` (``hermes-replay report``; needs the
-  ``report`` extra) and print its path.
+  ``report`` extra) and print its path, and ``<out>/replay.json`` (``_manifest``). With
+  ``--shard I/N`` (or inside a Slurm array) only that shard of the folder (``_shard``);
+  ``hermes-replay results`` joins the shards' out folders.
 * ``replay ENV_FILE [--cassette PATH] [--strict] -- MODE [env flags]``: one run, your flags.
 * ``replay [CASSETTE_OR_DIR] --twice``: each cassette replayed twice in fresh interpreters; the
   first request field, tool result or reward that differs is reported with the
@@ -33,6 +35,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from hermes_replay._cli._manifest import Manifest, ManifestRow, write_manifest
 from hermes_replay._cli._parallel import default_jobs
 from hermes_replay._cli._run_summary import RunSummary
 from hermes_replay._cli._runner import (
@@ -47,6 +50,7 @@ from hermes_replay._cli._runner import (
     run_with_progress,
     tool_options,
 )
+from hermes_replay._cli._shard import Shard, ShardError, parse_shard, shard_from_slurm, take_shard
 from hermes_replay._cli._worker import add_worker_flag, given_worker, worker_variable
 from hermes_replay._runner.plan import find_cassettes, replay_argv
 from hermes_replay._runner.stall import DEFAULT_MAX_MISSES
@@ -61,7 +65,7 @@ def register(sub: Any) -> None:
         "replay",
         help="re-run recorded environments offline and report rewards, misses, changes",
         usage=(
-            "hermes-replay replay [CASSETTE_OR_DIR] [-j N] [--out DIR] [--strict] "
+            "hermes-replay replay [CASSETTE_OR_DIR] [-j N] [--shard I/N] [--out DIR] [--strict] "
             "[--fail-on-change] [--no-report] [-v]\n"
             "       hermes-replay replay ENV_FILE [--cassette PATH] [--strict] "
             "-- serve|process|evaluate [env flags]"
@@ -122,6 +126,12 @@ def register(sub: Any) -> None:
         help="replay the cassettes of a folder in N worker processes (default: the number of "
         "cores; 1 = one after another in this process); one table and exit code for all")
     p.add_argument(
+        "--shard", metavar="I/N",
+        help="replay only the I-th of N shards of the folder (I from 1; a stable split by "
+        "cassette path, so N jobs cover each cassette once; default inside a Slurm array "
+        "job: from SLURM_ARRAY_TASK_ID/COUNT/MIN); join the out folders with "
+        "`hermes-replay results`")
+    p.add_argument(
         "-v", "--verbose",
         action="store_true",
         help="show each environment's own output, atroposlib's config dump and warnings "
@@ -162,13 +172,22 @@ def run(args: argparse.Namespace) -> int:
         print(f"hermes-replay replay: -j {args.jobs}: give 1 or more worker processes "
               "(default: the number of cores).", file=sys.stderr)
         return 2
+    try:
+        shard = parse_shard(args.shard) if args.shard else shard_from_slurm(os.environ)
+    except ShardError as exc:
+        print(f"hermes-replay replay: {exc}", file=sys.stderr)
+        return 2
     if args.twice:
+        if shard is not None:
+            print("hermes-replay replay: --twice runs in this process, one cassette after "
+                  "another; it takes no --shard", file=sys.stderr)
+            return 2
         return replay_twice_all(Path(args.target), out=args.out, **matching_options(args),
                                 **tools)
     return replay_all(Path(args.target), out=args.out, strict=args.strict,
                       fail_on_change=args.fail_on_change, verbose=args.verbose,
                       options=matching_options(args), report=args.report, jobs=args.jobs,
-                      **tools)
+                      shard=shard, **tools)
 
 
 def _guards(args: argparse.Namespace) -> dict[str, Any]:
@@ -257,8 +276,16 @@ class _Row:
     summary: RunSummary
 
 
-def _fresh_out_dir() -> Path:
+def _fresh_out_dir(shard: Shard | None = None) -> Path:
+    """A new ``./replay-out/<UTC time>/``; a shard's goes below its Slurm array job's id
+    when there is one (``replay-out/<job id>/shard-2-of-8``), so one array's shards sit
+    side by side for ``hermes-replay results replay-out/<job id>/*``."""
+    array_job = os.environ.get("SLURM_ARRAY_JOB_ID")
+    if shard is not None and array_job:
+        return Path("replay-out") / f"slurm-{array_job}" / shard.folder_name
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    if shard is not None:
+        stamp += f"-{shard.folder_name}"
     out = Path("replay-out") / stamp
     n = 1
     while out.exists():
@@ -270,7 +297,7 @@ def _fresh_out_dir() -> Path:
 def replay_all(
     target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False,
     options: dict[str, Any] | None = None, report: bool = True, jobs: int | None = None,
-    **tools: Any,
+    shard: Shard | None = None, **tools: Any,
 ) -> int:
     if not target.exists() and target != Path("cassettes"):
         print(
@@ -289,12 +316,19 @@ def replay_all(
             f"(looked in {target})"
         )
         return 0
-    out = out or _fresh_out_dir()
+    rels = [c.relative_to(target) if target.is_dir() else Path(c.name) for c in cassettes]
+    manifest = Manifest(corpus=str(target), shard=None if shard is None else str(shard),
+                        corpus_cassettes=[r.as_posix() for r in rels])
+    if shard is not None:
+        keep = take_shard(rels, shard)
+        cassettes, rels = [cassettes[i] for i in keep], [rels[i] for i in keep]
+        print(f"hermes-replay replay: shard {shard}: {len(cassettes)} of "
+              f"{len(manifest.corpus_cassettes)} cassettes", file=sys.stderr)
+    out = out or _fresh_out_dir(shard)
     style = Style(sys.stdout)
     tools = {**(options or {}), **tools}  # both are keyword options of run_cassette
-    outs = [out / _output_name(c.relative_to(target) if target.is_dir() else Path(c.name))
-            for c in cassettes]
-    workers = min(jobs or default_jobs(), len(cassettes))
+    outs = [out / _output_name(rel) for rel in rels]
+    workers = min(jobs or default_jobs(), max(1, len(cassettes)))
     if workers > 1:
         rows, interrupted = _replay_in_processes(cassettes, outs, workers, strict, verbose,
                                                  tools, style)
@@ -307,6 +341,11 @@ def replay_all(
             if summary.exit_code in (130, 143):  # Ctrl-C/SIGTERM: stop, still show what was done
                 interrupted = True
                 break
+    by_path = {str(c): rel.as_posix() for c, rel in zip(cassettes, rels, strict=True)}
+    manifest.rows = [ManifestRow(by_path.get(r.cassette, r.cassette), r.cassette, r.mode,
+                                 r.summary) for r in rows]
+    manifest.complete = not interrupted
+    write_manifest(out, manifest)
     print()
     print(_final_table(rows, style))
     print(f"outputs: {out}")

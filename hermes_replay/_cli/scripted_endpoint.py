@@ -48,8 +48,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("scripted-endpoint", help=HELP, description=DESCRIPTION)
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0 = pick a free one)")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    p.add_argument("--script", default="examples",
-                   help="registered script name (default: examples; 'generic' always exists)")
+    p.add_argument("--script", default="examples", metavar="NAME_OR_PATH",
+                   help="a registered script name (default: examples; 'generic' always "
+                   "exists) or your own script file, TOML or JSON: rules matched on the "
+                   "conversation, replies with text or tool calls (docs/scripted-endpoint.md)")
     p.add_argument("--seed", type=int, default=0, help="seed for every answer (default 0)")
     p.add_argument("--latency-ms", type=_latency, default=(0.0, 0.0), metavar="A[-B]",
                    help="per-request delay, uniform in [A, B] ms (default 0)")
@@ -76,13 +78,15 @@ def run(args: argparse.Namespace) -> int:
         )
         endpoint.start()
     except (KeyError, ValueError, RuntimeError) as exc:
-        print(f"hermes-replay scripted-endpoint: {exc}", file=sys.stderr)
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"hermes-replay scripted-endpoint: {message}", file=sys.stderr)
         return 2
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     print(
-        f"scripted endpoint (a stand-in for a model, not a model) script={endpoint.script.name} "
+        f"scripted endpoint (a stand-in for a model, not a model) script={endpoint.script.name}"
+        f"{f' (from {endpoint.script.source})' if endpoint.script.source else ''} "
         f"seed={args.seed}\n  base_url {endpoint.base_url}\n  health   {endpoint.root_url}/health",
         flush=True,
     )

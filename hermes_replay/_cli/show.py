@@ -9,8 +9,10 @@ terminal and never with NO_COLOR.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
+from contextlib import redirect_stdout
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -287,7 +289,6 @@ def pick_rollouts(cassette: Any, wanted: str | None) -> list[Any]:
 def run(args: argparse.Namespace) -> int:
     from hermes_replay import CassetteError, load_cassette
     from hermes_replay._cassette.merge import SHARDS_SUFFIX
-    from hermes_replay._cassette.model import reward_calls, stages_marked
 
     if args.path.is_dir() and not args.path.name.endswith(SHARDS_SUFFIX):
         print(f"hermes-replay show: {args.path} is a folder; show takes one cassette file "
@@ -309,13 +310,50 @@ def run(args: argparse.Namespace) -> int:
               f"{len(records)} rollouts; `hermes-replay ls {cassette.path}` lists them).",
               file=sys.stderr)
         return 2
+    from hermes_replay._cassette.display import (
+        DisplayRefused,
+        check_displayed,
+        display_scope,
+        display_text,
+        scrubbed_cassette,
+    )
+
+    edited = _edited_by_rollout(cassette)  # judged on the bodies as stored, before scrubbing
+    terminal = sys.stdout
+    with display_scope():
+        # everything shown is scrubbed as the report scrubs it (``_cassette.display``)
+        cassette = scrubbed_cassette(cassette)
+        records = pick_rollouts(cassette, args.rollout)
+        buffer = io.StringIO()
+        with redirect_stdout(buffer):
+            code = _show(args, cassette, records, edited, terminal)
+        try:
+            shown = records if args.rollout else [*records, SimpleNamespace(
+                interactions=cassette.scopeless, tool_calls=[], outcome={})]
+            check_displayed(shown, str(args.path))
+            text = display_text(buffer.getvalue(), str(args.path))
+        except DisplayRefused as exc:
+            print(f"hermes-replay show: {exc}", file=sys.stderr)
+            return 1
+    terminal.write(text)
+    return code
+
+
+def _show(args: argparse.Namespace, cassette: Any, records: list[Any],
+          edited: dict[str | None, list[Any]], terminal: Any) -> int:
+    from hermes_replay._cassette.model import reward_calls, stages_marked
+
     only = None if args.turn is None else args.turn - 1  # the 0-based seq of --turn N
     marked = stages_marked(cassette.interactions)
     if args.raw:
+        for record in records:
+            for e in edited.get(record.id, []):
+                print(f"hermes-replay show: warning: {e.describe(cassette.path)}",
+                      file=sys.stderr)
         return _print_raw(records, only)
     from hermes_replay._cli._tokens import token_decoder
 
-    style = Style(sys.stdout)
+    style = Style(terminal)
     t = Transcript(style, full=args.full)
     t.decode = token_decoder(cassette.path, cassette.header.tokenizer)
     h = cassette.header
@@ -338,6 +376,11 @@ def run(args: argparse.Namespace) -> int:
         tools = _offered_tools(record)
         if tools:
             t.out.append(style("tools offered: " + ", ".join(tools), "dim"))
+        scopeless = isinstance(record, SimpleNamespace)
+        for e in edited.get(None if scopeless else record.id, []):
+            if only is None or e.interaction.seq == only:
+                # shown as the file now reads, which is not what was recorded
+                t.out.append(style(sanitize(f"warning: {e.describe(cassette.path)}"), "red"))
         if only is not None:
             if not 0 <= only < len(record.interactions):
                 print(f"hermes-replay show: rollout {record.id} has turns 1.."
@@ -389,6 +432,16 @@ def _with_shared_traffic(cassette: Any, record: Any, t: Transcript) -> Any:
                      "dim"))
     return SimpleNamespace(id=record.id, interactions=shared.interactions, outcome=outcome,
                            tool_calls=list(getattr(record, "tool_calls", [])), shared=True)
+
+
+def _edited_by_rollout(cassette: Any) -> dict[str | None, list[Any]]:
+    """Requests whose body no longer matches its stored fingerprint, by rollout."""
+    from hermes_replay._cassette.fingerprints import edited_requests
+
+    out: dict[str | None, list[Any]] = {}
+    for e in edited_requests(cassette):
+        out.setdefault(e.interaction.rollout, []).append(e)
+    return out
 
 
 def _print_raw(records: list[Any], turn: int | None) -> int:

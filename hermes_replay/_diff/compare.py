@@ -158,7 +158,7 @@ class DiffReport:
             return {"path": v.label, "kind": v.kind, "env_name": v.env_name,
                     "rollouts": len(v.rollouts), "misses": list(v.misses)}
 
-        return {
+        return json_safe({
             "schema_version": DIFF_SCHEMA,
             "equal": self.equal,
             "a": side(self.a),
@@ -176,7 +176,7 @@ class DiffReport:
             "tool_divergences": [asdict(d) for d in self.tool_divergences],
             "metrics": [asdict(m) for m in self.metrics],
             "notes": list(self.notes),
-        }
+        })
 
 
 # --------------------------------------------------------------------------- reading inputs
@@ -282,11 +282,31 @@ def load_view(path: str | Path) -> RunView:
 def _close(a: float | None, b: float | None, tol: float) -> bool:
     if a is None or b is None:
         return a is b
+    if math.isnan(a) or math.isnan(b):  # NaN on both sides is no change; on one side it is
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
     return math.isclose(a, b, rel_tol=0.0, abs_tol=tol)
 
 
 def _delta(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else b - a
+    """``b - a``, or None when either is missing or not finite (no number says how far a
+    reward moved to or from NaN)."""
+    if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)):
+        return None
+    return b - a
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float as the string ``"NaN"``, ``"Infinity"`` or
+    ``"-Infinity"``: ``--json`` must be JSON, and ``json.dumps`` would print bare ``NaN``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
 
 
 def _assistant(inter: Interaction) -> dict[str, Any]:

@@ -44,10 +44,16 @@ __all__ = [
 ]
 
 REPORT_FILE = "report.html"
-Source = str | os.PathLike[str] | RunResult
+Source = str | os.PathLike[str] | RunResult | list[str | os.PathLike[str]]
 
 
 def _runs(source: Source) -> tuple[list[Run], str]:
+    if isinstance(source, list):  # several out folders as one run (`hermes-replay results`)
+        # a shard whose cassettes all failed before replaying wrote no result.json: it has
+        # nothing for the page (its rows are in the joined table), and is no error here
+        parts = [p for p in source if not Path(p).is_dir() or any(Path(p).rglob("result.json"))]
+        runs = [run for part in parts or source for run in load_runs(part)]
+        return runs, ", ".join(str(part) for part in source)
     if isinstance(source, RunResult):
         label = str(source.out_dir or source.cassette or "run result")
         return [run_from_result(source, label, Path(source.out_dir) if source.out_dir

@@ -5,6 +5,8 @@
   ``env_guard`` decides which files may run at all (read, never executed)
 - bounds: ``offline`` (``netblock``: loopback only; ``stall``: no endless loops),
   ``signals`` (SIGTERM like Ctrl-C), ``seed`` (the run's seed)
+- ``warm`` — a process with the environment stack imported, each run a fresh fork of it
+  (``hermes-replay watch``)
 - results: ``result`` (``RunResult``), ``result_io`` (``result.json``), ``verdict`` (did the
   replay really run?), ``twice`` (is it deterministic?), ``wandb`` (captured metrics),
   ``scrub_outputs`` (what a live run writes outside the cassette), ``json_ints``

@@ -2,12 +2,13 @@
 
 ``hermes-replay replay`` runs the file a cassette's header names. A cassette is data from
 outside (a pull request, an edit by hand), so its ``env_file`` is trusted only as far as this
-module can see, *before anything is imported*, that the file defines an environment: a
-class deriving from atroposlib's ``BaseEnv`` or ``HermesAgentBaseEnv`` — directly, through
-another class of the same file, or through a class imported from a project module (whose
-source is read the same way, a few levels deep). And it must not lie under a ``cassettes/``
-folder, where files arrive with recordings rather than as the project's code. Anything else
-(a build script, a ``.py`` dropped next to a cassette) is refused with the reason.
+module can see, *before anything is imported*, that the file defines an environment: a class
+whose base resolves, import by import through the project's own modules, to the ``BaseEnv``
+defined in atroposlib's installed ``envs/base.py`` (``HermesAgentBaseEnv`` qualifies because
+its source says so). A class merely named ``BaseEnv`` does not. The file must not lie under a
+``cassettes/`` folder either (``_plan.find_env_file`` also refuses every folder that holds the
+cassette). Anything else (a build script, a ``.py`` dropped next to a cassette) is refused with
+the reason.
 """
 
 from __future__ import annotations
@@ -18,39 +19,35 @@ from pathlib import Path
 
 __all__ = ["ENV_BASES", "NotAnEnvFile", "check_env_file", "env_classes"]
 
-ENV_BASES = frozenset({"BaseEnv", "HermesAgentBaseEnv"})
-_MAX_DEPTH = 3
+ENV_BASES = frozenset({"BaseEnv", "HermesAgentBaseEnv"})  # the names users know (docs, errors)
+_MAX_DEPTH = 4
+_ATROPOS_BASE = ("atroposlib.envs.base", "BaseEnv")  # the one root every environment derives from
 
 
 class NotAnEnvFile(ValueError):
     """A file a replay refuses to run (see the module docstring)."""
 
 
-def _base_name(node: ast.expr) -> str | None:
+def _dotted(node: ast.expr) -> list[str] | None:
+    """``a.b.C`` (or ``a.b.C[T]``) as its parts; None for anything computed."""
     if isinstance(node, ast.Subscript):
         node = node.value
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
-
-
-def _module_file(module: str, level: int, here: Path, roots: list[Path]) -> Path | None:
-    parts = module.split(".") if module else []
-    bases = [here.parent.joinpath(*[".."] * (level - 1))] if level else \
-        [*roots, *(Path(p) for p in sys.path if p and Path(p).is_dir())]
-    for base in bases:
-        for candidate in (base.joinpath(*parts).with_suffix(".py") if parts else None,
-                          base.joinpath(*parts, "__init__.py")):
-            if candidate is not None and candidate.is_file():
-                return candidate.resolve()
-    if level or not parts:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
         return None
-    # an installed package (``environments`` of this project, installed editable): every
-    # import finder is asked where the top-level package lives — finders only look, so
-    # nothing is imported (importlib.util.find_spec would return a namespace package that
-    # shadows it, e.g. a tests/environments folder on sys.path)
+    parts.append(node.id)
+    return parts[::-1]
+
+
+def _installed_file(module: str) -> Path | None:
+    """Where an installed module's source lies, asked of the import finders only (never of
+    the project's folders, so a planted ``atroposlib/`` beside a file cannot pose as the real
+    one). Finders only look: nothing is imported (importlib.util.find_spec would import the
+    parents, and could return a namespace package that shadows the real one)."""
+    parts = module.split(".")
     locations: list[str] = []
     for finder in sys.meta_path:
         try:
@@ -70,64 +67,113 @@ def _module_file(module: str, level: int, here: Path, roots: list[Path]) -> Path
     return None
 
 
-def env_classes(path: Path, roots: list[Path] | None = None, _depth: int = 0,
-                _seen: dict[Path, list[str]] | None = None) -> list[str]:
+def _module_file(module: str, level: int, here: Path, roots: list[Path]) -> Path | None:
+    parts = module.split(".") if module else []
+    bases = [here.parent.joinpath(*[".."] * (level - 1))] if level else \
+        [*roots, *(Path(p) for p in sys.path if p and Path(p).is_dir())]
+    for base in bases:
+        for candidate in (base.joinpath(*parts).with_suffix(".py") if parts else None,
+                          base.joinpath(*parts, "__init__.py")):
+            if candidate is not None and candidate.is_file():
+                return candidate.resolve()
+    if level or not parts:
+        return None
+    return _installed_file(module)
+
+
+class _Reader:
+    """Reads source files (never runs them) to decide which of their classes derive from
+    atroposlib's real ``BaseEnv``: a class counts only when its base resolves, import by
+    import, to the class ``BaseEnv`` defined in atroposlib's own ``envs/base.py``. A class
+    merely *named* ``BaseEnv`` (``class BaseEnv: pass`` in a planted file) is not it."""
+
+    def __init__(self, roots: list[Path]) -> None:
+        self.roots = roots
+        self.base_file = _installed_file(_ATROPOS_BASE[0])
+        self._trees: dict[Path, ast.Module | None] = {}
+        self._classes: dict[tuple[Path, str], bool] = {}
+
+    def tree(self, path: Path) -> ast.Module | None:
+        if path not in self._trees:
+            try:
+                self._trees[path] = ast.parse(path.read_text(encoding="utf-8"),
+                                              filename=str(path))
+            except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+                self._trees[path] = None
+        return self._trees[path]
+
+    def is_env_class(self, path: Path, name: str, depth: int = 0) -> bool:
+        """Whether ``name``, as bound at the top level of ``path``, is an env class."""
+        key = (path, name)
+        if key in self._classes:
+            return self._classes[key]  # False while still being read: an import cycle
+        self._classes[key] = False
+        if path == self.base_file and name == _ATROPOS_BASE[1]:
+            self._classes[key] = True
+            return True
+        if depth > _MAX_DEPTH:
+            return False
+        tree = self.tree(path)
+        if tree is None:
+            return False
+        result = False
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == name:
+                result = any(self.resolves(path, parts, depth)
+                             for parts in map(_dotted, node.bases) if parts)
+            elif isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    if (alias.asname or alias.name) == name:
+                        target = _module_file(node.module or "", node.level, path, self.roots)
+                        result = target is not None and self.is_env_class(
+                            target, alias.name, depth + 1)
+        self._classes[key] = result
+        return result
+
+    def resolves(self, path: Path, parts: list[str], depth: int) -> bool:
+        """Whether the dotted name ``parts`` used in ``path`` is an env class."""
+        if len(parts) == 1:
+            return self.is_env_class(path, parts[0], depth)
+        tree = self.tree(path)
+        module: str | None = None
+        for node in tree.body if tree is not None else ():
+            if isinstance(node, ast.Import):  # import a.b / import a.b as m
+                for alias in node.names:
+                    if alias.asname == parts[0]:
+                        module = alias.name
+                    elif alias.asname is None and alias.name.split(".")[0] == parts[0]:
+                        module = parts[0]
+            elif isinstance(node, ast.ImportFrom):  # from a import b (a module)
+                for alias in node.names:
+                    if (alias.asname or alias.name) == parts[0] and node.level == 0:
+                        module = f"{node.module}.{alias.name}" if node.module else alias.name
+        if module is None:
+            return False
+        dotted = ".".join([module, *parts[1:-1]])
+        target = _module_file(dotted, 0, path, self.roots)
+        return target is not None and self.is_env_class(target, parts[-1], depth + 1)
+
+
+def env_classes(path: Path, roots: list[Path] | None = None) -> list[str]:
     """Names of the environment classes ``path`` defines, or imports and runs with
     ``X.cli()`` (read, not imported)."""
-    seen = _seen if _seen is not None else {}  # path -> its env classes (read once)
     path = path.resolve()
-    if path in seen:
-        return seen[path]  # [] while still being read: an import cycle
-    if _depth > _MAX_DEPTH:
+    reader = _Reader(roots if roots is not None else [path.parent])
+    tree = reader.tree(path)
+    if tree is None:
         return []
-    seen[path] = []
-    roots = roots if roots is not None else [path.parent]
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
-        return []
-    imported: dict[str, tuple[str, int, str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                imported[alias.asname or alias.name] = (node.module or "", node.level,
-                                                        alias.name)
-    classes = {node.name: [b for b in map(_base_name, node.bases) if b]
-               for node in tree.body if isinstance(node, ast.ClassDef)}
-    known = set(ENV_BASES)
-    resolved: dict[str, bool] = {}
-
-    def is_env_base(name: str) -> bool:
-        if name in known:
-            return True
-        if name in resolved:
-            return resolved[name]
-        resolved[name] = False
-        if name in imported:
-            module, level, original = imported[name]
-            target = _module_file(module, level, path, roots)
-            if target is not None and original in env_classes(target, roots, _depth + 1, seen):
-                resolved[name] = True
-        return resolved[name]
-
     found: list[str] = []
     # ``from environments.x import XEnv`` + ``XEnv.cli()``: an env file that runs an
     # environment class defined elsewhere (the class, read from its module, decides)
+    defined = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr == "cli" and isinstance(node.func.value, ast.Name):
             name = node.func.value.id
-            if name not in classes and name not in found and is_env_base(name):
+            if name not in defined and name not in found and reader.is_env_class(path, name):
                 found.append(name)
-    changed = True
-    while changed:  # a class may derive from one defined further down the file
-        changed = False
-        for name, bases in classes.items():
-            if name not in found and any(is_env_base(b) or b in found for b in bases):
-                found.append(name)
-                known.add(name)
-                changed = True
-    seen[path] = found
+    found += [node.name for node in tree.body if isinstance(node, ast.ClassDef)
+              and reader.is_env_class(path, node.name)]
     return found
 
 

@@ -124,6 +124,8 @@ def redirect_outputs(argv: list[str], out_dir: Path) -> list[str]:
         if old is None and _OUTPUT_FLAGS.get(mode, ("",))[0] != flag:
             continue
         name = Path(old).name if old else default_name
+        if name in ("", ".", ".."):  # `evals/..`: a file name of its own, inside out_dir
+            name = default_name
         result = _drop_flag([a for a in result if not a.startswith(flag + "=")], flag)
         result += [flag, str(out_dir / name)]
     return result
@@ -132,7 +134,7 @@ def redirect_outputs(argv: list[str], out_dir: Path) -> list[str]:
 def find_cassettes(target: Path) -> list[Path]:
     """Cassettes at ``target``: the file itself, or every ``*.jsonl`` / ``*.jsonl.zst`` under
     it with a header."""
-    from hermes_replay._cassette.files import cassette_files
+    from hermes_replay._cassette.files import cassette_files, within
 
     if target.is_file():
         return [target]
@@ -142,6 +144,8 @@ def find_cassettes(target: Path) -> list[Path]:
     for path in cassette_files(target):
         if any(part.startswith(".") for part in path.relative_to(target).parts):
             continue
+        if not within(path, target):  # linked in from elsewhere: not this folder's (verify
+            continue                  # flags such links; listing and replay skip them)
         if _looks_like_cassette(path):
             found.append(path)
     return found
@@ -169,6 +173,7 @@ def _looks_like_cassette(path: Path) -> bool:
 
 
 _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+_CASSETTE_SUFFIXES = (".jsonl", ".jsonl.zst")
 
 
 def project_root(path: Path) -> Path | None:
@@ -217,53 +222,107 @@ def recorded_cwd(base: Path, extra: dict[str, Any]) -> Path:
         else base
 
 
-def _search_bases(cassette: Path) -> list[Path]:
-    """Folders ``header.env_file`` may be relative to: the working directory when the cassette
-    is inside it, and the cassette's project root (nearest ancestor with a pyproject.toml, setup
-    file or .git). Never the file system at large."""
+def _holds_cassettes(folder: Path) -> bool:
+    """``folder`` is (under) one named ``cassettes``, or directly holds a cassette or a shards
+    folder: what lies there arrived with recordings, so it is neither code nor a project root."""
+    if "cassettes" in folder.parts:
+        return True
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return False
+    return any(e.name.endswith(".shards") or (e.name.endswith(_CASSETTE_SUFFIXES)
+                                              and e.is_file() and _looks_like_cassette(e))
+               for e in entries)
+
+
+def _project_root(cassette: Path) -> Path | None:
+    """The real project root for ``cassette``: the nearest folder with a marker file
+    (pyproject.toml, setup file, .git), looked for from the working directory when the
+    cassette is inside it (the user stands in their project), else from the cassette. A
+    marker in a folder that holds cassettes counts only when no marker lies above it (a
+    project that keeps a cassette at its top), so a ``setup.cfg`` or ``.git`` planted beside
+    a recording inside a real project changes nothing."""
     where = cassette.resolve()
     cwd = Path.cwd().resolve()
-    bases = [cwd] if where.is_relative_to(cwd) else []
-    for parent in where.parents:
-        if any((parent / marker).exists() for marker in _PROJECT_MARKERS):
-            if parent not in bases:
-                bases.append(parent)
+    start = cwd if where.is_relative_to(cwd) else where.parent
+    fallback: Path | None = None
+    for folder in (start, *start.parents):
+        if not any((folder / marker).exists() for marker in _PROJECT_MARKERS):
+            continue
+        if not _holds_cassettes(folder):
+            return folder
+        if fallback is None and "cassettes" not in folder.parts:
+            fallback = folder
+    return fallback
+
+
+def _cassette_area(cassette: Path, top: Path | None) -> list[Path]:
+    """Folders no env file may come from: the cassette's own folder (unless it is the
+    project root ``top``), any ``cassettes`` folder above it, and every folder between it and
+    ``top`` that directly holds a cassette. (``envs/cassettes/x.jsonl`` leaves ``envs/`` the
+    project's code.)"""
+    where = cassette.resolve()
+    area = [] if where.parent == top else [where.parent]
+    for folder in where.parents:
+        if top is not None and (folder == top or not folder.is_relative_to(top)):
             break
-    return bases
+        if folder.name == "cassettes" or _holds_cassettes(folder):
+            area.append(folder)
+    return area
 
 
 class UnsafeEnvFile(CassetteError):
-    """``header.env_file`` points outside the project; a cassette is data and must not choose
-    which file on the machine gets executed."""
+    """``header.env_file`` points outside the project, or into a folder holding cassettes; a
+    cassette is data and must not choose which file on the machine gets executed."""
 
 
 def find_env_file(env_file: str, cassette: Path) -> Path | None:
     """Where ``header.env_file`` (relative to where it was recorded) is now: looked up from the
-    working directory, then from the cassette's ancestors (so replay works from anywhere in the
-    repository). Absolute paths, ``..`` and symlinks leading out of that folder are refused
-    with ``UnsafeEnvFile``: replaying a folder of cassettes from a pull request must not run
-    an arbitrary file."""
+    working directory, then from the project root (so replay works from anywhere in the
+    repository). Absolute paths, ``..``, symlinks leading out of that folder, files inside a
+    folder that holds cassettes and files that define no real atroposlib environment are
+    refused with ``UnsafeEnvFile``: replaying cassettes from a pull request must not run
+    code that arrived with them."""
     rel = Path(env_file)
     if rel.is_absolute() or ".." in rel.parts:
         raise UnsafeEnvFile(
-            f"the cassette names env file {env_file}, outside the project; replay of a folder "
-            "only runs env files inside it. Next step: re-record from the project root, or "
-            "choose the file yourself: hermes-replay replay ENV_FILE --cassette "
+            f"the cassette {cassette} names env file {env_file}, outside the project; replay "
+            "of a folder only runs env files inside it. Next step: re-record from the project "
+            "root, or choose the file yourself: hermes-replay replay ENV_FILE --cassette "
             f"{cassette} -- MODE …"
         )
     from hermes_replay._runner.env_guard import NotAnEnvFile, check_env_file
 
-    for base in _search_bases(cassette):
+    root = _project_root(cassette)
+    area = _cassette_area(cassette, root)
+    cwd = Path.cwd().resolve()
+    bases = [cwd] if cassette.resolve().is_relative_to(cwd) else []
+    if root is not None and root not in bases:
+        bases.append(root)
+    for base in bases:
         candidate = base / rel
-        if candidate.is_file():
-            if not candidate.resolve().is_relative_to(base.resolve()):
-                raise UnsafeEnvFile(
-                    f"env file {env_file} under {base} is a link to {candidate.resolve()}, "
-                    "outside the project; replay of a folder refuses to run it"
-                )
-            try:
-                check_env_file(candidate, base)
-            except NotAnEnvFile as exc:
-                raise UnsafeEnvFile(f"the cassette {cassette} names {exc}") from None
-            return candidate
+        if not candidate.is_file():
+            continue
+        real = candidate.resolve()
+        if not real.is_relative_to(base):
+            raise UnsafeEnvFile(
+                f"the cassette {cassette} names env file {env_file}: under {base} it is a link "
+                f"to {real}, outside the project; replay refuses to run it"
+            )
+        holder = next((f for f in area if real.is_relative_to(f)), None)
+        if holder is not None:
+            raise UnsafeEnvFile(
+                f"the cassette {cassette} names env file {env_file}, which lies in {holder}, a "
+                "folder that holds cassettes: replay runs only the project's own environment "
+                "files, never a file that arrived with recordings. Next step: keep the "
+                "environment outside the cassette folders (e.g. environments/) and re-record, "
+                f"or choose it yourself: hermes-replay replay ENV_FILE --cassette {cassette} "
+                "-- MODE …"
+            )
+        try:
+            check_env_file(candidate, root or base)
+        except NotAnEnvFile as exc:
+            raise UnsafeEnvFile(f"the cassette {cassette} names {exc}") from None
+        return candidate
     return None

@@ -21,10 +21,16 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._errors import CassetteError, HermesReplayError, RecordingFailed
+from hermes_replay._errors import (
+    CassetteError,
+    HermesReplayError,
+    RecordingFailed,
+    UnknownFlags,
+)
+from hermes_replay._runner.flags import checked_flags
 from hermes_replay._runner.plan import flag_value
 from hermes_replay._runner.result import RolloutOutcome, RunResult, is_group_record
-from hermes_replay._runner.seed import run_seed, seed_globals
+from hermes_replay._runner.seed import run_seed, seed_globals, seeded_setup
 from hermes_replay._runner.stall import DEFAULT_MAX_MISSES
 from hermes_replay._session.isolation import tool_isolation
 
@@ -61,10 +67,18 @@ def run_cassette(
     overrides the recorded seed (see :func:`run_env`).
     """
     from hermes_replay._cassette.load import load_cassette
+    from hermes_replay._runner.out_dir import fresh_out_dir
     from hermes_replay._runner.plan import find_env_file, redirect_outputs, replay_argv
+    from hermes_replay._session.options import check_options
 
+    check_options({"strict": strict, "block_network": block_network,
+                   "raise_errors": raise_errors, "trust_cassette": trust_cassette},
+                  where="run_cassette()")
     cassette_path = Path(path).resolve()
-    out = Path(out_dir).resolve()
+    given = Path(out_dir)
+    # the folder itself resolved, never a link planted at its name (fresh_out_dir refuses it)
+    out = (given.resolve() if given.name in ("", ".", "..")
+           else given.parent.resolve() / given.name)
     recorded_run = load_cassette(cassette_path)
     header = recorded_run.header
     if not header.env_file:
@@ -87,7 +101,7 @@ def run_cassette(
     argv = redirect_outputs(
         replay_argv(list(header.command or []), None if command is None else list(command)),
         out)
-    out.mkdir(parents=True, exist_ok=True)
+    fresh_out_dir(out, argv)  # one run per folder, nothing written through a planted link
     # Run where it was recorded (the folder env_file is relative to), so other relative paths
     # in the command (--config, datasets) resolve as they did.
     from hermes_replay._runner.plan import recorded_cwd
@@ -155,7 +169,11 @@ def run_env(
     from hermes_replay._runner.scrub_outputs import scrubbed_run
     from hermes_replay._runner.stall import stall_guard
     from hermes_replay._runner.wandb import capture_wandb
+    from hermes_replay._session.options import check_options
 
+    # a truthy non-boolean here would run tools on the host (trust_cassette="no")
+    check_options({"trust_cassette": trust_cassette, "block_network": block_network,
+                   "raise_errors": raise_errors}, where="run_env()")
     collector = OutcomeCollector(on_rollout=on_rollout)
     session = None
     plain: Any = None
@@ -175,9 +193,12 @@ def run_env(
             session = stack.enter_context(hermes_replay.cassette(path, mode=mode, **options))  # type: ignore[arg-type]
             session.observe(collector)
             plain = stack.enter_context(plain_env_support(mode))
-            _seed_run(session, mode, seed)
+            run_seed_value = _seed_run(session, mode, seed)
+            if run_seed_value is not None:
+                stack.enter_context(seeded_setup(run_seed_value))
             stack.enter_context(output if output is not None else redirected_to(log_path))
             stack.enter_context(library_output_with_env())
+            stack.enter_context(checked_flags())  # a misspelt flag stops the run here
             if mode == "replay":  # a run that keeps missing is stopped (ReplayStalled)
                 stack.enter_context(stall_guard(session, max_misses=max_misses))
             else:  # live: real keys around, so what it prints and writes is scrubbed
@@ -189,6 +210,10 @@ def run_env(
                 _check_recording(code, session, path, empty_ok=mode == "auto")
     except HermesReplayError as exc:
         error = exc
+        if isinstance(exc, UnknownFlags):  # a usage error, as argparse's own
+            code = UnknownFlags.exit_code
+            if mode in ("record", "auto"):
+                _drop_empty_journal(path)
     if mode == "replay" and error is None and session is not None and cassette is not None:
         from hermes_replay._runner.verdict import replay_verdict
 
@@ -202,15 +227,34 @@ def run_env(
     return result
 
 
-def _seed_run(session: Any, mode: str, given: int | None) -> None:
-    """Seed the generators for this run; a recording keeps the seed in its header."""
+def _drop_empty_journal(cassette: Path) -> None:
+    """Remove a recording journal that holds no recording (its header and annotations only):
+    a run refused before anything ran leaves nothing behind. A journal with anything
+    recorded in it (or one that cannot be read) is kept."""
+    from hermes_replay._cassette import partial_path
+
+    journal = partial_path(cassette)
+    try:
+        with journal.open("rb") as fh:
+            data = fh.read(2_000_000)
+        kinds = {json.loads(line).get("type") for line in data.splitlines() if line.strip()}
+    except (OSError, ValueError, AttributeError):
+        return
+    if kinds <= {"header", "annotate"}:
+        journal.unlink(missing_ok=True)
+
+
+def _seed_run(session: Any, mode: str, given: int | None) -> int | None:
+    """Seed the generators for this run (a recording keeps the seed in its header); the seed,
+    for ``seeded_setup`` to apply again before the environment's ``setup()``."""
     recorded = session.header.seed if mode in ("replay", "auto") else None
     seed = run_seed(mode, given, recorded)
     if seed is None:
-        return
+        return None
     if mode in ("record", "auto") and recorded != seed:
         session.annotate({"seed": seed})
     seed_globals(seed)
+    return seed
 
 
 def _check_recording(code: int, session: Any, path: Path, *, empty_ok: bool = False) -> None:

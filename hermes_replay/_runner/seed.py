@@ -7,6 +7,14 @@ recording seeds both generators with a seed it chooses (or is given) and writes 
 header; replay seeds them with the recorded one. A cassette without a seed (recorded before
 seeds were kept) is replayed unseeded, as before.
 
+When the seed is applied matters as much as which seed: modules draw from the global generator
+when they are first imported (``rich`` does, at ``rich/style.py``), and whether a module is
+imported for the first time during a run depends on what the process imported before — the
+CLI has imported ``rich`` by then, ``run_cassette`` in a fresh interpreter has not. So the
+generators are seeded before the env file runs (for draws its module body makes) and again
+right before the environment's own ``setup()`` runs (``seeded_setup``), after every import of
+its module; what was imported earlier then changes nothing an environment draws from there on.
+
 Not covered: ``PYTHONHASHSEED`` (fixed when the interpreter starts), other generators
 (``torch``, ``np.random.default_rng()`` without a seed), time and the OS.
 """
@@ -15,9 +23,11 @@ from __future__ import annotations
 
 import random
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["run_seed", "seed_globals"]
+__all__ = ["run_seed", "seed_globals", "seeded_setup"]
 
 
 def run_seed(mode: str, given: int | None, recorded: int | None) -> int | None:
@@ -42,3 +52,29 @@ def seed_globals(seed: int) -> None:
     except ImportError:  # numpy is optional for hermes_replay itself
         return
     np.random.seed(seed)
+
+
+@contextmanager
+def seeded_setup(seed: int) -> Iterator[None]:
+    """Inside the block, every atroposlib environment created seeds ``random`` and numpy with
+    ``seed`` right before its ``setup()`` runs (see the module docstring for why then)."""
+    from atroposlib.envs.base import BaseEnv
+
+    original = BaseEnv.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        setup = self.setup  # the env's own (bound), found once the instance is complete
+
+        async def seeded() -> Any:
+            seed_globals(seed)
+            return await setup()
+
+        # an instance attribute: atroposlib's ``await self.setup()`` finds it first
+        self.setup = seeded
+
+    BaseEnv.__init__ = __init__  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        BaseEnv.__init__ = original  # type: ignore[method-assign]

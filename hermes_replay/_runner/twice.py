@@ -29,6 +29,7 @@ from hermes_replay._cassette.matching import _flatten
 __all__ = ["TRACE_FILE", "Difference", "TwiceReport", "compare_traces", "replay_twice"]
 
 TRACE_FILE = "trace.jsonl"
+FAILURE_FILE = "failure.txt"  # a run that failed (missed, crashed) says why here
 RUN_TIMEOUT = 1800.0
 
 # (what it is, regex, replacement) — tried in order on the differing values
@@ -73,7 +74,9 @@ class TwiceReport:
     cassette: str
     difference: Difference | None = None
     compared: dict[str, int] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)  # a run that failed to produce a trace
+    # "run N failed: why", one per run that failed: it missed, crashed, ran nothing or wrote
+    # no trace. Two failed runs that agree prove nothing, so any of these is a failure.
+    errors: list[str] = field(default_factory=list)
 
     @property
     def deterministic(self) -> bool:
@@ -81,12 +84,16 @@ class TwiceReport:
 
     def lines(self) -> list[str]:
         out = [f"hermes-replay replay --twice · {self.cassette}"]
-        out += [f"  run {i + 1} failed: {e}" for i, e in enumerate(self.errors) if e]
+        out += [f"  {e}" for e in self.errors]
         if self.difference is not None:
             out += ["  " + line for line in self.difference.lines()]
         elif not self.errors:
             counts = ", ".join(f"{n} {k}" for k, n in self.compared.items())
             out.append(f"  the two replays agree ({counts} compared)")
+        else:
+            out.append("  not judged deterministic: a replay that failed proves nothing by "
+                       "agreeing; fix the failure above (replay the cassette once to see it "
+                       "in full), then run --twice again")
         return out
 
 
@@ -115,12 +122,15 @@ def replay_twice(cassette: str | Path, out_dir: str | Path,
                            "options": options})
         done = subprocess.run([sys.executable, "-m", "hermes_replay._runner.twice", spec],
                               capture_output=True, text=True, timeout=RUN_TIMEOUT)
-        trace = run_dir / TRACE_FILE
+        trace, failure = run_dir / TRACE_FILE, run_dir / FAILURE_FILE
         if not trace.is_file():
             tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
-            report.errors.append(f"exit {done.returncode}, no trace written: "
+            report.errors.append(f"run {n} failed: exit {done.returncode}, no trace written: "
                                  + " | ".join(tail))
             continue
+        if failure.is_file():
+            report.errors.append(f"run {n} failed: "
+                                 + failure.read_text(encoding="utf-8", errors="replace"))
         traces.append(read_trace(trace))
     if len(traces) == 2:
         report.difference, report.compared = compare_traces(*traces)
@@ -136,9 +146,20 @@ def _child(spec_text: str) -> int:
     if options.get("normalizers"):
         options["normalizers"] = [tuple(n) for n in options["normalizers"]]
     out = Path(spec["out_dir"])
-    run_cassette(spec["cassette"], out_dir=out, trace=out / TRACE_FILE, raise_errors=False,
-                 **options)
+    (out / FAILURE_FILE).unlink(missing_ok=True)
+    result = run_cassette(spec["cassette"], out_dir=out, trace=out / TRACE_FILE,
+                          raise_errors=False, **options)
+    if result.error is not None:
+        (out / FAILURE_FILE).write_text(_failure_summary(result.error), encoding="utf-8")
+        return 1
     return 0
+
+
+def _failure_summary(error: BaseException, lines: int = 4) -> str:
+    """The first lines of why a run failed (a miss report can be long: its diffs follow)."""
+    text = str(error).strip().splitlines() or [type(error).__name__]
+    more = f" … ({len(text) - lines} more lines)" if len(text) > lines else ""
+    return " | ".join(line.strip() for line in text[:lines]) + more
 
 
 def read_trace(path: Path) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hermes_replay._errors import ReplayFailed
+from hermes_replay._secrets.redact import redact_text
 from hermes_replay._session.summary import ReplaySummary
 
 __all__ = ["log_tail", "replay_verdict"]
@@ -35,7 +36,9 @@ def log_tail(log: Path | None, lines: int = TAIL_LINES) -> list[str]:
         return []
     # an error message of one long line (an env's startup check) must still show its advice
     kept = [line.rstrip()[:1000] for line in text.splitlines() if line.strip()]
-    return kept[-lines:]
+    # a replay's log echoes cassette content (its argv, replies): printed scrubbed, as every
+    # display of a cassette is (``_cassette.display``)
+    return [redact_text(line) for line in kept[-lines:]]
 
 
 def _shown(path: Path) -> str:

@@ -84,7 +84,7 @@ def _secret_leaves(value: Any) -> Any:
 def redact_json(value: Any) -> Any:
     """A copy of a JSON value with credential fields and secret substrings replaced."""
     if isinstance(value, str):
-        return redact_text(value)
+        return _redact_string(value)
     if isinstance(value, list):
         return [redact_json(v) for v in value]
     if isinstance(value, dict):
@@ -121,11 +121,41 @@ _CLEAN_LIMIT = 8_000_000  # characters remembered; emptied when full (that only 
 _clean_state = [0, -1]  # [characters remembered, KNOWN.generation they were checked against]
 
 
-def needs_redaction(value: Any) -> bool:
-    """False only when ``redact_json(value)`` would return ``value`` unchanged."""
-    if _clean_state[1] != KNOWN.generation:  # a new known value can make old strings dirty
+def _current_clean() -> dict[str, None]:
+    """``_CLEAN``, emptied first if a value became known since (it can make old strings
+    dirty)."""
+    if _clean_state[1] != KNOWN.generation:
         _CLEAN.clear()
         _clean_state[:] = [0, KNOWN.generation]
+    return _CLEAN
+
+
+def _remember_clean(strings: list[str]) -> None:
+    size = sum(map(len, strings))
+    if _clean_state[0] + size > _CLEAN_LIMIT:
+        _CLEAN.clear()
+        _clean_state[0] = 0
+    _CLEAN.update(dict.fromkeys(strings))
+    _clean_state[0] += size
+
+
+def _redact_string(text: str) -> str:
+    """``redact_text`` of a JSON string, remembering the clean ones: once a turn holds one
+    string with a marker word ("token", "key", "pass"), ``redact_json`` walks the whole request,
+    and the conversation it repeats was already found clean, string by string. A string is
+    remembered only when the full rules left it unchanged, and forgotten when a value becomes
+    known, so the result is always what the rules give."""
+    if text in _current_clean():
+        return text
+    out = redact_text(text)
+    if out == text:
+        _remember_clean([text])
+    return out
+
+
+def needs_redaction(value: Any) -> bool:
+    """False only when ``redact_json(value)`` would return ``value`` unchanged."""
+    _current_clean()  # a new known value can make old strings dirty
     fresh: list[str] = []
     stack = [value]
     while stack:
@@ -145,12 +175,7 @@ def needs_redaction(value: Any) -> bool:
     joined = "\n".join(fresh)  # no rule spans a newline-free marker across two strings
     if might_hold_secret(joined) or KNOWN.might_occur(joined):
         return True
-    size = sum(map(len, fresh))
-    if _clean_state[0] + size > _CLEAN_LIMIT:
-        _CLEAN.clear()
-        _clean_state[0] = 0
-    _CLEAN.update(dict.fromkeys(fresh))
-    _clean_state[0] += size
+    _remember_clean(fresh)
     return False
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
@@ -146,15 +147,74 @@ SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("private-key", re.compile(
         r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|.*)",
         re.DOTALL)),
+    ("xai-key", re.compile(r"\bxai-[A-Za-z0-9]{20,}")),
+    ("perplexity-key", re.compile(r"\bpplx-[A-Za-z0-9]{32,}")),
+    ("nvidia-key", re.compile(r"\bnvapi-[A-Za-z0-9_-]{32,}")),
+    ("replicate-token", re.compile(r"\br8_[A-Za-z0-9]{30,}")),
+    ("fireworks-key", re.compile(r"\bfw_[A-Za-z0-9]{20,}")),
+    ("pypi-token", re.compile(r"\bpypi-Ag[A-Za-z0-9_-]{50,}")),
+    ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
+    ("sendgrid-key", re.compile(r"\bSG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{30,50}")),
+    ("digitalocean-token", re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b")),
+    ("shopify-token", re.compile(r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b")),
+    ("telegram-bot-token", re.compile(r"\b\d{8,10}:AA[A-Za-z0-9_-]{30,40}")),
+    ("discord-token", re.compile(
+        r"\b[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}")),
+    ("discord-webhook", re.compile(r"discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{20,}")),
+    ("mailgun-key", re.compile(r"\bkey-[a-f0-9]{32}\b")),
+    ("twilio-key", re.compile(r"\bSK[a-f0-9]{32}\b")),
+    ("databricks-token", re.compile(r"\bdapi[a-f0-9]{32}(?:-\d+)?\b")),
+    ("square-token", re.compile(
+        r"\b(?:EAAA[A-Za-z0-9_-]{60}|sq0(?:atp|csp)-[A-Za-z0-9_-]{22,43})")),
     ("token", re.compile(r"\bBearer\s+(?!<redacted)[A-Za-z0-9._~+/=-]{8,}")),
 )
+# A substring each shape's match must contain (case as in the pattern): a plain ``in`` test
+# is far cheaper than running the regex over a string that cannot match.
+_NEEDS: dict[str, tuple[str, ...]] = {
+    "anthropic-key": ("sk-ant-",), "openai-key": ("sk-",), "stripe-key": ("k_live_", "k_test_"),
+    "stripe-webhook-secret": ("whsec_",), "groq-key": ("gsk_",), "hf-token": ("hf_",),
+    "google-key": ("AIza",), "google-oauth-token": ("ya29.",), "github-token": ("gh", "github_"),
+    "gitlab-token": ("gl",), "slack-token": ("xox", "xapp-"), "slack-webhook": ("hooks.slack",),
+    "jwt": ("eyJ",), "private-key": ("-----BEGIN",), "xai-key": ("xai-",),
+    "perplexity-key": ("pplx-",), "nvidia-key": ("nvapi-",), "replicate-token": ("r8_",),
+    "fireworks-key": ("fw_",), "pypi-token": ("pypi-",), "npm-token": ("npm_",),
+    "sendgrid-key": ("SG.",), "digitalocean-token": ("_v1_",), "shopify-token": ("shp",),
+    "telegram-bot-token": (":AA",), "discord-webhook": ("discord",), "mailgun-key": ("key-",),
+    "twilio-key": ("SK",), "databricks-token": ("dapi",), "square-token": ("EAAA", "sq0"),
+    "token": ("Bearer",),
+}
+# Labels whose match ends at the key's last character: a key broken by a newline (a wrapped
+# line, ``\n`` inside a JSON string, two SSE deltas) continues on the next line, and that tail
+# is part of the secret too.
+_CONTINUED = frozenset(label for label, _ in SHAPES) - {"private-key", "token", "jwt",
+                                                       "slack-webhook", "discord-webhook"}
+_CONTINUATION = re.compile(
+    r"(?:\r?\n|\\r\\n|\\n)[ \t]*(?P<tail>[A-Za-z0-9_-]{4,})(?![A-Za-z0-9_-])")
+# ``Authorization: Token X``, ``api_key: Bearer X``: the value after a scheme word is the secret
+_SCHEMES = frozenset({"token", "bearer", "basic", "digest", "bot", "apikey", "api-key", "key",
+                      "sso-key", "splunk", "negotiate", "hmac", "oauth", "jwt"})
+_SCHEME_VALUE = re.compile(r"[ \t]+(?P<value>[^\s\"'\\,;&}{\]\[)(<>]+)")
+# command lines: ``curl -u user:pw``, ``mysql -pPW``; a netrc ``password X``
+_CURL_USER = re.compile(r"(?:^|\s)(?:-u|--user)(?:[ \t]+|=)[\"']?(?P<user>[^\s:\"']+):"
+                        r"(?P<pw>[^\s\"']+)")
+_MYSQL_PW = re.compile(r"\b(?:mysql\w*|mariadb\w*)\b[^\n]*?\s-p(?P<pw>[^\s\"'-][^\s\"']*)")
+_NETRC_PW = re.compile(r"\b(?:machine|login|default)\b[^\n]*?\bpassword[ \t]+(?P<pw>\S+)"
+                       r"|(?m:^[ \t]*password[ \t]+(?P<line_pw>\S+)[ \t]*$)")
+# YAML: ``name:`` ending its line, with the value (or a block of them) indented below it
+_YAML_BLOCK = re.compile(  # the body is a lookahead: a nested ``name:`` is a block of its own
+    r"(?m)^(?P<indent>[ \t]*)(?:- )?(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,79}):[ \t]*"
+    r"(?:[|>][-+]?[ \t]*)?\r?\n(?=(?P<body>(?:(?P=indent)[ \t]+[^\n]*(?:\n|$))+))")
+_YAML_LINE = re.compile(r"(?m)^[ \t]+(?:- )?(?:(?P<key>[A-Za-z_][\w.\-]*):[ \t]*)?"
+                        r"(?P<value>[^\s#][^\n]*?)[ \t]*$")
+# AWS secret access keys have no prefix; alone, one is 40 base64 characters of high entropy
+_BASE64_RUN = re.compile(r"[A-Za-z0-9/+]{40,}")
 # scheme://user:password@host — the password part (the user name is kept for the reader).
 _USERINFO = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://(?P<user>[^/\s:@<>\"'`]*):"
                        r"(?P<pw>[^/\s@<>\"'`]+)@")
 _BASIC = re.compile(r"\bBasic\s+(?P<b64>[A-Za-z0-9+/]{8,}={0,2})")
 # NAME=value, NAME: value, "name": "value", {\"name\": \"value\"} inside any text.
 _NAMED = re.compile(
-    r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,79})\\*[\"']?\s*[:=]\s*(?:\\*[\"'])?"
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,79})\\*[\"']?[ \t]*[:=][ \t]*(?P<quote>\\*[\"'])?"
     r"(?P<value>[^\s\"'\\,;&}{\]\[)(<>]+)")
 # a query string inside text: ``?key=…&sig=…`` uses the query rules, not the text ones
 _QUERY_PAIR = re.compile(r"[?&](?P<name>[A-Za-z0-9_.\-]{1,80})=(?P<value>[^&#\s\"'<>]+)")
@@ -171,11 +231,74 @@ def _basic_is_credential(b64: str) -> bool:
     return b":" in decoded
 
 
+def entropy(text: str) -> float:
+    """Shannon entropy in bits per character (``scan`` judges plain tokens by it too)."""
+    counts: dict[str, int] = {}
+    for ch in text:
+        counts[ch] = counts.get(ch, 0) + 1
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _bare_aws_secret(run: str) -> bool:
+    """A 40-character base64 run that looks random: mixed case and digits (a git SHA is hex,
+    a path has words) and high entropy."""
+    return (any(c.isupper() for c in run) and any(c.islower() for c in run)
+            and any(c.isdigit() for c in run) and entropy(run) > 4.2)
+
+
+_UNICODE_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+
+def _unescaped(text: str) -> tuple[str, list[int]] | None:
+    """``text`` with JSON ``\\uXXXX`` escapes decoded, and where each decoded character
+    starts in ``text`` (one more entry for the end); None if there is nothing to decode."""
+    if "\\u" not in text:
+        return None
+    out: list[str] = []
+    where: list[int] = []
+    pos = 0
+    for m in _UNICODE_ESCAPE.finditer(text):
+        out.append(text[pos:m.start()])
+        where.extend(range(pos, m.start()))
+        out.append(chr(int(m.group(1), 16)))
+        where.append(m.start())
+        pos = m.end()
+    if pos == 0:
+        return None
+    out.append(text[pos:])
+    where.extend(range(pos, len(text) + 1))
+    return "".join(out), where
+
+
 def _rule_spans(text: str) -> Iterable[Span]:
+    decoded = _unescaped(text)
+    if decoded is None:
+        yield from _plain_rule_spans(text)
+        return
+    plain, where = decoded  # a key written \u0073k-… is found in the decoded text
+    for start, end, label in _plain_rule_spans(plain):
+        yield where[start], where[end], label
+
+
+def _continued(text: str, end: int) -> int:
+    """Where a key that ends at ``end`` really ends: past a line break whose next line is
+    one more run of key characters with a digit in it (a prose word has none)."""
+    m = _CONTINUATION.match(text, end)
+    if m is not None and any(c.isdigit() for c in m.group("tail")):
+        return m.end("tail")
+    return end
+
+
+def _plain_rule_spans(text: str) -> Iterable[Span]:
     for label, pattern in SHAPES:
+        needs = _NEEDS.get(label)
+        if needs is not None and not any(n in text for n in needs):
+            continue
         for m in pattern.finditer(text):
-            yield m.start(), m.end(), ("Bearer <redacted:token>" if label == "token"
-                                       else f"<redacted:{label}>")
+            end = _continued(text, m.end()) if label in _CONTINUED else m.end()
+            yield m.start(), end, ("Bearer <redacted:token>" if label == "token"
+                                   else f"<redacted:{label}>")
     if "://" in text and "@" in text:
         for m in _USERINFO.finditer(text):
             if not is_placeholder(m.group("pw")) and not m.group("user").startswith("<redacted"):
@@ -185,6 +308,10 @@ def _rule_spans(text: str) -> Iterable[Span]:
             yield m.start(), m.end(), "Basic <redacted:basic-auth>"
     for m in _AWS_SECRET_NEAR_ID.finditer(text):
         yield m.start("value"), m.end("value"), "<redacted:aws-secret>"
+    for m in _BASE64_RUN.finditer(text):
+        run = m.group()
+        if len(run) == 40 and not text.startswith("=", m.end()) and _bare_aws_secret(run):
+            yield m.start(), m.end(), "<redacted:aws-secret>"
     if "=" in text:
         for m in _QUERY_PAIR.finditer(text):
             if is_secret_name(m.group("name"), "query") and not is_placeholder(m.group("value")):
@@ -192,7 +319,48 @@ def _rule_spans(text: str) -> Iterable[Span]:
     for m in _NAMED.finditer(text):
         name = m.group("name").rsplit(".", 1)[-1].lstrip("-")
         if is_secret_name(name, "text") and not is_placeholder(m.group("value")):
-            yield m.start("value"), m.end("value"), f"<redacted:{name.lower()}>"
+            end = m.end("value")
+            quote = m.group("quote")
+            if quote in ("'", '"'):  # a quoted value may hold spaces: it ends at its quote
+                close = text.find(quote, end, end + 256)
+                if close > 0 and "\n" not in text[end:close]:
+                    end = close
+            if m.group("value").lower() in _SCHEMES:  # Token XXXX: the token is the secret
+                after = _SCHEME_VALUE.match(text, end)
+                if after is not None:
+                    end = after.end("value")
+            yield m.start("value"), end, f"<redacted:{name.lower()}>"
+    if "-u" in text or "--user" in text:
+        for m in _CURL_USER.finditer(text):
+            if not is_placeholder(m.group("pw")):
+                yield m.start("pw"), m.end("pw"), "<redacted:password>"
+    low = text.lower()
+    if "mysql" in low or "mariadb" in low:
+        for m in _MYSQL_PW.finditer(text):
+            if not is_placeholder(m.group("pw")):
+                yield m.start("pw"), m.end("pw"), "<redacted:password>"
+    if "password" in low:
+        for m in _NETRC_PW.finditer(text):
+            group = "pw" if m.group("pw") is not None else "line_pw"
+            if not is_placeholder(m.group(group)):
+                yield m.start(group), m.end(group), "<redacted:password>"
+    if ":\n" in text or ":\r\n" in text or ": |" in text or ": >" in text:
+        yield from _yaml_spans(text)
+
+
+def _yaml_spans(text: str) -> Iterable[Span]:
+    """Values indented under a credential-named key: ``api_key:`` then the key on the next
+    line, or a block of ``name: value`` lines under ``secrets:`` (each is secret)."""
+    for block in _YAML_BLOCK.finditer(text):
+        name = block.group("name").rsplit(".", 1)[-1]
+        if not is_secret_name(name, "text"):
+            continue
+        base = block.start("body")
+        for line in _YAML_LINE.finditer(block.group("body")):
+            value = line.group("value").strip("\"'")
+            if value and not is_placeholder(value):
+                yield (base + line.start("value"), base + line.end("value"),
+                       f"<redacted:{name.lower()}>")
 
 
 def secret_spans(text: str, known: Callable[[str], Iterable[Span]] | None = None) -> list[Span]:
@@ -238,8 +406,13 @@ _MARKERS: tuple[str, ...] = (
     "hooks.slack", "akia", "asia", "abia", "acca", "agpa", "aida", "aroa", "aipa", "anpa",
     "anva", "apka", "eyj", "-----begin", "bearer", "basic", "://", "\\u",
     "key", "token", "secret", "pass", "pwd", "auth", "credential", "jwt", "cookie", "sig",
-    "csrf", "xsrf",
+    "csrf", "xsrf", "xai-", "pplx-", "nvapi-", "r8_", "fw_", "pypi-", "npm_", "sg.", "_v1_",
+    "shpat_", "shpca_", "shppa_", "shpss_", ":aa", "dapi", "eaaa", "sq0", "mysql", "mariadb",
+    " -u", "--user", "discord",
 )
+# Shapes with no fixed prefix to look for: a 40-character base64 run (a bare AWS secret), a
+# Discord token's ``.xxxxxx.`` middle, a Twilio ``SK`` + 32 hex key.
+_SHAPELESS = re.compile(r"[A-Za-z0-9/+]{40}|\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}|SK[a-f0-9]{32}")
 
 
 def might_hold_secret(text: str) -> bool:
@@ -248,4 +421,4 @@ def might_hold_secret(text: str) -> bool:
     for marker in _MARKERS:  # a plain loop: a generator costs more than the tests
         if marker in low:
             return True
-    return False
+    return len(text) >= 34 and _SHAPELESS.search(text) is not None

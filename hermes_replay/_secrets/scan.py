@@ -12,14 +12,13 @@ token lists are data and are not judged by entropy.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from hermes_replay._secrets.known import KNOWN
-from hermes_replay._secrets.rules import is_placeholder, is_secret_name, secret_spans
+from hermes_replay._secrets.rules import entropy, is_placeholder, is_secret_name, secret_spans
 from hermes_replay._secrets.sse import delta_streams, joined, split_events
 
 __all__ = ["scan_command", "scan_string", "scan_value"]
@@ -27,14 +26,6 @@ __all__ = ["scan_command", "scan_string", "scan_value"]
 _HEADER_CREDENTIALS = frozenset({"authorization", "proxy-authorization", "api-key",
                                  "x-api-key", "x-goog-api-key", "cookie", "set-cookie"})
 _TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.~]{24,}")
-
-
-def _entropy(text: str) -> float:
-    counts: dict[str, int] = {}
-    for ch in text:
-        counts[ch] = counts.get(ch, 0) + 1
-    n = len(text)
-    return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
 def _high_entropy_token(value: str) -> str | None:
@@ -47,7 +38,7 @@ def _high_entropy_token(value: str) -> str | None:
         has_alpha = any(c.isalpha() for c in token)
         hexish = all(c in "0123456789abcdefABCDEF" for c in token)
         limit = 3.3 if hexish else 4.0
-        if has_digit and has_alpha and _entropy(token) >= limit:
+        if has_digit and has_alpha and entropy(token) >= limit:
             return token
     return None
 

@@ -14,9 +14,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from hermes_replay._cassette import Cassette, Interaction
+from hermes_replay._cassette.fingerprints import EDIT_HINT, Edited
 from hermes_replay._cassette.matching import Matcher, field_changes, field_report, similarity
 from hermes_replay._cassette.model import reward_calls, stages_marked
 from hermes_replay._errors import Miss
+from hermes_replay._secrets.redact import redact_text
 from hermes_replay._session.traffic import TOOL_HTTP
 
 __all__ = ["Recording", "RecordingIndex"]
@@ -30,6 +32,9 @@ class Recording:
     fingerprint: str
     used: bool = False
     _lines: list[str] | None = None
+    # the stored fingerprint, taken on trust at load: checked against the body at first use
+    unchecked: bool = False
+    edited: Edited | None = None  # set when that check found the body edited
     reward_call: int | None = None  # K of "reward call K" (see ``reward_calls``)
 
     def lines(self, matcher: Matcher) -> list[str]:
@@ -45,19 +50,22 @@ class RecordingIndex:
         # unused recordings by (rollout, fingerprint), in seq order
         self._by_fp: dict[tuple[str | None, str], list[Recording]] = {}
         self._hosts: set[str] = set()
+        self._matcher = Matcher()
+        self._lines: dict[Key, int] = {}
         #: each rollout's reward calls, in order (``reward[r][K - 1]`` is reward call K)
         self.reward: dict[str, list[Recording]] = {}
 
     @classmethod
     def build(cls, cassette: Cassette, matcher: Matcher) -> RecordingIndex:
         index = cls()
+        index._matcher, index._lines = matcher, cassette.lines
         # Fingerprints written by a matcher like this one are reused: recomputing them is most
         # of a large cassette's start-up time. Otherwise (other ignores/normalizers, older
         # format) they are computed afresh, so new matching rules apply to old cassettes.
         trusted = cassette.header.extra.get("matcher") == matcher.signature()
         for inter in cassette.interactions:
             fp = inter.fingerprint if trusted and inter.fingerprint else None
-            rec = Recording(inter, fp or matcher.fingerprint(inter.request))
+            rec = Recording(inter, fp or matcher.fingerprint(inter.request), unchecked=bool(fp))
             index.by_key[inter.key] = rec
             index.by_rollout.setdefault(inter.rollout, []).append(rec)
         marked = stages_marked(cassette.interactions)
@@ -92,16 +100,19 @@ class RecordingIndex:
         """An unused recorded reward call of ``rollout`` with fingerprint ``fp``: the
         ``call``-th (0-based) first, then any other (judges called concurrently)."""
         recs = self.reward.get(rollout, [])
-        if call < len(recs) and not recs[call].used and recs[call].fingerprint == fp:
+        if call < len(recs) and not recs[call].used and recs[call].fingerprint == fp \
+                and self._genuine(recs[call]):
             return recs[call]
-        return next((r for r in recs if not r.used and r.fingerprint == fp), None)
+        return next((r for r in recs if not r.used and r.fingerprint == fp and self._genuine(r)),
+                    None)
 
     def find(self, rollout: str | None, turn: int, fp: str) -> Recording | None:
         """An unused recording for a request with fingerprint ``fp``, ``turn`` being the
         rollout's next unanswered turn."""
         if rollout is not None:
             rec = self.by_key.get((rollout, turn))
-            if rec is not None and not rec.used and rec.fingerprint == fp:
+            if rec is not None and not rec.used and rec.reward_call is None \
+                    and rec.fingerprint == fp and self._genuine(rec):
                 return rec
         # concurrent requests within a rollout, and scope-less requests: the first unused
         # recording with this fingerprint (order of issue)
@@ -110,8 +121,32 @@ class RecordingIndex:
             if not candidates[0].used:
                 break
             candidates.pop(0)
-        # the agent's requests never take a recorded reward call (nor the reverse, above)
-        return next((c for c in candidates or () if not c.used and c.reward_call is None), None)
+        # the agent's requests never take a recorded reward call (nor the reverse, above); a
+        # recording whose stored fingerprint is not its body's is re-filed and skipped
+        for c in list(candidates or ()):
+            if not c.used and c.reward_call is None and self._genuine(c):
+                return c
+        return None
+
+    def _genuine(self, rec: Recording) -> bool:
+        """True if ``rec``'s fingerprint is its body's. A trusted stored fingerprint is
+        checked here, the first time it would answer a request: one whose body was edited
+        is re-filed under the body's own fingerprint (so the edit is matched as it reads)
+        and remembered for the miss report."""
+        if not rec.unchecked:
+            return True
+        rec.unchecked = False
+        actual = self._matcher.fingerprint(rec.inter.request)
+        if actual == rec.fingerprint:
+            return True
+        rec.edited = Edited(rec.inter, self._lines.get(rec.inter.key), actual)
+        old = self._by_fp.get((rec.inter.rollout, rec.fingerprint), [])
+        old[:] = [r for r in old if r is not rec]
+        rec.fingerprint = actual
+        new = self._by_fp.setdefault((rec.inter.rollout, actual), [])
+        new.append(rec)
+        new.sort(key=lambda r: r.inter.seq)
+        return False
 
     def diagnose(self, path: Path, rollout: str | None, turn: int, request: dict[str, Any],
                  matcher: Matcher, *, reward_call: int | None = None,
@@ -126,6 +161,10 @@ class RecordingIndex:
             rewards = self.reward.get(rollout, [])
             nearest = rewards[reward_call] if reward_call < len(rewards) else None
             if nearest is not None:
+                self._genuine(nearest)  # a miss on an edited recording says so
+            if nearest is not None and nearest.edited is not None:
+                reason = f"{nearest.edited.describe(path)} — next step: {EDIT_HINT}"
+            elif nearest is not None:
                 reason = "the request differs from the recorded reward call of this number"
             elif rewards:
                 reason = (f"rollout {rollout!r} has only {len(rewards)} recorded reward "
@@ -137,12 +176,16 @@ class RecordingIndex:
             return self._miss(path, rollout, seq, request, matcher, lines, reason, nearest,
                               reward_call=reward_call + 1, cause=cause)
         same_turn = self.by_key.get((rollout, turn)) if rollout is not None else None
+        if same_turn is not None:
+            self._genuine(same_turn)  # a miss on an edited recording says so
         if same_turn is not None and same_turn.reward_call is not None:
             same_turn = None  # the agent's turn is not compared with a judge's call
         agent = [r for r in recs if r.reward_call is None]
         if rollout is None:
             reason = (f"no unused scope-less recording has this fingerprint ({len(recs)} "
                       "scope-less request(s) recorded)")
+        elif same_turn is not None and same_turn.edited is not None:
+            reason = f"{same_turn.edited.describe(path)} — next step: {EDIT_HINT}"
         elif same_turn is not None:
             reason = "the request differs from the recording of this turn"
         elif agent:
@@ -173,8 +216,10 @@ class RecordingIndex:
                      f"recorded (rollout {n.rollout or '-'}, turn {n.seq + 1})")
             changes = field_changes(nearest.lines(matcher), lines)
             head = [f"--- {label}", "+++ request"]
-            diff = "\n".join([*head, *field_report(changes, verbose=True)])
-            short = "\n".join([*head, *field_report(changes)])
+            # the recorded side is cassette content: scrubbed as every display of it is
+            # (``_cassette.display``); the live side was redacted before it was matched
+            diff = redact_text("\n".join([*head, *field_report(changes, verbose=True)]))
+            short = redact_text("\n".join([*head, *field_report(changes)]))
             normalizer = fixing_normalizer(matcher, n.request, request)
         return Miss(str(path), rollout, seq, request["method"], urlsplit(request["url"]).path,
                     reason, nearest.inter.key if nearest is not None else None, diff, short,

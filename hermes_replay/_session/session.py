@@ -45,6 +45,7 @@ from hermes_replay._errors import (
 from hermes_replay._secrets.known import KNOWN
 from hermes_replay._secrets.redact import KEPT_HEADERS, redact_fields, redact_json
 from hermes_replay._session.index import RecordingIndex
+from hermes_replay._session.options import check_options
 from hermes_replay._session.results import Results
 from hermes_replay._session.scope import RolloutScope, current_rollout
 from hermes_replay._session.summary import ReplayEvent
@@ -145,6 +146,15 @@ class Session(WireHandling, Results):
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown cassette mode {mode!r}; choose one of {', '.join(MODES)}")
+        # generators become tuples (checked and then used); a string stays, to be refused
+        ignore_paths, normalizers, llm_paths, passthrough_hosts, keep_headers = (
+            v if isinstance(v, (str, bytes)) else tuple(v)
+            for v in (ignore_paths, normalizers, llm_paths, passthrough_hosts, keep_headers))
+        check_options({"strict": strict, "ignore_paths": ignore_paths,
+                       "normalizers": normalizers, "default_ignores": default_ignores,
+                       "llm_paths": llm_paths, "passthrough_hosts": passthrough_hosts,
+                       "keep_headers": keep_headers, "drop_unrun": drop_unrun,
+                       "shard_by_worker": shard_by_worker})
         self.path = Path(path)
         self.mode: Mode = mode
         self.strict = strict

@@ -45,7 +45,8 @@ from hermes_replay._cassette.toolcalls import (
     tool_call_diff,
 )
 from hermes_replay._errors import HermesReplayError, Miss, RequestNotRecorded
-from hermes_replay._secrets.redact import redact_json
+from hermes_replay._secrets.payloads import scrub_payloads
+from hermes_replay._secrets.redact import redact_json, redact_text
 from hermes_replay._session.isolation import isolation_unless_decided
 
 if TYPE_CHECKING:
@@ -218,6 +219,8 @@ class ToolLedger:
         except Exception as exc:
             value, raised = exc, raised_record(exc)
         result = None if raised is not None else redact_json(_jsonable(value))
+        # a downloaded file is base64 in the result: its bytes are scrubbed too
+        result = scrub_payloads(request["name"], result, redact_text)
         call = ToolCall(rollout=rollout, seq=seq, turn=turn, source=request["source"],
                         name=request["name"], arguments=request["arguments"], result=result,
                         exit_code=exit_code_of(result), raised=redact_json(raised),

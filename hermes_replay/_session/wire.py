@@ -164,7 +164,9 @@ class WireHandling:
         """The common case, cheaply: the request is byte for byte this turn's recording."""
         turn = self._cursor.get(rollout, 0)
         rec = self._index.by_key.get((rollout, turn))
-        if rec is None or rec.used or not same_request(wire, rec.inter.request):
+        # an agent request never takes a recorded reward call, even one byte for byte alike
+        if rec is None or rec.used or rec.reward_call is not None \
+                or not same_request(wire, rec.inter.request):
             return None
         with self._lock:
             if rec.used or self._cursor.get(rollout, 0) != turn:

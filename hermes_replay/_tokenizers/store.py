@@ -143,11 +143,21 @@ def with_store(cassette: str | Path, tokenizer: dict[str, Any]) -> dict[str, Any
 
 
 def stored_dir(cassette: str | Path, recorded: dict[str, Any] | None) -> Path | None:
-    """The stored copy the header points at, if it is there."""
+    """The stored copy the header points at, if it is there — and only if it is an entry of
+    this cassette's store (``<store root>/<sha256 hex>``, a real folder): the header is data,
+    and ``"store": "../../../somewhere"`` must not make ``show``, the report or a replay open
+    a tokenizer from anywhere else on the machine."""
     ref = (recorded or {}).get("store")
-    if not ref:
+    if not isinstance(ref, str) or not ref:
         return None
-    path = (Path(cassette).resolve().parent / ref).resolve()
+    root = store_root(cassette).resolve()
+    path = Path(cassette).resolve().parent / ref
+    if path.is_symlink() or path.resolve().parent != root:
+        return None
+    path = path.resolve()
+    name_ok = bool(path.name) and all(c in "0123456789abcdef" for c in path.name)
+    if not name_ok or (path / "tokenizer.json").is_symlink():
+        return None
     return path if (path / "tokenizer.json").is_file() else None
 
 

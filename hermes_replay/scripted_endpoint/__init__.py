@@ -32,6 +32,10 @@ Writing rules (first matching rule answers; ``rng`` is the sample's seeded ``ran
             *generic_rules(),  # judge / tool call / answer-from-results / plain fallbacks
         ])
 
+Or, without Python, a script file (TOML or JSON: rules matched on the conversation, replies with
+text or tool calls) — ``ScriptedEndpoint(script="my_env.toml")`` or ``hermes-replay
+scripted-endpoint --script my_env.toml``; the format is in ``docs/scripted-endpoint.md``.
+
 Responses carry ``"system_fingerprint": "hermes-replay-scripted"`` so nothing recorded against
 the stand-in can be mistaken for a model's output.
 
@@ -41,7 +45,13 @@ it knows nothing of cassettes or sessions, so it serves any client, recorded or 
 
 from hermes_replay.scripted_endpoint._faults import FAULT_KINDS, FaultPlan
 from hermes_replay.scripted_endpoint._openai import SYSTEM_FINGERPRINT
-from hermes_replay.scripted_endpoint._registry import get_script, list_scripts, register_script
+from hermes_replay.scripted_endpoint._registry import (
+    get_script,
+    list_scripts,
+    load_script,
+    register_script,
+    resolve_script,
+)
 from hermes_replay.scripted_endpoint._script import (
     Conversation,
     NoRuleMatched,
@@ -49,6 +59,7 @@ from hermes_replay.scripted_endpoint._script import (
     Rule,
     Script,
 )
+from hermes_replay.scripted_endpoint._script_file import ScriptFileError
 from hermes_replay.scripted_endpoint._server import ScriptedEndpoint
 
 __all__ = [
@@ -60,8 +71,11 @@ __all__ = [
     "Reply",
     "Rule",
     "Script",
+    "ScriptFileError",
     "ScriptedEndpoint",
     "get_script",
     "list_scripts",
+    "load_script",
     "register_script",
+    "resolve_script",
 ]

@@ -42,10 +42,14 @@ class Engine:
         greedy = is_greedy(conv.params.get("temperature"))
         rule = self.script.match(conv)
         if rule is None:
+            where = self.script.source
+            fix = (f"add a rule for it to {where} or set fallback = \"generic\" there"
+                   if where else
+                   "add a rule for it or end the script with a catch-all rule "
+                   "(see scripts/generic.py)")
             raise NoRuleMatched(
                 f"scripted endpoint: no rule of script {self.script.name!r} matched this "
-                f"{path} request (last message: {conv.last_message!r:.200}); add a rule for it "
-                "or end the script with a catch-all rule (see scripts/generic.py)"
+                f"{path} request (last message: {conv.last_message!r:.200}); {fix}"
             )
         samples = []
         for j in self.sampler.indices(key, n, greedy):

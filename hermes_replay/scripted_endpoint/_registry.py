@@ -8,12 +8,15 @@ not import this module, which keeps the graph free of cycles.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from hermes_replay.scripted_endpoint._script import Script
+from hermes_replay.scripted_endpoint._script_file import looks_like_script_file, read_script_file
 
-__all__ = ["SCRIPTS", "get_script", "list_scripts", "register_script"]
+__all__ = ["SCRIPTS", "get_script", "list_scripts", "load_script", "register_script",
+           "resolve_script"]
 
 _REGISTRY: dict[str, Callable[[], Script]] = {}
 SCRIPTS: Mapping[str, Callable[[], Script]] = MappingProxyType(_REGISTRY)
@@ -66,6 +69,31 @@ def get_script(name: str) -> Script:
         raise KeyError(
             f"scripted endpoint: no script named {name!r}; registered: "
             f"{', '.join(sorted(_REGISTRY))}. Register one with "
-            "@register_script(name) in a module that is imported before the endpoint starts."
+            "@register_script(name) in a module that is imported before the endpoint starts, "
+            "or pass a script file (my_env.toml; docs/scripted-endpoint.md)."
         ) from None
     return factory()
+
+
+def load_script(path: str | os.PathLike[str]) -> Script:
+    """Read a script file (``docs/scripted-endpoint.md``); its ``fallback`` names a registered
+    script. Mistakes raise ``ScriptFileError`` naming the file, the rule and the key."""
+    return read_script_file(path, get_script)
+
+
+def resolve_script(spec: str | os.PathLike[str] | Script) -> Script:
+    """What ``--script`` / ``ScriptedEndpoint(script=...)`` names: a :class:`Script`, a script
+    file (a path, or anything ending in .toml/.json), or a registered name.
+
+    A bare word is a registered name first, so a stray file called ``generic`` in the working
+    directory never replaces the bundled script; only when no script has that name is an
+    existing file of that name read.
+    """
+    if isinstance(spec, Script):
+        return spec
+    if not isinstance(spec, str) or looks_like_script_file(spec):
+        return load_script(spec)
+    _load_bundled()
+    if spec not in _REGISTRY and os.path.isfile(spec):
+        return load_script(spec)
+    return get_script(spec)

@@ -49,11 +49,15 @@ class Rule:
 
 
 class Script:
-    """An ordered list of rules; the first rule whose ``when`` is true answers."""
+    """An ordered list of rules; the first rule whose ``when`` is true answers.
 
-    def __init__(self, name: str, rules: Iterable[Rule]) -> None:
+    ``source`` is the file a script was read from (``load_script``), named when no rule matches.
+    """
+
+    def __init__(self, name: str, rules: Iterable[Rule], source: str | None = None) -> None:
         self.name = name
         self.rules: list[Rule] = list(rules)
+        self.source = source
 
     def __repr__(self) -> str:
         return f"Script({self.name!r}, rules={[r.name for r in self.rules]})"

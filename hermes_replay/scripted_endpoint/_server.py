@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from typing import Any
 
 from aiohttp import web
 
-from hermes_replay.scripted_endpoint import _generate, _openai
+from hermes_replay.scripted_endpoint import _generate, _openai, _tokens
 from hermes_replay.scripted_endpoint._engine import Engine
 from hermes_replay.scripted_endpoint._faults import FaultInjector, FaultPlan, check_kinds
-from hermes_replay.scripted_endpoint._registry import get_script
+from hermes_replay.scripted_endpoint._registry import resolve_script
 from hermes_replay.scripted_endpoint._sampling import Sampler
 from hermes_replay.scripted_endpoint._script import NoRuleMatched, Script
 from hermes_replay.scripted_endpoint._tokens import TokenizerUnavailable
@@ -27,7 +28,8 @@ _JSON = web.RequestKey("json", object)  # the parsed body, read once by the midd
 class ScriptedEndpoint:
     """A scripted endpoint — a stand-in for a model, not a model.
 
-    ``script`` is a registered script name or a :class:`Script`. ``seed`` fixes every answer (see
+    ``script`` is a registered script name, a script file (``docs/scripted-endpoint.md``) or a
+    :class:`Script`. ``seed`` fixes every answer (see
     ``_sampling`` for the exact rule). ``latency=(min_s, max_s)`` delays each request uniformly.
     ``faults`` injects 5xx / timeouts / dropped connections. ``raw_tool_format`` is the parser
     format tool calls are written in wherever raw text is returned (completions, ``/generate``).
@@ -35,7 +37,7 @@ class ScriptedEndpoint:
 
     def __init__(
         self,
-        script: str | Script = "examples",
+        script: str | os.PathLike[str] | Script = "examples",
         seed: int = 0,
         latency: tuple[float, float] = (0.0, 0.0),
         faults: FaultPlan | None = None,
@@ -43,7 +45,7 @@ class ScriptedEndpoint:
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
-        self.script = get_script(script) if isinstance(script, str) else script
+        self.script = resolve_script(script)
         self.seed = seed
         self.host = host
         self.port = port
@@ -79,6 +81,10 @@ class ScriptedEndpoint:
     def start(self) -> ScriptedEndpoint:
         if self._thread is not None:
             return self
+        # Load the tokenizer (usage counts, /generate) now, not inside the first request: that
+        # request then paid transformers' import, 5 s and more on a loaded machine, and timed
+        # out in clients with short timeouts (httpx's default is 5 s). Cached per process.
+        _tokens.get_tokenizer()
         loop = asyncio.new_event_loop()
         ready = threading.Event()
         errors: list[BaseException] = []

@@ -128,6 +128,20 @@ class EchoServer(LoopbackApp):
         elif where == "resp text body":
             return web.Response(text=f"upstream said: token {secret} rejected?", status=200,
                                 headers=headers, content_type="text/plain")
+        elif where in ("resp raw 200", "resp raw 401"):  # the secret is the body, as sent
+            return web.Response(text=secret, status=int(where[-3:]), headers=headers,
+                                content_type="application/json")
+        elif where == "resp sse split":  # the secret is the text, \x00 where a chunk ends
+            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await resp.prepare(request)
+            for piece in secret.split("\x00"):
+                chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 0,
+                         "model": "m", "choices": [{"index": 0, "delta": {"content": piece},
+                                                    "finish_reason": None}]}
+                await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            await resp.write(b"data: [DONE]\n\n")
+            await resp.write_eof()
+            return resp
         elif where == "resp sse chunk":
             resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
             await resp.prepare(request)

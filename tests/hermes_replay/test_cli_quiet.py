@@ -127,8 +127,8 @@ def test_old_env_logs_in_the_default_folder_are_pruned_but_a_chosen_folder_is_ke
 
     monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
     chosen = tmp_path / "artifacts"
-    for folder in (tmp_path / "tmp" / "hermes-replay-logs", chosen):
-        folder.mkdir(parents=True)
+    for folder in (tmp_path / "tmp" / f"hermes-replay-logs-{os.getuid()}", chosen):
+        folder.mkdir(parents=True, mode=0o700)
         old, fresh = folder / "record-env-process-old.log", folder / "record-env-fresh.log"
         old.write_text("old\n")
         fresh.write_text("fresh\n")
@@ -136,7 +136,7 @@ def test_old_env_logs_in_the_default_folder_are_pruned_but_a_chosen_folder_is_ke
         os.utime(old, (week_ago, week_ago))
     monkeypatch.delenv(LOG_DIR_VARIABLE, raising=False)
     made = env_log_path("record", Path("env.py"), "process")
-    default = tmp_path / "tmp" / "hermes-replay-logs"
+    default = tmp_path / "tmp" / f"hermes-replay-logs-{os.getuid()}"
     assert made.parent == default and made.is_file()
     assert sorted(p.name for p in default.iterdir()) == sorted(
         [made.name, "record-env-fresh.log"])

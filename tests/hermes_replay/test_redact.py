@@ -139,3 +139,31 @@ def test_needs_redaction_scans_a_repeated_string_once(monkeypatch: pytest.Monkey
     assert len(scanned) == 1 and set(scanned[0].split("\n")) == {"hello 7d3f", "user"}
     turn2 = {"messages": [*turn1["messages"], {"role": "tool", "content": "sk-" + "a" * 24}]}
     assert needs_redaction(turn2)
+
+
+def test_redact_json_scans_a_clean_string_once_and_a_secret_every_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a turn holds a marker word, the whole request is redacted: the conversation it
+    repeats must not be scanned again (the +6 ms per recorded request of issue 27), yet a
+    secret is replaced every time and a value that becomes known is found in old strings."""
+    from hermes_replay._secrets import redact as _redact
+    from hermes_replay._secrets.known import KNOWN
+
+    monkeypatch.setattr(_redact, "_CLEAN", {})
+    scanned: list[str] = []
+    real = _redact.secret_spans
+    monkeypatch.setattr(_redact, "secret_spans",
+                        lambda text, known=None: scanned.append(text) or real(text, known))
+    prose = "the token budget of turn 1 is 512 (a8c1)"  # a marker word, no secret
+    secret = "here: sk-" + "b" * 24
+    for _ in range(3):
+        out = redact_json({"messages": [{"content": prose}, {"content": secret}]})
+        assert out["messages"][0]["content"] == prose
+        assert "sk-" + "b" * 24 not in json.dumps(out)
+    assert scanned.count(prose) == 1
+    assert scanned.count(secret) == 3
+    with KNOWN.scope():
+        KNOWN.add("budget of turn 1", "test")  # (a value known only now)
+        out = redact_json({"content": prose})
+    assert "budget of turn 1" not in out["content"], out
+    assert redact_json({"content": prose}) == {"content": prose}

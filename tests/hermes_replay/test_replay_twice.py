@@ -3,6 +3,7 @@ field, tool result or reward that differs, and what fixes it."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -132,6 +133,46 @@ def test_check_reports_a_nondeterministic_cassette_in_its_twice_row(
 
     row = twice_row("envs/twice_env.py", _record("time", monkeypatch), project / "work")
     assert row.rule == "twice" and row.status == "fail"
-    [finding] = row.findings
-    assert "body.messages[0].content" in finding.message and "a timestamp" in finding.message
+    # each run also misses (the time in its prompt is not the recording's): two failures,
+    # then the difference between the two runs
+    assert sum("failed:" in f.message for f in row.findings) == 2
+    [finding] = [f for f in row.findings if "body.messages[0].content" in f.message]
+    assert "a timestamp" in finding.message
     assert "--twice" in finding.fix
+
+
+def _make_both_runs_miss(cassette: Path) -> None:
+    """Change the recorded user message (and drop its fingerprint, so the body is matched as
+    it reads): every replay of the unchanged env then misses the same way."""
+    lines = cassette.read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines):
+        record = json.loads(line)
+        if record.get("type") == "interaction":
+            record["request"]["body"]["messages"][1]["content"] = "3+3?"
+            record["fingerprint"] = ""
+            lines[i] = json.dumps(record)
+    cassette.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_two_runs_that_both_miss_are_a_failure_not_agreement(
+        project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    cassette = _record("", monkeypatch)
+    _make_both_runs_miss(cassette)
+    assert main(["replay", str(cassette), "--twice", "--out", "twice"]) == 1
+    out = capsys.readouterr().out
+    assert "the two replays agree" not in out
+    assert "run 1 failed:" in out and "run 2 failed:" in out
+    assert "had no matching recording" in out, out
+    assert "0 of 1 cassette(s) replay the same twice" in out
+
+
+def test_check_twice_row_fails_when_both_runs_miss(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes_replay._check._runs import twice_row
+
+    cassette = _record("", monkeypatch)
+    _make_both_runs_miss(cassette)
+    row = twice_row("envs/twice_env.py", cassette, project / "work")
+    assert row.status == "fail"
+    assert [f for f in row.findings if "run 1 failed:" in str(f)], row.findings
+    assert [f for f in row.findings if "run 2 failed:" in str(f)], row.findings

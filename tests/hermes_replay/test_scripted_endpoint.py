@@ -72,6 +72,18 @@ async def test_chat_with_tools_returns_tool_calls(ep):
     assert ep.requests[-1][1]["tools"] == TOOLS
 
 
+async def test_generic_tool_arguments_are_a_phrase_not_the_whole_prompt(ep):
+    # an env's long prompt: instructions, a worked example, then the question
+    prompt = ("You are a research assistant. Use the tools before you answer.\n"
+              "Example: Q: capital of Peru? A: Lima.\n" + "Context sentence. " * 60 +
+              "\nWhich search engine indexes cats best? Answer in one word.")
+    r = await client(ep).chat.completions.create(
+        model="scripted", messages=[{"role": "user", "content": prompt}], tools=TOOLS[1:])
+    query = json.loads(r.choices[0].message.tool_calls[0].function.arguments)["query"]
+    assert query == "Example: Q: capital of Peru?"  # the first question, not the prompt
+    assert len(query) <= 80
+
+
 async def test_after_tool_result_answers_quoting_it(ep):
     messages = [*ASK,
                 {"role": "assistant", "content": None, "tool_calls": [{

@@ -38,6 +38,7 @@ import tempfile
 import threading
 
 from ._limits import SandboxLimits
+from ._tree import tree_bytes  # re-exported: where the quota has been measured from
 
 __all__ = ["WORKSPACE", "bwrap_argv", "bwrap_problem", "pick_sandbox_uid", "tree_bytes"]
 
@@ -182,29 +183,3 @@ def _probe() -> str | None:
         return None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-def tree_bytes(path: str, stop_at: int) -> int:
-    """Disk blocks used under ``path`` in bytes; stops counting once past ``stop_at``.
-
-    Allocated blocks, not apparent sizes: a sparse file fills no disk.
-    """
-    total = 0
-    stack = [path]
-    while stack:
-        try:
-            entries = os.scandir(stack.pop())
-        except OSError:
-            continue
-        with entries:
-            for entry in entries:
-                try:
-                    info = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                total += info.st_blocks * 512
-                if total > stop_at:
-                    return total
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-    return total

@@ -62,12 +62,28 @@ def group_members(pgid: int) -> list[int]:
     return [pid for pid, pg, _sid in _live_processes() if pg == pgid]
 
 
-def scan(pgids: set[int], marker: str) -> tuple[set[int], set[int]]:
+def _cwd_within(pid: int, root: str) -> bool:
+    """Whether process ``pid`` works inside ``root`` (its ``/proc/<pid>/cwd``)."""
+    try:
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return False
+    return cwd == root or cwd.startswith(root.rstrip("/") + "/")
+
+
+def scan(pgids: set[int], marker: str, root: str | None = None
+         ) -> tuple[set[int], set[int]]:
     """The sandbox's live process groups and its live processes, in one pass over /proc.
 
     A pid number is reused once its process is gone, so a remembered pgid is trusted only
     while a member still proves it is ours: it carries the sandbox marker, or it is in the
     session our command opened (session id == pgid, set by ``start_new_session``).
+
+    With ``root`` (the sandbox's real working directory), a process working inside it is the
+    sandbox's too: ``env -u HERMES_SANDBOX_ID setsid nohup sleep 1000 &`` leaves both the group
+    and the marker behind, but not the folder it was started in. (One that also changes
+    directory is out of reach without kernel isolation; under bubblewrap its pid namespace
+    ends with the command.)
     """
     if not os.path.isdir("/proc"):  # no /proc (macOS): trust the remembered groups
         live = {pg for pg in pgids if group_members(pg)}
@@ -79,7 +95,7 @@ def scan(pgids: set[int], marker: str) -> tuple[set[int], set[int]]:
     for pid, pg, sid in _live_processes():
         if pid == os.getpid():
             continue
-        marked = _has_marker(pid, needle)
+        marked = _has_marker(pid, needle) or (root is not None and _cwd_within(pid, root))
         if marked:
             pids.add(pid)
         if pg in pgids:

@@ -92,6 +92,11 @@ class SandboxBackend(abc.ABC):
     @abc.abstractmethod
     def read_file(self, path: str) -> str: ...
 
+    def read_bytes(self, path: str, limit: int | None = None) -> bytes:
+        """A file's bytes; backends that read host-side override this to stay bounded and
+        never follow links or block (``local``)."""
+        return self.read_file(path).encode()
+
     @abc.abstractmethod
     def write_file(self, path: str, content: str) -> str:
         """Write text (creating parent directories); return the sandbox path written."""

@@ -46,7 +46,6 @@ import re
 import secrets
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -54,9 +53,11 @@ import threading
 import time
 
 from ._bwrap import WORKSPACE, bwrap_argv, pick_sandbox_uid, tree_bytes
+from ._host_io import CopyLimits, HostReadError, copy_out, read_regular
 from ._limits import SandboxLimits
 from ._output import read_capped
 from ._procs import MARKER_VAR, children_of, group_members, scan, signal_group, signal_pid
+from ._tree import remove_tree
 from .base import RunResult, SandboxBackend, cleanup_all_sandboxes, register_backend
 from .isolation import decide_isolation
 
@@ -106,25 +107,14 @@ def remove_stale_roots(tmp: str | None = None) -> list[str]:
         except OSError:  # alive, another user's
             continue
         path = os.path.join(base, name)
-        _make_removable(path)
-        shutil.rmtree(path, ignore_errors=True)
-        if not os.path.exists(path):
+        if remove_tree(path):
             removed.append(path)
     return removed
 
 
-def _make_removable(path: str) -> None:
-    """An agent may have chmod -w'ed a directory; rmtree would then give up."""
-    for dirpath, dirnames, _ in os.walk(path):
-        for d in (dirpath, *(os.path.join(dirpath, n) for n in dirnames)):
-            with contextlib.suppress(OSError):
-                if not os.path.islink(d):
-                    os.chmod(d, 0o700)
-
-
 def _remove_root(root: str) -> None:
     cleanup_all_sandboxes()
-    shutil.rmtree(root, ignore_errors=True)
+    remove_tree(root)
 
 
 def _slug(task_id: str) -> str:
@@ -143,6 +133,10 @@ class LocalSandbox(SandboxBackend):
     max_output_chars: int = 50_000
     #: seconds between SIGTERM and SIGKILL at cleanup
     kill_grace: float = 1.0
+    #: largest file a host-side read (file tools, ``patch``) takes from the sandbox
+    max_read_bytes: int = 16 * 1024**2
+    #: bounds of a copy out (``download``: ``ToolContext.download_file``/``download_dir``)
+    copy_limits: CopyLimits = CopyLimits()
 
     def __init__(self, task_id: str, isolation: str | None = None) -> None:
         super().__init__(task_id)
@@ -319,13 +313,13 @@ class LocalSandbox(SandboxBackend):
         """Live processes of this sandbox (its process groups plus marked escapees)."""
         with self._lock:
             pgids = set(self._pgids)
-        return sorted(scan(pgids, self._marker)[1])
+        return sorted(scan(pgids, self._marker, self._work_real)[1])
 
     def _kill_all(self) -> None:
         with self._lock:
             pgids = set(self._pgids)
         for sig, wait in ((signal.SIGTERM, self.kill_grace), (signal.SIGKILL, 2.0)):
-            groups, pids = scan(pgids, self._marker)
+            groups, pids = scan(pgids, self._marker, self._work_real)
             for pg in groups:
                 signal_group(pg, sig)
             for pid in pids:
@@ -333,7 +327,7 @@ class LocalSandbox(SandboxBackend):
             deadline = time.monotonic() + wait
             while pids and time.monotonic() < deadline:
                 time.sleep(0.02)
-                pids = scan(pgids, self._marker)[1]
+                pids = scan(pgids, self._marker, self._work_real)[1]
             if not pids:
                 return
         log.warning("sandbox %s: processes %s survived SIGKILL", self.task_id, sorted(pids))
@@ -344,15 +338,9 @@ class LocalSandbox(SandboxBackend):
         with self._lock:
             self._pgids.clear()
 
-        def make_writable_and_retry(func, path, _exc):
-            # The agent may have chmod -w'ed a directory; rmtree would then give up.
-            with contextlib.suppress(OSError):
-                os.chmod(os.path.dirname(path), stat.S_IRWXU)
-                os.chmod(path, stat.S_IRWXU)
-                func(path)
-
-        shutil.rmtree(self.base_dir, onerror=make_writable_and_retry)
-        if os.path.exists(self.base_dir):
+        # the agent may have chmod'ed folders shut; remove_tree opens them without ever
+        # following a link (a chmod through one would change a host file)
+        if not remove_tree(self.base_dir):
             log.warning("sandbox %s: could not remove %s", self.task_id, self.base_dir)
 
     # -- files -----------------------------------------------------------------------------
@@ -379,9 +367,19 @@ class LocalSandbox(SandboxBackend):
             )
         return real
 
+    def read_bytes(self, path: str, limit: int | None = None) -> bytes:
+        """A regular file's bytes, read without following a link or blocking (``_host_io``);
+        a file larger than ``limit`` (default ``max_read_bytes``) is refused, not cut, so a
+        caller that writes it back (``patch``) never truncates it."""
+        limit = self.max_read_bytes if limit is None else limit
+        data, size = read_regular(self._work_real, self.resolve(path), limit + 1, shown=path)
+        if len(data) > limit:
+            raise HostReadError(f"{path} is {max(size, len(data))} bytes, more than the "
+                                f"{limit} a host-side read takes from a sandbox")
+        return data
+
     def read_file(self, path: str) -> str:
-        with open(self.resolve(path), encoding="utf-8", errors="replace") as fh:
-            return fh.read()
+        return self.read_bytes(path).decode("utf-8", errors="replace")
 
     def write_file(self, path: str, content: str) -> str:
         target = self.resolve(path)
@@ -411,13 +409,16 @@ class LocalSandbox(SandboxBackend):
         self._give_to_sandbox(target)
 
     def download(self, remote_path: str, local_path: str) -> None:
+        """Copy out regular files only, never through a link, within ``copy_limits``; what
+        was skipped is logged (see ``_host_io``)."""
         source = self.resolve(remote_path)
         parent = os.path.dirname(os.path.abspath(local_path))
         os.makedirs(parent, exist_ok=True)
-        if os.path.isdir(source):
-            shutil.copytree(source, local_path, dirs_exist_ok=True)
-        else:
-            shutil.copy2(source, local_path)
+        report = copy_out(self._work_real, source, local_path, self.copy_limits,
+                          shown=remote_path)
+        if report.skipped:
+            log.warning("sandbox %s: download of %s skipped %s", self.task_id, remote_path,
+                        ", ".join(f"{k} ({v})" for k, v in sorted(report.skipped.items())))
 
 
 @register_backend

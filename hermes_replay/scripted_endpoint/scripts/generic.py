@@ -85,8 +85,37 @@ def fill_arguments(schema: dict[str, Any], conv: Conversation) -> dict[str, Any]
     props = schema.get("properties") or {}
     required = schema.get("required")
     names = list(required) if required else list(props)[:1]
-    text = (conv.last_user_text or "").strip()[:200]
+    text = short_phrase(conv.last_user_text or "")
     return {name: _value_for(name, props.get(name) or {}, text) for name in names}
+
+
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s")
+_PHRASE_WORDS = 12
+_PHRASE_CHARS = 80
+
+
+def short_phrase(text: str) -> str:
+    """A search-box-sized piece of the user's text for a string argument: its first question
+    (a sentence ending in '?'), else the first sentence of its first non-empty line; at most
+    12 words / 80 characters, cut at a word.
+
+    A long prompt (instructions, few-shot examples, a whole raw completion prompt) copied into
+    ``query`` made every recorded tool call as long as the prompt, which no model does and
+    which buried the call in diffs.
+    """
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    sentences = [s.strip() for ln in lines for s in _SENTENCE_END.split(ln)]
+    questions = [s for s in sentences if s.endswith("?")]
+    sentence = questions[0] if questions else (
+        _SENTENCE_END.split(lines[0], maxsplit=1)[0].strip() if lines else "")
+    words = sentence.split()[:_PHRASE_WORDS]
+    phrase = ""
+    for word in words:
+        candidate = f"{phrase} {word}".strip()
+        if len(candidate) > _PHRASE_CHARS:
+            break
+        phrase = candidate
+    return phrase or sentence[:_PHRASE_CHARS]
 
 
 def _value_for(name: str, prop: dict[str, Any], text: str) -> Any:

@@ -1,0 +1,99 @@
+"""``<out>/replay.json``: what one ``replay DIR`` job replayed, for ``hermes-replay results``.
+
+A corpus replayed by N shard jobs leaves N out folders, maybe on N machines. Each job writes
+this file at its end (and when Ctrl-C or SIGTERM stops it, marked incomplete)::
+
+    {"type": "hermes-replay-replay", "schema_version": 1, "corpus": "<DIR as given>",
+     "shard": "2/8" | null, "complete": true,
+     "corpus_cassettes": ["<path relative to DIR>", ...],   # the whole corpus, every shard
+     "rows": [{"rel": "...", "cassette": "<as printed>", "mode": "process",
+               "summary": {RunSummary fields}}, ...]}
+
+Every shard lists the whole corpus it saw, so ``results`` can name the cassettes that no
+shard replayed even when a shard's folder is missing altogether (its job never ran, or died
+before writing). Rows keep the run's own summary, so the joined table is the one each job
+printed, not a re-derivation from ``result.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from hermes_replay._cassette.files import write_text_atomic
+from hermes_replay._cli._run_summary import RunSummary
+from hermes_replay._errors import CassetteError
+
+__all__ = ["MANIFEST_FILE", "Manifest", "ManifestRow", "read_manifest", "write_manifest"]
+
+MANIFEST_FILE = "replay.json"
+_TYPE = "hermes-replay-replay"
+_SCHEMA = 1
+_SUMMARY_FIELDS = {f.name for f in fields(RunSummary)}
+
+
+@dataclass
+class ManifestRow:
+    rel: str  # the cassette's path relative to the corpus (posix): the key across shards
+    cassette: str  # as the job printed it
+    mode: str
+    summary: RunSummary
+
+
+@dataclass
+class Manifest:
+    corpus: str
+    shard: str | None
+    corpus_cassettes: list[str]
+    rows: list[ManifestRow] = field(default_factory=list)
+    complete: bool = True
+    path: Path | None = None  # where it was read from
+
+
+def write_manifest(out: Path, manifest: Manifest) -> Path:
+    data = {
+        "type": _TYPE, "schema_version": _SCHEMA, "corpus": manifest.corpus,
+        "shard": manifest.shard, "complete": manifest.complete,
+        "corpus_cassettes": list(manifest.corpus_cassettes),
+        "rows": [{"rel": r.rel, "cassette": r.cassette, "mode": r.mode,
+                  "summary": asdict(r.summary)} for r in manifest.rows],
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / MANIFEST_FILE
+    write_text_atomic(target, json.dumps(data, indent=1, default=repr) + "\n")
+    return target
+
+
+def _summary(data: dict[str, Any]) -> RunSummary:
+    known = {k: v for k, v in data.items() if k in _SUMMARY_FIELDS}
+    known["changed"] = {rid: (pair[0], pair[1]) for rid, pair in
+                        (known.get("changed") or {}).items()}
+    return RunSummary(**known)
+
+
+def read_manifest(folder: Path) -> Manifest:
+    """The manifest of the out folder ``folder``; ``CassetteError`` naming it when there is
+    none or it cannot be read (the one "this input cannot be used" error)."""
+    path = folder / MANIFEST_FILE
+    hint = ("pass the --out folder of a `hermes-replay replay DIR` run (each shard's own); "
+            "a run stopped before its end wrote none — replay that shard again")
+    if not path.is_file():
+        raise CassetteError("no replay.json here: not the out folder of a finished "
+                            "`hermes-replay replay DIR`", path=folder, hint=hint)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("type") != _TYPE:
+            raise ValueError(f"its type is not {_TYPE!r}")
+        if data.get("schema_version") != _SCHEMA:
+            raise ValueError(f"schema_version {data.get('schema_version')!r}, this version "
+                             f"reads {_SCHEMA}")
+        rows = [ManifestRow(str(r["rel"]), str(r["cassette"]), str(r["mode"]),
+                            _summary(dict(r["summary"]))) for r in data["rows"]]
+        return Manifest(corpus=str(data["corpus"]), shard=data.get("shard"),
+                        corpus_cassettes=[str(c) for c in data["corpus_cassettes"]],
+                        rows=rows, complete=bool(data.get("complete", False)), path=path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CassetteError(f"cannot be read as a replay manifest ({exc})", path=path,
+                            hint=hint) from exc

@@ -1,0 +1,113 @@
+"""One replay of ``hermes-replay watch``, as it runs in a fork of the warm process, and the
+verdict it prints: ``ok``, ``CHANGED`` with one line per rollout whose reward moved (recorded →
+now), ``MISS`` with each request's diff, ``ERROR`` with the environment's last words.
+
+The replay is the main job's own (``replay.replay_cassette``: the recorded command, outputs in
+the watch's output folder, the env's output in its ``env.log``), so a verdict here is the one
+``hermes-replay replay CASSETTE`` would give.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+from contextlib import redirect_stderr
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hermes_replay._cli._run_summary import RunSummary
+from hermes_replay._terminal.render import Style, fmt_reward, sanitize
+
+__all__ = ["STACK", "Replayed", "replay_in_child", "verdict_lines"]
+
+# What a replay imports that is worth importing once: atroposlib's base env pulls in openai,
+# transformers, wandb, numpy, aiohttp and jinja2; the rest is the replay path itself. What an
+# environment imports beyond this is learned after its first run (see ``_runner.warm``).
+STACK = (
+    "atroposlib.envs.base",
+    "atroposlib.envs.server_handling.server_manager",
+    "openai",
+    "httpx2",
+    "aiohttp",
+    "transformers",
+    "transformers.models.auto.tokenization_auto",
+    "tokenizers",
+    "wandb",
+    "numpy",
+    "pydantic",
+    "hermes_replay._runner.run",
+    "hermes_replay._cassette.load",
+    "hermes_replay._session.session",
+    "hermes_replay._session.intercept",
+    "hermes_replay._cli.replay",
+)
+
+_PROGRESS_PREFIX = "[hermes-replay] "  # a non-TTY run's periodic progress lines
+
+
+@dataclass
+class Replayed:
+    """What a child sends back: the summary, what it printed (a miss's diff, an error), and
+    the project files it imported (what a later save must replay it for)."""
+
+    summary: RunSummary
+    mode: str
+    printed: str = ""
+    imported: list[str] = field(default_factory=list)
+
+
+def replay_in_child(cassette: str, out_dir: str, cwd: str, environ: dict[str, str],
+                    roots: list[str], tools: dict[str, Any]) -> Replayed:
+    """Replay ``cassette`` into ``out_dir`` (emptied first) as the main job would."""
+    from hermes_replay._cli.replay import replay_cassette
+    from hermes_replay._runner.warm import user_module_files
+
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(environ)
+    out = Path(out_dir)
+    shutil.rmtree(out, ignore_errors=True)  # atroposlib appends to an existing groups file
+    err = io.StringIO()
+    with redirect_stderr(err):
+        summary, mode = replay_cassette(Path(cassette), out, False, False, tools)
+    printed = "".join(line for line in err.getvalue().splitlines(keepends=True)
+                      if not line.startswith(_PROGRESS_PREFIX))
+    return Replayed(summary, mode, printed, user_module_files([Path(r) for r in roots]))
+
+
+def verdict_lines(name: str, replayed: Replayed, seconds: float, style: Style) -> list[str]:
+    """The verdict of one cassette: a status word, the cassette, what moved or broke."""
+    s = replayed.summary
+    took = style(f"({seconds:.2f} s)", "dim")
+    if s.skipped:
+        return [f"{style('skip', 'yellow')}    {name}: {sanitize(s.skipped)}"]
+    if s.misses:
+        head = [f"{style('MISS', 'red')}    {name}: {s.misses} request(s) not in the cassette "
+                f"{took}"]
+        return head + _indented(replayed.printed)
+    if s.error or s.exit_code:
+        why = s.error or f"the environment exited with code {s.exit_code}"
+        head = [f"{style('ERROR', 'red')}   {name}: {sanitize(why.splitlines()[0])} {took}"]
+        return head + _indented(replayed.printed)
+    if s.changed:
+        out = [f"{style('CHANGED', 'yellow')} {name}: {len(s.changed)} of {s.rollouts} "
+               f"reward(s) moved {took}"]
+        for rid, (old, new) in sorted(s.changed.items()):
+            out.append(f"    {sanitize(rid)}: {fmt_reward(old)} -> {fmt_reward(new)}")
+        return out
+    return [f"{style('ok', 'green')}      {name}: {s.rollouts} rollouts, {s.turns} turns, "
+            f"mean reward {fmt_reward(s.mean_reward)} {took}"]
+
+
+def _indented(text: str, limit: int = 60) -> list[str]:
+    lines = [sanitize(line) for line in text.rstrip().splitlines()]
+    if len(lines) > limit:
+        lines = [*lines[:limit], f"… {len(lines) - limit} more lines"]
+    return ["    " + line for line in lines]
+
+
+def died_lines(name: str, error: str, style: Style) -> list[str]:
+    """A run whose process died or raised outside the replay (an error of ours)."""
+    return [f"{style('ERROR', 'red')}   {name}: the replay process failed", *_indented(error)]

@@ -1,0 +1,87 @@
+"""The warm process (``hermes_replay._runner.warm``): every run a fresh fork, the user's modules
+imported fresh in each, what a run imported from libraries learned for the next one, and a
+run that dies or raises reported, never lost. Small preloads (no atroposlib): what is tested is
+the forking, not the stack."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from hermes_replay._runner.warm import WarmProcess
+
+
+def bump_user_module(folder: str) -> tuple[bool, int]:
+    """Imports ``user_mod`` from ``folder`` and adds to its module-level list."""
+    was_loaded = "user_mod" in sys.modules
+    sys.path.insert(0, folder)
+    module = importlib.import_module("user_mod")
+    module.SEEN.append(1)
+    return was_loaded, len(module.SEEN) + module.BASE
+
+
+def import_colorsys() -> bool:
+    was_loaded = "colorsys" in sys.modules
+    import colorsys  # noqa: F401  (a library module nothing else here imports)
+
+    return was_loaded
+
+
+def die(code: int) -> None:
+    os._exit(code)
+
+
+def fail() -> None:
+    raise ValueError("the reward raised on purpose")
+
+
+def _run(warm: WarmProcess, func, *args):
+    [done] = list(warm.run([("k", func, args)]))
+    return done
+
+
+def test_each_run_is_a_fresh_fork_with_the_users_modules_read_from_disk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    module = tmp_path / "user_mod.py"
+    module.write_text("SEEN = []\nBASE = 0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # the warm process could import it: it must not
+    with WarmProcess(["json"], user_roots=[tmp_path]) as warm:
+        first = _run(warm, bump_user_module, str(tmp_path))
+        second = _run(warm, bump_user_module, str(tmp_path))
+        module.write_text("SEEN = []\nBASE = 10\n")
+        third = _run(warm, bump_user_module, str(tmp_path))
+    # never preloaded, never learned; the list another run grew is not seen; the edit is
+    assert first.value == (False, 1), first
+    assert second.value == (False, 1), second
+    assert third.value == (False, 11), third
+
+
+def test_library_modules_a_run_imported_are_warm_for_the_next(tmp_path: Path) -> None:
+    with WarmProcess(["json"], user_roots=[tmp_path]) as warm:
+        first = _run(warm, import_colorsys)
+        second = _run(warm, import_colorsys)
+    assert (first.value, second.value) == (False, True)
+    assert first.cpu > 0 and first.seconds > 0
+
+
+def test_a_run_that_dies_or_raises_is_reported(tmp_path: Path) -> None:
+    with WarmProcess(["json"], user_roots=[tmp_path]) as warm:
+        died = _run(warm, die, 3)
+        raised = _run(warm, fail)
+        after = _run(warm, import_colorsys)  # the warm process itself is unharmed
+        pid = warm.pid
+    assert died.error is not None and "exit code 3" in died.error, died
+    assert raised.error is not None and "ValueError: the reward raised on purpose" in raised.error
+    assert after.error is None
+    assert pid is not None and not Path(f"/proc/{pid}").exists(), "close() left it running"
+
+
+def test_runs_go_in_parallel_and_each_reports_under_its_key(tmp_path: Path) -> None:
+    with WarmProcess(["json"], user_roots=[tmp_path]) as warm:
+        done = list(warm.run([(n, die, (n,)) for n in (4, 5, 6)], parallel=2))
+    assert sorted(d.key for d in done) == [4, 5, 6]
+    assert all(f"exit code {d.key}" in (d.error or "") for d in done), done

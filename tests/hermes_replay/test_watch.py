@@ -1,0 +1,158 @@
+"""``hermes-replay watch``, driven for real: the command in a subprocess, files edited as a user
+saves them, each verdict read from its output (no timing is asserted; deadlines only stop a
+hung watch).
+
+One watch session walks the user's loop on the calc project (4 recorded rollouts): a reward
+change (every rollout's old -> new), a change in a module the env imports (fresh in each run:
+the warm process never imported it), a syntax error (shown, nothing replayed, still watching),
+a prompt change (a miss with its diff), then Ctrl-C (exit 0, the warm process gone).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ENV = Path("environments/calc_tool_env.py")
+STATE = Path("environments/calc_state.py")
+REWARD = "reward = 0.5 + 0.5 * called - 0.1 * len(result.tool_errors)"
+DEADLINE = 180.0  # seconds a step may take on a loaded 2-core machine before the test gives up
+_CHANGE = re.compile(r"^    (\S+): (-?\d+\.\d+) -> (-?\d+\.\d+)$")
+
+
+class _Watch:
+    """The watch subprocess and its output, line by line."""
+
+    def __init__(self, root: Path, *args: str) -> None:
+        env = {**os.environ, "NO_COLOR": "1"}
+        self.proc = subprocess.Popen(
+            [str(Path(sys.executable).with_name("hermes-replay")), "watch", *args], cwd=root,
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def until(self, pattern: str) -> list[str]:
+        """The lines up to and including the first that matches ``pattern``."""
+        got: list[str] = []
+        end = time.monotonic() + DEADLINE
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.1, end - time.monotonic()))
+            except queue.Empty:
+                pytest.fail(f"no line matching {pattern!r} in {DEADLINE:.0f} s; output so far:\n"
+                            + "\n".join(self.seen))
+            if line is None:
+                pytest.fail(f"the watch exited ({self.proc.wait()}) before {pattern!r}:\n"
+                            + "\n".join(self.seen))
+            got.append(line)
+            self.seen.append(line)
+            if re.search(pattern, line):
+                return got
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            return self.proc.wait(60)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+
+def _save(path: Path, old: str, new: str) -> None:
+    """Save as most editors do: a temp file beside it, renamed over it. (A truncate-and-write
+    could be seen half-way on a loaded machine: an empty file is valid Python.)"""
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{old!r} not in {path}"
+    tmp = path.with_name(f".{path.name}.saving")
+    tmp.write_text(text.replace(old, new, 1), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _changes(lines: list[str]) -> dict[str, tuple[float, float]]:
+    return {m[1]: (float(m[2]), float(m[3])) for line in lines if (m := _CHANGE.match(line))}
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+WAITING = r"waiting for changes$"
+
+
+def test_watch_answers_each_save_with_its_verdict(calc_project: Path) -> None:
+    (calc_project / "pyproject.toml").write_text("[project]\nname = 'calc'\n")
+    (calc_project / STATE).write_text(
+        (calc_project / STATE).read_text() + "\nBONUS = 0.0\n", encoding="utf-8")
+    watch = _Watch(calc_project, "cassettes")
+    try:
+        first = watch.until(WAITING)
+        assert any(line.startswith("ok ") and "calc_tool_env/process.jsonl" in line
+                   and "4 rollouts" in line for line in first), first
+        warm = _children(watch.proc.pid)
+
+        # a reward change: one line per rollout, recorded -> now
+        _save(calc_project / ENV, REWARD,
+              "import calc_state\n        reward = 0.25 + 0.5 * called "
+              "- 0.1 * len(result.tool_errors) + calc_state.BONUS")
+        lines = watch.until(WAITING)
+        assert any(line.startswith("CHANGED ") and "4 of 4 reward(s) moved" in line
+                   for line in lines), lines
+        moved = _changes(lines)
+        assert len(moved) == 4, lines
+        for old, new in moved.values():
+            assert new == pytest.approx(old - 0.25, abs=1e-3)
+
+        # a module the env imports: the run sees the saved value (imported fresh)
+        _save(calc_project / STATE, "BONUS = 0.0", "BONUS = 0.25")
+        lines = watch.until(WAITING)
+        assert any("changed: environments/calc_state.py" in line for line in lines), lines
+        assert any(line.startswith("ok ") and "calc_tool_env/process.jsonl" in line
+                   for line in lines), lines
+
+        # a syntax error: shown with file:line, nothing replayed, the watch goes on
+        _save(calc_project / ENV, "called = any(", "called = any((")
+        lines = watch.until(r"nothing replayed")
+        syntax = next(line for line in lines if line.startswith("SYNTAX"))
+        number = next(i for i, text in enumerate(
+            (calc_project / ENV).read_text().splitlines(), 1) if "called = any((" in text)
+        assert re.search(rf"calc_tool_env\.py:{number}(:\d+)?: SyntaxError", syntax), syntax
+        _save(calc_project / ENV, "called = any((", "called = any(")
+        lines = watch.until(WAITING)
+        assert any(line.startswith("ok ") for line in lines), lines
+
+        # a changed prompt: the request is not in the cassette; the miss shows its diff
+        _save(calc_project / ENV, 'return item["question"]', 'return item["question"] + "!"')
+        lines = watch.until(WAITING)
+        assert any(line.startswith("MISS ") for line in lines), lines
+        assert any(line.lstrip().startswith("+body.messages") and "Use the calculator.!" in line
+                   for line in lines), lines
+    finally:
+        code = watch.stop()
+    rest = watch.lines
+    tail = []
+    while (line := rest.get(timeout=10)) is not None:
+        tail.append(line)
+    assert code == 0, tail
+    assert "hermes-replay watch: stopped." in tail, tail
+    assert not any("Traceback" in line for line in watch.seen + tail), watch.seen + tail
+    assert warm, "the watch started no warm process"
+    for pid in warm:
+        assert not Path(f"/proc/{pid}").exists(), f"warm process {pid} outlived the watch"

@@ -118,13 +118,15 @@ def _message_flow(func: FunctionNode) -> list[ast.AST]:
     assigns = [node for node in ast.walk(func) if isinstance(node, ast.Assign | ast.AnnAssign)
                and node.value is not None]
     taken: list[ast.AST] = []
+    done: set[int] = set()  # the assignments already taken (each once: the loop then ends)
     grew = True
     while grew:
         grew = False
         for node in assigns:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-            if names & wanted and all(node is not t for t in taken):
+            if names & wanted and id(node) not in done:
+                done.add(id(node))
                 taken.append(node.value)
                 wanted |= {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
                 grew = True

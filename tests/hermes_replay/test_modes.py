@@ -135,9 +135,12 @@ def test_sigkill_mid_recording_leaves_old_cassette_intact(tmp_path: Path) -> Non
     write_cassette(path, CassetteHeader(env_name="old"), [])
     before = path.read_bytes()
     helper_dirs = [str(Path(__file__).parent), str(Path(__file__).parents[1])]
+    # hermes_replay is imported before the helper folders join the path: tests/hermes_replay
+    # would otherwise shadow it as a namespace package when pytest runs from that folder
     script = textwrap.dedent(f"""
-        import sys; sys.path[:0] = {helper_dirs!r}
+        import sys
         import httpx, hermes_replay
+        sys.path[:0] = {helper_dirs!r}
         from _core_helpers import TinyServer
         with TinyServer() as server, httpx.Client() as client:
             with hermes_replay.cassette({str(path)!r}, "record"):

@@ -160,8 +160,18 @@ def reward_calls(interactions: list[Interaction], outcome: dict[str, Any] | None
     return {seq: k for k, seq in enumerate(seqs, start=1)}
 
 
-def stages_marked(interactions: list[Interaction]) -> bool:
-    """Whether a cassette records stages (any reward call marked as one)."""
+#: header ``extra`` key a recorder that marks reward calls writes: its cassette's unmarked
+#: requests are all the agent's, even when the rollout made no reward call at all
+STAGES_KEY = "stages"
+
+
+def stages_marked(interactions: list[Interaction],
+                  header: CassetteHeader | None = None) -> bool:
+    """Whether a cassette records stages: its header says its recorder marks them, or a
+    reward call is marked as one. Only older cassettes fall back to ``turns_used``: there a
+    rollout that reported ``turns_used=0`` would have its agent turns taken for reward calls."""
+    if header is not None and header.extra.get(STAGES_KEY) is True:
+        return True
     return any(i.stage is not None for i in interactions)
 
 

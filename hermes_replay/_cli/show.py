@@ -344,7 +344,7 @@ def _show(args: argparse.Namespace, cassette: Any, records: list[Any],
     from hermes_replay._cassette.model import reward_calls, stages_marked
 
     only = None if args.turn is None else args.turn - 1  # the 0-based seq of --turn N
-    marked = stages_marked(cassette.interactions)
+    marked = stages_marked(cassette.interactions, cassette.header)
     if args.raw:
         for record in records:
             for e in edited.get(record.id, []):

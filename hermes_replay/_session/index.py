@@ -68,7 +68,7 @@ class RecordingIndex:
             rec = Recording(inter, fp or matcher.fingerprint(inter.request), unchecked=bool(fp))
             index.by_key[inter.key] = rec
             index.by_rollout.setdefault(inter.rollout, []).append(rec)
-        marked = stages_marked(cassette.interactions)
+        marked = stages_marked(cassette.interactions, cassette.header)
         for rollout, recs in index.by_rollout.items():
             recs.sort(key=lambda r: r.inter.seq)
             record = cassette.rollouts.get(rollout) if rollout is not None else None
@@ -190,6 +190,9 @@ class RecordingIndex:
             reason = "the request differs from the recording of this turn"
         elif agent:
             reason = f"rollout {rollout!r} has only {len(agent)} recorded turn(s)"
+        elif recs:  # never "no rollout R" while naming R
+            reason = (f"rollout {rollout!r} has no recorded agent turn (its {len(recs)} "
+                      "recorded request(s) are reward calls)")
         else:
             names = [r for r in self.by_rollout if r is not None]
             shown = ", ".join(repr(n) for n in names[:5]) + (" …" if len(names) > 5 else "")

@@ -31,6 +31,7 @@ from hermes_replay._cassette import (
 )
 from hermes_replay._cassette.load import load_cassette
 from hermes_replay._cassette.matching import Matcher
+from hermes_replay._cassette.model import STAGES_KEY
 from hermes_replay._cassette.normalizers import as_header
 from hermes_replay._cassette.normalizers import expand as expand_normalizers
 from hermes_replay._cassette.normalizers import from_header as normalizers_from_header
@@ -243,7 +244,7 @@ class Session(WireHandling, Results):
                 self._use_normalizers(self._previous_normalizers())
             self._header = self._header.merged(
                 {**self._header_fields, "matcher": self.matcher.signature(),
-                 "normalizers": as_header(self.normalizers)})
+                 "normalizers": as_header(self.normalizers), STAGES_KEY: True})
             try:
                 self._writer = CassetteWriter(self.path, self._header)
             except OSError as exc:

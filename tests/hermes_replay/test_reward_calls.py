@@ -108,3 +108,33 @@ def test_cassettes_recorded_before_stages_infer_the_judge_from_turns_used(
     assert main(["replay", CASSETTE_REL, "--out", "out"]) == 1
     err = capsys.readouterr().err
     assert "(2 cause(s); 2 follow from an earlier miss)" in err and "reward call 1 of" in err
+
+
+def test_a_rollout_reporting_no_turns_keeps_its_requests_as_agent_turns(tmp_path: Path) -> None:
+    """A cassette this recorder wrote says in its header that it marks reward calls, so an
+    unmarked request is the agent's even in a rollout that reported ``turns_used=0`` and made
+    no reward call (the ``seq >= turns_used`` inference of older cassettes took it for a
+    reward call: replay then said the cassette had no such rollout while naming it)."""
+    import openai
+
+    import hermes_replay
+
+    path = tmp_path / "c.jsonl"
+
+    def ask(base: str) -> None:
+        client = openai.OpenAI(base_url=base, api_key="x", max_retries=0)
+        with hermes_replay.rollout("r0") as scope:
+            client.chat.completions.create(model="m", messages=[{"role": "user",
+                                                                  "content": "hi"}])
+            scope.report(reward=1.0, turns_used=0, finished_naturally=True, phase="train")
+
+    with ScriptedEndpoint(script="generic", seed=0) as ep:
+        base = ep.base_url
+        with hermes_replay.cassette(path, "record"):
+            ask(base)
+    cassette = load_cassette(path)
+    assert cassette.header.extra["stages"] is True
+    assert [i.stage for i in cassette.interactions] == [None]
+    with hermes_replay.cassette(path, "replay") as session:
+        ask(base)
+    assert not session.summary().misses and not session.summary().unused

@@ -25,6 +25,7 @@ from hermes_replay._errors import (
     UnusedRecordings,
 )
 from hermes_replay._runner.envrun import redirected_to
+from hermes_replay._runner.fd_capture import terminal_stream
 from hermes_replay._runner.result import RunResult
 from hermes_replay._terminal.render import Progress
 
@@ -306,7 +307,9 @@ def run_with_progress(
     with their diffs (the first few, shortened, unless ``verbose``) and a CLI next step (which
     repeats ``normalizers``, the ones given as flags, in its ``record --missing-only``)."""
     err = sys.stderr if err is None else err
-    progress = Progress(err, label=label)
+    # the env's fds 1/2 go to its log during the run (``fd_capture``); the progress line
+    # must still reach the terminal
+    progress = Progress(terminal_stream(err), label=label)
     summary = RunSummary(mode=mode, cassette=str(cassette) if cassette else None,
                          log=str(log_path) if log_path else None)
     result: RunResult | None = None

@@ -12,6 +12,7 @@ import io
 import logging
 import runpy
 import sys
+import threading
 import traceback
 import warnings
 from collections.abc import Iterator, Sequence
@@ -165,22 +166,26 @@ class OutcomeCollector:
 
 class _Sink(io.TextIOBase):
     """Where an env's stdout/stderr go during a quiet run. Retargeted per run and never
-    closed, so logging handlers an env created during an earlier run keep working."""
+    closed, so logging handlers an env created during an earlier run keep working. Written
+    from two threads (the env's, and the reader of its captured fds), hence the lock."""
 
     def __init__(self) -> None:
         super().__init__()
         self.target: Any = None
+        self._lock = threading.Lock()
 
     def writable(self) -> bool:
         return True
 
     def write(self, text: str) -> int:
-        (self.target or sys.__stderr__).write(text)
+        with self._lock:
+            (self.target or sys.__stderr__).write(text)
         return len(text)
 
     def flush(self) -> None:
-        if self.target is not None:
-            self.target.flush()
+        with self._lock:
+            if self.target is not None:
+                self.target.flush()
 
 
 _SINK = _Sink()
@@ -221,15 +226,19 @@ def library_output_with_env() -> Iterator[None]:
 
 @contextmanager
 def redirected_to(log_path: Path | None) -> Iterator[None]:
-    """The env's stdout/stderr into ``log_path`` for the block (None: left where they are)."""
+    """The env's stdout/stderr into ``log_path`` for the block (None: left where they are):
+    Python's streams, and file descriptors 1 and 2 too (``os.write``, ``os.system``, child
+    processes; scrubbed on their way, see ``fd_capture``)."""
     if log_path is None:
         yield
         return
+    from hermes_replay._runner.fd_capture import captured_fds
+
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("w", encoding="utf-8") as fh:
         _SINK.target = fh
         try:
-            with redirect_stdout(_SINK), redirect_stderr(_SINK):
+            with captured_fds(_SINK.write), redirect_stdout(_SINK), redirect_stderr(_SINK):
                 yield
         finally:
             _SINK.target = None

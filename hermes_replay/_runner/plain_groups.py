@@ -20,11 +20,17 @@ addresses taken out), the occurrence how often this env instance has drawn that 
 rule of ``environments/_ids.py``, so plain and Hermes ids read alike. A group that comes back
 empty (every rollout filtered by ``score()``) is counted: atroposlib's ``process`` loop retries
 such a group forever, so after ``HERMES_REPLAY_MAX_EMPTY_GROUPS`` (default 20) empty groups in
-a row the run stops with :class:`EveryGroupDropped`, saying why and what to do.
+a row the run stops with :class:`EveryGroupDropped`, saying why and what to do. In ``serve``,
+atroposlib's ``handle_env`` catches every exception of ``collect_trajectories`` and logs it, and
+``env_manager`` keeps drawing items while the trainer waits for data that never comes; so the
+harness also wraps ``env_manager``, and the bound tripping inside a worker ends it with the same
+error.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import contextvars
 import functools
 import hashlib
@@ -36,6 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_replay import _active
 from hermes_replay._errors import HermesReplayError
 from hermes_replay._session.scope import rollout
 from hermes_replay._session.workers import ENV_VAR as WORKER_VARIABLE
@@ -126,6 +133,8 @@ class GroupIdentity:
         self.max_empty = max_empty if max_empty is not None else _max_empty_from_env()
         self.empty_in_a_row = 0
         self.empty_total = 0
+        self.tripped: EveryGroupDropped | None = None
+        self._tripped_event: asyncio.Event | None = None  # set while env_manager runs
 
     def install(self, env: Any) -> None:
         """Shadow the two methods on the instance: ``self.collect_trajectory(item)`` inside
@@ -134,6 +143,29 @@ class GroupIdentity:
                               ("collect_trajectory", self._collect_trajectory)):
             bound = getattr(env, name)
             env.__dict__[name] = functools.wraps(bound)(functools.partial(wrapper, bound))
+        manager = getattr(env, "env_manager", None)
+        if manager is not None:
+            env.__dict__["env_manager"] = functools.wraps(manager)(
+                functools.partial(self._env_manager, manager))
+
+    async def _env_manager(self, original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``serve``'s loop, ended when the empty-group bound trips in one of its workers (whose
+        exception atroposlib's ``handle_env`` would only log)."""
+        tripped = self._tripped_event = asyncio.Event()
+        main = asyncio.ensure_future(original(*args, **kwargs))
+        waiter = asyncio.ensure_future(tripped.wait())
+        try:
+            await asyncio.wait({main, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+            if not main.done():
+                main.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await main
+            self._tripped_event = None
+        if self.tripped is not None:
+            raise self.tripped
+        return main.result()
 
     def _open_group(self, item: Any) -> _Group:
         fingerprint = item_hash(item)
@@ -154,10 +186,12 @@ class GroupIdentity:
                     rollouts = list(group.slots)
                 else:  # one request (or several) for the whole group: its scores, in order
                     rollouts = [_with_worker(f"{group.base}-{i}") for i in range(len(scores))]
+                    turns = _answered(group_id)  # the group's requests are each rollout's
                     for choice, (rid, score) in enumerate(zip(rollouts, scores, strict=True)):
                         with rollout(rid) as one:
                             one.report(reward=score, phase="train", group=group.fingerprint,
-                                       traffic=group_id, choice=choice)
+                                       traffic=group_id, choice=choice,
+                                       **({} if turns is None else {"turns_used": turns}))
                 scope.report(kind="group", phase="train", group=group.fingerprint,
                              scores=scores if not _is_empty(_groups_of(result)) else None,
                              rollouts=rollouts)
@@ -175,8 +209,10 @@ class GroupIdentity:
             result = await original(item, *args, **kwargs)
             scored = _groups_of(result)
             score = _number(scored.get("scores")) if isinstance(scored, dict) else None
+            turns = _answered(scope.id)
             scope.report(reward=score, phase="train", group=group.fingerprint,
-                         **({} if isinstance(scored, dict) else {"dropped": True}))
+                         **({} if isinstance(scored, dict) else {"dropped": True}),
+                         **({} if turns is None else {"turns_used": turns}))
         return result
 
     def _count(self, groups: Any, item: Any) -> None:
@@ -186,7 +222,18 @@ class GroupIdentity:
         self.empty_in_a_row += 1
         self.empty_total += 1
         if self.max_empty > 0 and self.empty_in_a_row >= self.max_empty:
-            raise EveryGroupDropped(dropped_message(self.env_name, self.empty_in_a_row, item))
+            self.tripped = EveryGroupDropped(dropped_message(self.env_name, self.empty_in_a_row,
+                                                             item))
+            if self._tripped_event is not None:
+                self._tripped_event.set()
+            raise self.tripped
+
+
+def _answered(rollout_id: str) -> int | None:
+    """The model requests answered inside ``rollout_id``'s scope: a plain rollout's turns."""
+    session = _active.current()
+    answered = getattr(session, "answered", None)
+    return answered(rollout_id) if callable(answered) else None
 
 
 def dropped_message(env_name: str, count: int, item: Any) -> str:

@@ -12,74 +12,22 @@ secrets of this process (``_redact.redact_text``).
 from __future__ import annotations
 
 import glob
-import io
 import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import Any
 
 from hermes_replay._cassette.files import write_text_atomic
 from hermes_replay._runner.json_ints import shared_int_decoder
 from hermes_replay._secrets.redact import redact_json, redact_text
+from hermes_replay._secrets.stream import ScrubbingStream
 
 __all__ = ["ScrubbingStream", "output_paths", "scrub_file", "scrub_outputs",
            "scrubbed_streams"]
 
 _OUTPUT_FLAGS = ("--env.data_path_to_save_groups", "--env.data_dir_to_save_evals")
-_MAX_BUFFER = 1 << 16
-
-
-class ScrubbingStream(io.TextIOBase):
-    """A text stream that scrubs each line before passing it on.
-
-    Text is held until a line ends (``\\n`` or ``\\r``) so a key written in two ``write``
-    calls is still seen whole; ``flush`` does not emit a partial line (it could end inside
-    a key) unless the line grows past 64 KB.
-    """
-
-    def __init__(self, target: Any) -> None:
-        super().__init__()
-        self.target = target
-        self._pending = ""
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        self._pending += text
-        cut = max(self._pending.rfind("\n"), self._pending.rfind("\r"))
-        if cut >= 0:
-            self._emit(self._pending[: cut + 1])
-            self._pending = self._pending[cut + 1:]
-        elif len(self._pending) > _MAX_BUFFER:
-            self._emit(self._pending)
-            self._pending = ""
-        return len(text)
-
-    def _emit(self, text: str) -> None:
-        self.target.write(redact_text(text))
-
-    def flush(self) -> None:
-        self.target.flush()
-
-    def drain(self) -> None:
-        if self._pending:
-            self._emit(self._pending)
-            self._pending = ""
-        self.target.flush()
-
-    def isatty(self) -> bool:
-        return bool(getattr(self.target, "isatty", lambda: False)())
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return getattr(self.target, "encoding", "utf-8")
-
-    def fileno(self) -> int:
-        return int(self.target.fileno())
 
 
 @contextmanager

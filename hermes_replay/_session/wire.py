@@ -30,6 +30,7 @@ from hermes_replay._session.convert import (
 from hermes_replay._session.health import health_reply, is_health_ping
 from hermes_replay._session.index import Recording, RecordingIndex
 from hermes_replay._session.intercept import WireRequest, WireResponse
+from hermes_replay._session.lanes import task_lane
 from hermes_replay._session.scope import current_rollout, current_stage
 from hermes_replay._session.summary import ReplayEvent
 from hermes_replay._session.traffic import TOOL_HTTP, is_recorded_endpoint
@@ -51,6 +52,7 @@ class _Exchange:
     started: float = field(default_factory=time.perf_counter)
     done: bool = False
     stage: str = "agent"  # "reward": made inside ``scoring()`` (a judge)
+    lane: int | None = None  # creation number of the task that sent it (see ``lanes``)
 
     def finish(self, response: WireResponse) -> None:
         if self.done or self.action != "record":
@@ -86,6 +88,8 @@ class WireHandling:
     _cursor: dict[str | None, int]
     _hits: list[tuple[str | None, int, Interaction]]
     _new: list[tuple[str | None, int, Interaction]]
+    _lanes: dict[tuple[str | None, int], int | None]
+    _answered: dict[str | None, int]
     _miss_index: dict[tuple[str | None, int, str], Miss]
     _root_misses: dict[str, Miss]
     _reward_issued: dict[str, int]
@@ -95,6 +99,14 @@ class WireHandling:
     _trace: list[dict[str, Any]]
     _emit: Callable[[ReplayEvent], None]
     _journal: Callable[[Callable[[CassetteWriter], None]], None]
+
+    def answered(self, rollout: str) -> int | None:
+        """How many of ``rollout``'s requests were answered (recorded, or replayed from the
+        cassette) — failed attempts not counted; None when passing through (nothing counted)."""
+        if self.mode == "passthrough":
+            return None
+        with self._lock:
+            return self._answered.get(rollout, 0)
 
     def wants(self, method: str, url: str) -> bool:
         parts = urlsplit(url)
@@ -158,7 +170,8 @@ class WireHandling:
                     raise RequestNotRecorded(miss)
         if self.write_error is not None:  # nothing more can be written: stop the run now
             raise self.write_error
-        return _Exchange(self, "record", rollout, issue, request, fp, stage=stage)
+        return _Exchange(self, "record", rollout, issue, request, fp, stage=stage,
+                         lane=task_lane())
 
     def _exact_hit(self, rollout: str, wire: WireRequest) -> _Exchange | None:
         """The common case, cheaply: the request is byte for byte this turn's recording."""
@@ -184,8 +197,9 @@ class WireHandling:
              method: str) -> _Exchange:
         """Use ``rec`` for this request (caller holds the lock)."""
         rec.used = True
-        if rec.reward_call is None:  # the cursor counts the agent's turns
+        if rec.reward_call is None:  # the cursor and a rollout's turns count the agent's
             self._cursor[rollout] = self._cursor.get(rollout, 0) + 1
+            self._answered[rollout] = self._answered.get(rollout, 0) + 1
         self._hits.append((rollout, issue, rec.inter))
         self._emit(ReplayEvent("hit", rollout, rec.inter.seq, method, request["url"],
                                rec.inter.response.get("status")))
@@ -232,6 +246,9 @@ class WireHandling:
             if not self._new and not self._hits:
                 self._derive_header(inter)
             self._new.append((ex.rollout, ex.issue, inter))
+            self._lanes[(ex.rollout, ex.issue)] = ex.lane
+            if ex.stage != "reward":  # a judge's request is not one of the rollout's turns
+                self._answered[ex.rollout] = self._answered.get(ex.rollout, 0) + 1
             self._journal(lambda w: w.interaction(inter))
         self._emit(ReplayEvent("record", ex.rollout, ex.issue, ex.request["method"],
                                ex.request["url"], wire.status))

@@ -21,15 +21,13 @@ reports its misses.
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
+from _trajectory_api import child_env, pull_batches, stop, trajectory_api
 
 from hermes_replay._cassette import load_cassette
 from hermes_replay.cli import main
@@ -44,46 +42,6 @@ API_PATHS = ("/register-env", "/scored_data", "/status-env", "/info", "/batch", 
              "/disconnect-env", "/scored_data_list")
 RECORDED_GROUPS = 14  # serve uses ~9: it drops groups whose scores are all equal
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_http(url: str, deadline: float) -> None:
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=1.0)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    raise AssertionError(f"{url} did not come up")
-
-
-def _child_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "HERMES_BASE_URL")}
-    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-                "WANDB_MODE": "disabled", "WANDB_SILENT": "true",
-                "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"})
-    return env
-
-
-def _stop(proc: subprocess.Popen | None) -> None:
-    if proc is None:
-        return
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    if proc.stdout is not None:
-        proc.stdout.close()
-
-
 SERVE_FLAGS = ["--env.total_steps", "2", "--env.group_size", "4", "--env.max_agent_turns", "6",
                # one worker, a deep queue: items drawn one after another, no group cancelled
                "--env.max_num_workers", "1", "--env.max_batches_offpolicy", "10",
@@ -95,43 +53,22 @@ def _serve_with_trainer(harness: list[str], openai_flags: list[str], tmp_path: P
     """``hermes-replay HARNESS… -- serve`` against a fresh run-api; a trainer pulls 2 batches.
 
     Returns the batches and the harness's output once the env stopped by itself."""
-    port = _free_port()
-    api_url = f"http://127.0.0.1:{port}"
-    api = subprocess.Popen([str(BIN / "run-api"), "--host", "127.0.0.1", "--port", str(port)],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    env_proc = None
-    try:
-        _wait_http(api_url + "/", time.monotonic() + 30)
-        reg = httpx.post(api_url + "/register", json={
-            "wandb_group": "test", "wandb_project": "test", "batch_size": 8,
-            "max_token_len": 16384, "checkpoint_dir": str(tmp_path / "ckpt"),
-            "save_checkpoint_interval": -1, "starting_step": 0, "num_steps": 2}).json()
-        assert "uuid" in reg
-        assert httpx.get(api_url + "/batch").json()["batch"] is None  # starts the run
+    with trajectory_api(tmp_path) as api_url:
         env_proc = subprocess.Popen(
             [str(BIN / "hermes-replay"), *harness, "--", "serve", *SERVE_FLAGS,
              "--env.rollout_server_url", api_url, *openai_flags],
-            env=_child_env(), cwd=tmp_path,
+            env=child_env(), cwd=tmp_path,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        batches = []
-        deadline = time.monotonic() + 120
-        while len(batches) < 2 and time.monotonic() < deadline:
-            batch = httpx.get(api_url + "/batch", timeout=10).json()["batch"]
-            if batch:
-                batches.append(batch)
-            else:
-                assert env_proc.poll() is None, env_proc.stdout.read()[-5000:]
-                time.sleep(0.3)
-        assert len(batches) == 2, "the trainer got no batches in time"
-        # env_manager stops by itself (total_steps reached); the harness then reports
-        output, _ = env_proc.communicate(timeout=90)
-        assert env_proc.returncode == 0, output[-5000:]
-        status = httpx.get(api_url + "/status").json()
-        assert status["current_step"] >= 2
-        return batches, output
-    finally:
-        _stop(env_proc)
-        _stop(api)
+        try:
+            batches = pull_batches(api_url, env_proc, 2, within=120)
+            # env_manager stops by itself (total_steps reached); the harness then reports
+            output, _ = env_proc.communicate(timeout=90)
+            assert env_proc.returncode == 0, output[-5000:]
+            status = httpx.get(api_url + "/status").json()
+            assert status["current_step"] >= 2
+            return batches, output
+        finally:
+            stop(env_proc)
 
 
 @pytest.fixture

@@ -4,8 +4,15 @@ The game has the ``reset()`` / ``step(action)`` shape of a gymnasium environment
 (``collect_trajectory``; atroposlib's default ``collect_trajectories`` runs ``group_size`` of
 them at once) shows the board, asks for a move as a ``<tool_call>`` in plain text, parses it
 with ``atroposlib.utils.tool_call_parser.parse_tool_call`` and steps the game until it ends.
+
+Every episode draws its own seed from Python's ``random`` (gymnasium's ``reset(seed=...)``) and
+its first observation names it, so the rollouts of a group are different conversations from the
+first request on. (Without it, a group's four first requests are identical, and a sampling model,
+the scripted stand-in included, hands its samples to identical concurrent requests in arrival
+order: which rollout got which reply would change from one recording to the next.)
 """
 
+import random
 from typing import Any, Dict, List, Optional, Tuple
 
 from atroposlib.envs.base import APIServerConfig, BaseEnv, BaseEnvConfig, ScoredDataItem
@@ -35,9 +42,9 @@ class GridGame:
     def __init__(self, start: Tuple[int, int], goal: Tuple[int, int], max_steps: int = 4):
         self.start, self.goal, self.max_steps = start, goal, max_steps
 
-    def reset(self) -> str:
-        self.pos, self.t = self.start, 0
-        return self.render()
+    def reset(self, seed: int) -> str:
+        self.pos, self.t, self.seed = self.start, 0, seed
+        return f"Episode {seed}.\n{self.render()}"
 
     def render(self) -> str:
         rows = []
@@ -83,7 +90,7 @@ class GridGameEnv(BaseEnv):
 
     async def collect_trajectory(self, item) -> Tuple[Optional[ScoredDataItem], List[Item]]:
         game = GridGame(*item)
-        observation = game.reset()
+        observation = game.reset(seed=random.randrange(10**9))
         messages: List[Dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
         total, done = 0.0, False
         while not done:

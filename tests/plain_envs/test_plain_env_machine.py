@@ -3,9 +3,9 @@
 - ``managed_server`` over an OpenAI endpoint: atroposlib refuses it unless
   ``ATROPOS_ALLOW_DUMMY_MANAGED_SERVER`` is set; the harness sets it for the run only and warns,
   once, that the tokens are placeholders.
-- An env whose ``score()`` drops every group makes atroposlib's ``process`` loop retry forever;
-  record, passthrough and replay stop after ``HERMES_REPLAY_MAX_EMPTY_GROUPS`` empty groups in a
-  row, saying why and what to do.
+- An env whose ``score()`` drops every group makes atroposlib's ``process`` loop retry forever
+  (and ``serve`` draw items forever while the trainer waits); record, passthrough and replay stop
+  after ``HERMES_REPLAY_MAX_EMPTY_GROUPS`` empty groups in a row, saying why and what to do.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from _plain_script import plain_script
+from _trajectory_api import trajectory_api
 
 from hermes_replay import bundled_tokenizer_path, load_cassette
 from hermes_replay._runner.plain_groups import MAX_EMPTY_VARIABLE
@@ -102,3 +103,24 @@ def test_replay_stops_at_the_same_bound(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert code == 1
     assert "returned no group 3 times in a row" in err, err[-3000:]
+
+
+def test_serve_stops_when_every_group_is_dropped(tmp_path, capsys, monkeypatch):
+    """atroposlib's ``handle_env`` logs and swallows what ``collect_trajectories`` raises, and
+    ``env_manager`` loops until the trainer has its steps: without the harness's bound a serve
+    run of this env never ends. Against the real run-api with a registered trainer."""
+    monkeypatch.setenv(MAX_EMPTY_VARIABLE, "3")
+    cassette = tmp_path / "served.jsonl"
+    with trajectory_api(tmp_path) as api, ScriptedEndpoint(script=plain_script(),
+                                                           seed=0) as endpoint:
+        code = main(["record", "dropping_env.py", "--cassette", str(cassette),
+                     "--endpoint", endpoint.base_url, "--model", "scripted", "--", "serve",
+                     *TOKENIZER, "--env.rollout_server_url", api, "--env.wandb_name", "strict",
+                     "--env.max_num_workers", "1", "--env.total_steps", "2"])
+        asked = sum(1 for path, _ in endpoint.requests if path.endswith("/chat/completions"))
+    err = capsys.readouterr().err
+    assert code == 1, err[-3000:]
+    assert asked == 3  # one worker: the bound trips at the third empty group, nothing after
+    assert "TooStrictEnv.collect_trajectories returned no group 3 times in a row" in err
+    assert "next step" in err
+    assert not cassette.exists()

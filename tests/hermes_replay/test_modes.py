@@ -184,7 +184,8 @@ def test_outcomes_are_recorded_and_compared_on_replay(tmp_path: Path) -> None:
     header = lines_of(path)[0]
     assert header["env_name"] == "demo" and header["command"] == ["process"]
     assert header["tokenizer"] == {"name": "tiny", "fingerprint": "abc"}
-    assert header["extra"] == {"group_size": 2, "matcher": Matcher.build().signature()}
+    assert header["extra"] == {"group_size": 2, "matcher": Matcher.build().signature(),
+                               "stages": True}  # its recorder marks reward calls
     assert header["model"] == "m"
     assert header["base_url"] == base and header["endpoint_type"] == "openai"
     outcomes = [r for r in lines_of(path) if r["type"] == "outcome"]

@@ -30,6 +30,7 @@ from hermes_replay._session.convert import (
 from hermes_replay._session.health import health_reply, is_health_ping
 from hermes_replay._session.index import Recording, RecordingIndex
 from hermes_replay._session.intercept import WireRequest, WireResponse
+from hermes_replay._session.liveness import Liveness, is_unanswered
 from hermes_replay._session.scope import current_rollout
 from hermes_replay._session.summary import ReplayEvent
 from hermes_replay._session.traffic import TOOL_HTTP, is_recorded_endpoint
@@ -55,6 +56,7 @@ class _Exchange:
         if self.done or self.action != "record":
             return
         self.done = True
+        self.session.live.answered()
         if is_failed_attempt(response.status):
             self.session._failed(self, f"HTTP {response.status}")
         else:
@@ -64,6 +66,9 @@ class _Exchange:
         if self.done or self.action != "record":
             return
         self.done = True
+        if is_unanswered(error):
+            assert error is not None
+            self.session.live.unanswered(self.request.get("url", ""), error)
         self.session._failed(self, type(error).__name__ if error else "incomplete stream")
 
 class WireHandling:
@@ -87,6 +92,7 @@ class WireHandling:
     _new: list[tuple[str | None, int, Interaction]]
     _miss_index: dict[tuple[str | None, int, str], Miss]
     _failed_attempts: int
+    live: Liveness
     _passthrough: int
     _trace_path: Path | None
     _trace: list[dict[str, Any]]
@@ -149,6 +155,7 @@ class WireHandling:
                     raise RequestNotRecorded(miss)
         if self.write_error is not None:  # nothing more can be written: stop the run now
             raise self.write_error
+        self.live.sent(request["url"])
         return _Exchange(self, "record", rollout, issue, request, fp)
 
     def _exact_hit(self, rollout: str, wire: WireRequest) -> _Exchange | None:

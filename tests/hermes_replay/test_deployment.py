@@ -34,7 +34,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from test_serve_replay import _child_env, _free_port, _stop, _wait_http
+from _trajectory_api import child_env as _child_env
+from _trajectory_api import free_port as _free_port
+from _trajectory_api import stop as _stop
+from _trajectory_api import wait_http as _wait_http
 
 from hermes_replay._cassette import load_cassette
 from hermes_replay.cli import main

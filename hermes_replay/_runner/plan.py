@@ -245,7 +245,11 @@ def _project_root(cassette: Path) -> Path | None:
     a recording inside a real project changes nothing."""
     where = cassette.resolve()
     cwd = Path.cwd().resolve()
-    start = cwd if where.is_relative_to(cwd) else where.parent
+    return _root_from(cwd if where.is_relative_to(cwd) else where.parent)
+
+
+def _root_from(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` with a marker, by ``_project_root``'s rules."""
     fallback: Path | None = None
     for folder in (start, *start.parents):
         if not any((folder / marker).exists() for marker in _PROJECT_MARKERS):
@@ -280,7 +284,9 @@ class UnsafeEnvFile(CassetteError):
 def find_env_file(env_file: str, cassette: Path) -> Path | None:
     """Where ``header.env_file`` (relative to where it was recorded) is now: looked up from the
     working directory, then from the project root (so replay works from anywhere in the
-    repository). Absolute paths, ``..``, symlinks leading out of that folder, files inside a
+    repository). For a cassette kept outside the working directory (a download, a shared
+    folder), only the project the user stands in is searched — the working directory and its
+    real root — never the folder the cassette came in, whatever markers it holds. Absolute paths, ``..``, symlinks leading out of that folder, files inside a
     folder that holds cassettes and files that define no real atroposlib environment are
     refused with ``UnsafeEnvFile``: replaying cassettes from a pull request must not run
     code that arrived with them."""
@@ -297,8 +303,19 @@ def find_env_file(env_file: str, cassette: Path) -> Path | None:
     root = _project_root(cassette)
     area = _cassette_area(cassette, root)
     cwd = Path.cwd().resolve()
-    bases = [cwd] if cassette.resolve().is_relative_to(cwd) else []
-    if root is not None and root not in bases:
+    inside = cassette.resolve().is_relative_to(cwd)
+    bases = [cwd] if inside else []
+    here: Path | None = None
+    if not inside:
+        # A cassette kept elsewhere (a download, a shared folder, a CI artifact) replayed from
+        # the project: the file is looked for in the project the user stands in — the working
+        # directory and its real root — never beside the cassette (a marker planted there
+        # would make its folder a "project root" whose files then run).
+        here = _root_from(cwd)
+        bases += [cwd] if here is None or cwd.is_relative_to(here) else []
+        if here is not None and here not in bases:
+            bases.append(here)
+    if root is not None and root not in bases and inside:
         bases.append(root)
     for base in bases:
         candidate = base / rel
@@ -310,7 +327,11 @@ def find_env_file(env_file: str, cassette: Path) -> Path | None:
                 f"the cassette {cassette} names env file {env_file}: under {base} it is a link "
                 f"to {real}, outside the project; replay refuses to run it"
             )
-        holder = next((f for f in area if real.is_relative_to(f)), None)
+        # (a folder above the whole base — the cassette's, when the project lies below it —
+        # holds none of the project's files as recordings)
+        from_here = not inside and base != root  # the working directory's project
+        holder = next((f for f in area if real.is_relative_to(f)
+                       and not (from_here and base.is_relative_to(f))), None)
         if holder is not None:
             raise UnsafeEnvFile(
                 f"the cassette {cassette} names env file {env_file}, which lies in {holder}, a "
@@ -321,7 +342,7 @@ def find_env_file(env_file: str, cassette: Path) -> Path | None:
                 "-- MODE …"
             )
         try:
-            check_env_file(candidate, root or base)
+            check_env_file(candidate, (here or base) if from_here else (root or base))
         except NotAnEnvFile as exc:
             raise UnsafeEnvFile(f"the cassette {cassette} names {exc}") from None
         return candidate

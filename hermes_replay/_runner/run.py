@@ -95,10 +95,11 @@ def run_cassette(
     env_file = find_env_file(header.env_file, Path(path))
     if env_file is None:
         raise CassetteError(
-            f"the recorded env file {header.env_file} was not found from the working directory "
-            "or the cassette's project root (the folder with pyproject.toml/.git)", path=path,
-            line=1, hint="run from the directory it was recorded in, or re-record from where "
-                         "the environment lives")
+            f"the recorded env file {header.env_file} was not found in the working directory "
+            f"({Path.cwd()}), its project root, or the cassette's project root (the folder "
+            "with pyproject.toml/.git)", path=path, line=1,
+            hint="run from the project the environment lives in (the env file is looked for "
+                 "there, never beside a cassette kept elsewhere), or re-record from there")
     argv = redirect_outputs(
         replay_argv(list(header.command or []), None if command is None else list(command)),
         out)

@@ -286,10 +286,11 @@ def find_env_file(env_file: str, cassette: Path) -> Path | None:
     working directory, then from the project root (so replay works from anywhere in the
     repository). For a cassette kept outside the working directory (a download, a shared
     folder), only the project the user stands in is searched — the working directory and its
-    real root — never the folder the cassette came in, whatever markers it holds. Absolute paths, ``..``, symlinks leading out of that folder, files inside a
-    folder that holds cassettes and files that define no real atroposlib environment are
-    refused with ``UnsafeEnvFile``: replaying cassettes from a pull request must not run
-    code that arrived with them."""
+    real root — never the folder the cassette came in, whatever markers it holds. Absolute
+    paths, ``..``, symlinks leading out of that folder, files inside a folder that holds
+    cassettes and files that define no real atroposlib environment are refused with
+    ``UnsafeEnvFile``: replaying cassettes from a pull request must not run code that arrived
+    with them."""
     rel = Path(env_file)
     if rel.is_absolute() or ".." in rel.parts:
         raise UnsafeEnvFile(

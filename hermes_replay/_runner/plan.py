@@ -285,8 +285,9 @@ def find_env_file(env_file: str, cassette: Path) -> Path | None:
     """Where ``header.env_file`` (relative to where it was recorded) is now: looked up from the
     working directory, then from the project root (so replay works from anywhere in the
     repository). For a cassette kept outside the working directory (a download, a shared
-    folder), only the project the user stands in is searched — the working directory and its
-    real root — never the folder the cassette came in, whatever markers it holds. Absolute
+    folder), its own project is searched only if its root is a real one (a marker in the
+    folder that holds the recordings counts not), then the project the user stands in — the
+    working directory and its real root. Absolute
     paths, ``..``, symlinks leading out of that folder, files inside a folder that holds
     cassettes and files that define no real atroposlib environment are refused with
     ``UnsafeEnvFile``: replaying cassettes from a pull request must not run code that arrived
@@ -307,17 +308,20 @@ def find_env_file(env_file: str, cassette: Path) -> Path | None:
     inside = cassette.resolve().is_relative_to(cwd)
     bases = [cwd] if inside else []
     here: Path | None = None
+    # The cassette's own project — for one kept outside the working directory, only when its
+    # root is a real one: a marker beside the recordings themselves (a folder that holds
+    # cassettes) is what a downloaded folder plants to pose as a project, so it counts not.
+    if root is not None and root not in bases and (inside or not _holds_cassettes(root)):
+        bases.append(root)
     if not inside:
-        # A cassette kept elsewhere (a download, a shared folder, a CI artifact) replayed from
-        # the project: the file is looked for in the project the user stands in — the working
-        # directory and its real root — never beside the cassette (a marker planted there
-        # would make its folder a "project root" whose files then run).
+        # A cassette kept elsewhere (a download, a shared folder, a CI artifact) with no
+        # project of its own, replayed from the project: the file is looked for in the project
+        # the user stands in — the working directory and its real root.
         here = _root_from(cwd)
-        bases += [cwd] if here is None or cwd.is_relative_to(here) else []
+        if (here is None or cwd.is_relative_to(here)) and cwd not in bases:
+            bases.append(cwd)
         if here is not None and here not in bases:
             bases.append(here)
-    if root is not None and root not in bases and inside:
-        bases.append(root)
     for base in bases:
         candidate = base / rel
         if not candidate.is_file():

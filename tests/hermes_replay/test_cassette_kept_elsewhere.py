@@ -5,9 +5,9 @@ and runs ``hermes-replay replay /elsewhere/process.jsonl``. The header names
 ``environments/calc_tool_env.py`` relative to the project; before the fix the replay answered
 "the recorded env file … was not found from the working directory" although the file was right
 there. Now the file is looked for in the project the user stands in (the working directory and
-its real root) — and, as the trust model says, never beside the cassette: a copy of the env
-shipped next to the recording, even one that really derives from atroposlib's ``BaseEnv``, is
-not run in its place.
+its real root) first — and, as the trust model says, a marker planted beside the recording does
+not make its folder a project: a copy of the env shipped next to the recording, even one that
+really derives from atroposlib's ``BaseEnv``, is not run in its place.
 """
 
 from __future__ import annotations

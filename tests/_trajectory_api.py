@@ -79,3 +79,19 @@ def trajectory_api(tmp_path: Path, batch_size: int = 8, num_steps: int = 2) -> I
         yield url
     finally:
         stop(api)
+
+
+def pull_batches(url: str, env_proc: subprocess.Popen, count: int = 2,
+                 within: float = 120.0) -> list[list[dict]]:
+    """Poll ``/batch`` as a trainer does until ``count`` batches came; the env must stay up."""
+    batches: list[list[dict]] = []
+    deadline = time.monotonic() + within
+    while len(batches) < count and time.monotonic() < deadline:
+        batch = httpx.get(url + "/batch", timeout=10).json()["batch"]
+        if batch:
+            batches.append(batch)
+        else:
+            assert env_proc.poll() is None, env_proc.stdout.read()[-5000:]  # type: ignore[union-attr]
+            time.sleep(0.3)
+    assert len(batches) == count, "the trainer got no batches in time"
+    return batches

@@ -6,11 +6,17 @@ fail loudly (crash, no rollout, a rollout left out).
 Switches, so one recorded cassette serves every test: ``--env.crash_in setup|reward`` (a flag,
 so a cassette header can carry it) raises there; ``CALC_ENV_LEAK=1`` keeps a cache in an
 imported module (``calc_state``) that changes rewards on a second run in the same process.
+For the Ray executor's tests: ``CALC_ENV_JOURNAL=FILE`` appends one line per run started (its
+groups path, which names the cassette's out folder, and its process id);
+``CALC_ENV_DIE=NAME[@MARKER],...`` kills the process running a cassette whose groups path holds
+NAME (a Ray worker dying mid-cassette) — with ``@MARKER``, only while MARKER does not exist yet
+(it is made first), so the retry lives.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import operator
 import os
 import time
@@ -50,6 +56,22 @@ def calculator(args: dict[str, Any], task_id: str) -> Any:
 ITEMS = [{"id": i, "question": f"What is {i} + {i + 1}? Use the calculator."} for i in range(4)]
 
 
+def _journal_and_die(out: str) -> None:
+    journal = os.environ.get("CALC_ENV_JOURNAL")
+    if journal:
+        with open(journal, "a", encoding="utf-8") as fh:  # one short line: an atomic append
+            fh.write(json.dumps({"out": out, "pid": os.getpid()}) + "\n")
+    for rule in filter(None, os.environ.get("CALC_ENV_DIE", "").split(",")):
+        name, _, marker = rule.partition("@")
+        if name not in out:
+            continue
+        if marker:
+            if os.path.exists(marker):
+                continue
+            open(marker, "w").close()
+        os._exit(17)  # as a worker killed from outside: no cleanup, no exception
+
+
 class CalcEnvConfig(HermesAgentEnvConfig):
     crash_in: str = Field(default="", description="'setup' or 'reward': raise there (tests).")
 
@@ -66,6 +88,7 @@ class CalcEnv(HermesAgentBaseEnv):
         return config, default_server_configs()
 
     async def setup(self) -> None:
+        _journal_and_die(str(self.config.data_path_to_save_groups or ""))
         if self.config.crash_in == "setup":
             raise RuntimeError("calc env: setup failed on purpose")
         self._index = 0

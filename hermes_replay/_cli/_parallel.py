@@ -53,6 +53,7 @@ class Outcome:
     summary: RunSummary
     mode: str
     stderr: str = ""
+    archive: bytes | None = None  # --ray-upload: the cassette's out folder, as a tar.gz
 
 
 def default_jobs() -> int:

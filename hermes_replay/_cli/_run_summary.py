@@ -36,6 +36,8 @@ class RunSummary:
     tool_drift: list[str] = field(default_factory=list)  # described drifts (--tools execute)
     other_workers: int = 0  # replay of one worker: recordings of the others, left to them
     handled: list[str] = field(default_factory=list)  # plain env machine defaults, once each
+    worker: str | None = None  # --executor ray: "<node id>:<pid>" of the actor that ran it
+    retried: str | None = None  # --executor ray: why this replay is its second attempt
 
     def lines(self, style: Style) -> list[str]:
         what = {"record": "recorded", "replay": "replayed", "passthrough": "ran live",
@@ -89,6 +91,9 @@ class RunSummary:
             out.append("  " + style("warning: ", "yellow") + f"{self.failed_attempts} requests "
                        "failed live and were not written; the env may have scored those "
                        "rollouts as failures — check the endpoint and re-record if so")
+        if self.retried:
+            out.append("  " + style("retried: ", "yellow") + sanitize(self.retried)
+                       + "; this is the second attempt, on another worker")
         if self.error:
             out.append("  " + style("error: ", "red") + self.error)
         if self.exit_code:

@@ -9,7 +9,8 @@ Two forms:
   plus a final table, then write ``<out>/report.html`` (``hermes-replay report``; needs the
   ``report`` extra) and print its path, and ``<out>/replay.json`` (``_manifest``). With
   ``--shard I/N`` (or inside a Slurm array) only that shard of the folder (``_shard``);
-  ``hermes-replay results`` joins the shards' out folders.
+  ``hermes-replay results`` joins the shards' out folders. ``--executor ray`` runs each
+  cassette as a task on warm actors of a Ray cluster instead (``_ray``).
 * ``replay ENV_FILE [--cassette PATH] [--strict] -- MODE [env flags]``: one run, your flags.
 * ``replay [CASSETTE_OR_DIR] --twice``: each cassette replayed twice in fresh interpreters; the
   first request field, tool result or reward that differs is reported with the
@@ -35,6 +36,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from hermes_replay._cli._executor import (
+    ExecutorError,
+    add_executor_args,
+    check_executor_args,
+    executor_options,
+)
 from hermes_replay._cli._manifest import Manifest, ManifestRow, write_manifest
 from hermes_replay._cli._parallel import default_jobs
 from hermes_replay._cli._run_summary import RunSummary
@@ -131,6 +138,7 @@ def register(sub: Any) -> None:
         "cassette path, so N jobs cover each cassette once; default inside a Slurm array "
         "job: from SLURM_ARRAY_TASK_ID/COUNT/MIN); join the out folders with "
         "`hermes-replay results`")
+    add_executor_args(p)
     p.add_argument(
         "-v", "--verbose",
         action="store_true",
@@ -172,22 +180,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"hermes-replay replay: -j {args.jobs}: give 1 or more worker processes "
               "(default: the number of cores).", file=sys.stderr)
         return 2
+    problem = check_executor_args(args)
+    if problem:
+        print(f"hermes-replay replay: {problem}", file=sys.stderr)
+        return 2
     try:
         shard = parse_shard(args.shard) if args.shard else shard_from_slurm(os.environ)
     except ShardError as exc:
         print(f"hermes-replay replay: {exc}", file=sys.stderr)
         return 2
     if args.twice:
-        if shard is not None:
+        if shard is not None or args.executor != "local":
             print("hermes-replay replay: --twice runs in this process, one cassette after "
-                  "another; it takes no --shard", file=sys.stderr)
+                  "another; it takes no --shard or --executor", file=sys.stderr)
             return 2
         return replay_twice_all(Path(args.target), out=args.out, **matching_options(args),
                                 **tools)
     return replay_all(Path(args.target), out=args.out, strict=args.strict,
                       fail_on_change=args.fail_on_change, verbose=args.verbose,
                       options=matching_options(args), report=args.report, jobs=args.jobs,
-                      shard=shard, **tools)
+                      shard=shard, executor=executor_options(args), **tools)
 
 
 def _guards(args: argparse.Namespace) -> dict[str, Any]:
@@ -297,7 +309,7 @@ def _fresh_out_dir(shard: Shard | None = None) -> Path:
 def replay_all(
     target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False,
     options: dict[str, Any] | None = None, report: bool = True, jobs: int | None = None,
-    shard: Shard | None = None, **tools: Any,
+    shard: Shard | None = None, executor: dict[str, Any] | None = None, **tools: Any,
 ) -> int:
     if not target.exists() and target != Path("cassettes"):
         print(
@@ -329,7 +341,17 @@ def replay_all(
     tools = {**(options or {}), **tools}  # both are keyword options of run_cassette
     outs = [out / _output_name(rel) for rel in rels]
     workers = min(jobs or default_jobs(), max(1, len(cassettes)))
-    if workers > 1:
+    if executor and executor.get("executor") == "ray":
+        from hermes_replay._cli._ray import replay_on_ray
+
+        try:
+            outcomes, interrupted = replay_on_ray(replay_cassette, cassettes, outs, strict,
+                                                  verbose, tools, style, jobs=jobs, **executor)
+            rows = [_Row(str(cassettes[o.index]), o.mode, o.summary) for o in outcomes]
+        except ExecutorError as exc:
+            print(f"hermes-replay replay: {exc}", file=sys.stderr)
+            return 2
+    elif workers > 1:
         rows, interrupted = _replay_in_processes(cassettes, outs, workers, strict, verbose,
                                                  tools, style)
     else:

@@ -42,6 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_replay import _active
 from hermes_replay._errors import HermesReplayError
 from hermes_replay._session.scope import rollout
 from hermes_replay._session.workers import ENV_VAR as WORKER_VARIABLE
@@ -185,10 +186,12 @@ class GroupIdentity:
                     rollouts = list(group.slots)
                 else:  # one request (or several) for the whole group: its scores, in order
                     rollouts = [_with_worker(f"{group.base}-{i}") for i in range(len(scores))]
+                    turns = _answered(group_id)  # the group's requests are each rollout's
                     for choice, (rid, score) in enumerate(zip(rollouts, scores, strict=True)):
                         with rollout(rid) as one:
                             one.report(reward=score, phase="train", group=group.fingerprint,
-                                       traffic=group_id, choice=choice)
+                                       traffic=group_id, choice=choice,
+                                       **({} if turns is None else {"turns_used": turns}))
                 scope.report(kind="group", phase="train", group=group.fingerprint,
                              scores=scores if not _is_empty(_groups_of(result)) else None,
                              rollouts=rollouts)
@@ -206,8 +209,10 @@ class GroupIdentity:
             result = await original(item, *args, **kwargs)
             scored = _groups_of(result)
             score = _number(scored.get("scores")) if isinstance(scored, dict) else None
+            turns = _answered(scope.id)
             scope.report(reward=score, phase="train", group=group.fingerprint,
-                         **({} if isinstance(scored, dict) else {"dropped": True}))
+                         **({} if isinstance(scored, dict) else {"dropped": True}),
+                         **({} if turns is None else {"turns_used": turns}))
         return result
 
     def _count(self, groups: Any, item: Any) -> None:
@@ -222,6 +227,13 @@ class GroupIdentity:
             if self._tripped_event is not None:
                 self._tripped_event.set()
             raise self.tripped
+
+
+def _answered(rollout_id: str) -> int | None:
+    """The model requests answered inside ``rollout_id``'s scope: a plain rollout's turns."""
+    session = _active.current()
+    answered = getattr(session, "answered", None)
+    return answered(rollout_id) if callable(answered) else None
 
 
 def dropped_message(env_name: str, count: int, item: Any) -> str:

@@ -15,6 +15,7 @@ from hermes_replay._errors import Miss
 from hermes_replay._secrets.known import KNOWN
 from hermes_replay._secrets.redact import redact_fields, redact_json
 from hermes_replay._session.index import RecordingIndex
+from hermes_replay._session.lanes import in_creation_order
 from hermes_replay._session.summary import OutcomeComparison, ReplaySummary
 from hermes_replay._session.tools import ToolLedger
 from hermes_replay._session.workers import owner
@@ -36,6 +37,7 @@ class Results:
     _index: RecordingIndex
     _hits: list[tuple[str | None, int, Interaction]]
     _new: list[tuple[str | None, int, Interaction]]
+    _lanes: dict[tuple[str | None, int], int | None]
     _new_outcomes: dict[str, dict[str, Any]]
     _recorded_outcomes: dict[str, dict[str, Any]]
     _miss_index: dict[tuple[str | None, int, str], Miss]
@@ -95,7 +97,10 @@ class Results:
             base = 0
             if rollout is None:
                 base = 1 + max((i.seq for i in out if i.rollout is None), default=-1)
-            for rank, (_, inter) in enumerate(items):
+            # identical concurrent requests: answers filed in their tasks' creation order
+            ordered = in_creation_order([(inter.fingerprint, self._lanes.get((rollout, issue)),
+                                          inter) for issue, inter in items])
+            for rank, inter in enumerate(ordered):
                 out.append(inter.model_copy(update={"seq": base + rank}))
         outcomes.update(self._new_outcomes)
         touched |= {c.rollout for c in self.tools.new if c.rollout is not None}

@@ -169,6 +169,8 @@ class Session(WireHandling, Results):
         self._cursor: dict[str | None, int] = {}
         self._hits: list[tuple[str | None, int, Interaction]] = []
         self._new: list[tuple[str | None, int, Interaction]] = []
+        self._lanes: dict[tuple[str | None, int], int | None] = {}
+        self._answered: dict[str | None, int] = {}
         self._new_outcomes: dict[str, dict[str, Any]] = {}
         self._miss_index: dict[tuple[str | None, int, str], Miss] = {}
         self._failed_attempts = 0

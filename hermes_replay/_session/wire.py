@@ -30,6 +30,7 @@ from hermes_replay._session.convert import (
 from hermes_replay._session.health import health_reply, is_health_ping
 from hermes_replay._session.index import Recording, RecordingIndex
 from hermes_replay._session.intercept import WireRequest, WireResponse
+from hermes_replay._session.lanes import task_lane
 from hermes_replay._session.liveness import Liveness, is_unanswered
 from hermes_replay._session.scope import current_rollout
 from hermes_replay._session.summary import ReplayEvent
@@ -51,6 +52,7 @@ class _Exchange:
     response: WireResponse | None = None
     started: float = field(default_factory=time.perf_counter)
     done: bool = False
+    lane: int | None = None  # creation number of the task that sent it (see ``lanes``)
 
     def finish(self, response: WireResponse) -> None:
         if self.done or self.action != "record":
@@ -90,6 +92,8 @@ class WireHandling:
     _cursor: dict[str | None, int]
     _hits: list[tuple[str | None, int, Interaction]]
     _new: list[tuple[str | None, int, Interaction]]
+    _lanes: dict[tuple[str | None, int], int | None]
+    _answered: dict[str | None, int]
     _miss_index: dict[tuple[str | None, int, str], Miss]
     _failed_attempts: int
     live: Liveness
@@ -98,6 +102,14 @@ class WireHandling:
     _trace: list[dict[str, Any]]
     _emit: Callable[[ReplayEvent], None]
     _journal: Callable[[Callable[[CassetteWriter], None]], None]
+
+    def answered(self, rollout: str) -> int | None:
+        """How many of ``rollout``'s requests were answered (recorded, or replayed from the
+        cassette) — failed attempts not counted; None when passing through (nothing counted)."""
+        if self.mode == "passthrough":
+            return None
+        with self._lock:
+            return self._answered.get(rollout, 0)
 
     def wants(self, method: str, url: str) -> bool:
         parts = urlsplit(url)
@@ -156,7 +168,7 @@ class WireHandling:
         if self.write_error is not None:  # nothing more can be written: stop the run now
             raise self.write_error
         self.live.sent(request["url"])
-        return _Exchange(self, "record", rollout, issue, request, fp)
+        return _Exchange(self, "record", rollout, issue, request, fp, lane=task_lane())
 
     def _exact_hit(self, rollout: str, wire: WireRequest) -> _Exchange | None:
         """The common case, cheaply: the request is byte for byte this turn's recording."""
@@ -181,6 +193,7 @@ class WireHandling:
         """Use ``rec`` for this request (caller holds the lock)."""
         rec.used = True
         self._cursor[rollout] = self._cursor.get(rollout, 0) + 1
+        self._answered[rollout] = self._answered.get(rollout, 0) + 1
         self._hits.append((rollout, issue, rec.inter))
         self._emit(ReplayEvent("hit", rollout, rec.inter.seq, method, request["url"],
                                rec.inter.response.get("status")))
@@ -219,6 +232,8 @@ class WireHandling:
             if not self._new and not self._hits:
                 self._derive_header(inter)
             self._new.append((ex.rollout, ex.issue, inter))
+            self._lanes[(ex.rollout, ex.issue)] = ex.lane
+            self._answered[ex.rollout] = self._answered.get(ex.rollout, 0) + 1
             self._journal(lambda w: w.interaction(inter))
         self._emit(ReplayEvent("record", ex.rollout, ex.issue, ex.request["method"],
                                ex.request["url"], wire.status))

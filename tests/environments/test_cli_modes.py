@@ -12,13 +12,12 @@ import os
 import runpy
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 import yaml
-from _trajectory_api import free_port, wait_http
+from _trajectory_api import pull_batches, stop, trajectory_api
 
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
@@ -130,60 +129,30 @@ def test_evaluate_writes_metrics_and_samples_and_no_api_key(
 
 
 def test_serve_sends_rollouts_to_the_real_trajectory_api(endpoint, tmp_path):
-    port = free_port()
-    api_url = f"http://127.0.0.1:{port}"
-    run_api = Path(sys.executable).with_name("run-api")
-    api = subprocess.Popen([str(run_api), "--host", "127.0.0.1", "--port", str(port)],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    env_proc = None
-    try:
-        wait_http(api_url + "/", time.monotonic() + 30)
-        # The trainer side, as a trainer does it: register, then poll /batch.
-        reg = httpx.post(api_url + "/register", json={
-            "wandb_group": "test", "wandb_project": "test", "batch_size": 8,
-            "max_token_len": 16384, "checkpoint_dir": str(tmp_path / "ckpt"),
-            "save_checkpoint_interval": -1, "starting_step": 0, "num_steps": 2}).json()
-        assert "uuid" in reg
-        assert httpx.get(api_url + "/batch").json()["batch"] is None  # starts the run
+    # the trainer side, as a trainer does it: register, then poll /batch
+    with trajectory_api(tmp_path) as api_url:
         env_proc = subprocess.Popen(
             [sys.executable, str(ROOT / "environments" / "multi_signal_env.py"), "serve",
              *SMALL, "--env.rollout_server_url", api_url, "--env.wandb_name", "multi-signal",
              *_openai_flags(endpoint)],
             env=_child_env(WANDB_MODE="disabled"), cwd=tmp_path,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        batches = []
-        deadline = time.monotonic() + 90
-        while len(batches) < 2 and time.monotonic() < deadline:
-            batch = httpx.get(api_url + "/batch", timeout=10).json()["batch"]
-            if batch:
-                batches.append(batch)
-            else:
-                assert env_proc.poll() is None, env_proc.stdout.read()[-5000:]
-                time.sleep(0.5)
-        assert len(batches) == 2, "the trainer got no batches in time"
-        scores = []
-        for batch in batches:
-            assert sum(len(group["tokens"]) for group in batch) == 8
-            for group in batch:
-                assert group["env_id"] == 0
-                assert len(group["messages"]) == len(group["tokens"]) == 4
-                assert all(len(t) == len(m) for t, m in zip(group["tokens"], group["masks"],
-                                                            strict=True))
-                scores += group["scores"]
-        assert all(0.0 <= s <= 1.0 for s in scores) and len(set(scores)) > 1
-        envs = httpx.get(api_url + "/status").json()
-        assert envs["current_step"] >= 2
-    finally:
-        for proc in (env_proc, api):
-            if proc is not None and proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-            if proc is not None and proc.stdout is not None:
-                proc.stdout.close()
+        try:
+            batches = pull_batches(api_url, env_proc, 2, within=90)
+            scores = []
+            for batch in batches:
+                assert sum(len(group["tokens"]) for group in batch) == 8
+                for group in batch:
+                    assert group["env_id"] == 0
+                    assert len(group["messages"]) == len(group["tokens"]) == 4
+                    assert all(len(t) == len(m) for t, m in zip(group["tokens"],
+                                                                group["masks"], strict=True))
+                    scores += group["scores"]
+            assert all(0.0 <= s <= 1.0 for s in scores) and len(set(scores)) > 1
+            envs = httpx.get(api_url + "/status").json()
+            assert envs["current_step"] >= 2
+        finally:
+            stop(env_proc)
 
 
 def test_no_endpoint_fails_with_the_four_options(tmp_path, monkeypatch, capsys):

@@ -46,6 +46,36 @@ async def test_group_of_identical_requests_replays_each_rollouts_own_sample(
         assert session.unused == []
 
 
+async def test_identical_concurrent_requests_in_one_scope_keep_their_answers_across_retries(
+        tmp_path: Path) -> None:
+    """One scope, several identical requests gathered at once (atroposlib's split ``n``, or an
+    env gathering ``group_size`` calls): their answers are joined in the order the tasks were
+    created. While recording, the first task's first attempt fails and is retried, so it reaches
+    the wire after its siblings; the replay (nothing fails) asks in creation order. Each task
+    must still get the answer it got while recording."""
+    path = tmp_path / "split.jsonl"
+
+    async def group(client: openai.AsyncOpenAI) -> list[str]:
+        with hermes_replay.rollout("train-item-0"):
+            replies = await asyncio.gather(*[client.chat.completions.create(
+                model="m", messages=MESSAGES, temperature=1.0) for _ in range(3)])
+        return [r.choices[0].message.content or "" for r in replies]
+
+    with ScriptedEndpoint(script="generic", seed=5) as ep:
+        ep.fail_next(1, "5xx")  # the first to arrive: the first task created
+        base = ep.base_url
+        client = openai.AsyncOpenAI(base_url=base, api_key="x", max_retries=2)
+        async with hermes_replay.cassette(path, "record"):
+            recorded = await group(client)
+        arrivals = [body for _, body in ep.requests]
+    assert len(arrivals) == 4 and len(set(recorded)) == 3  # a retry; three different answers
+    for _ in range(5):
+        client = openai.AsyncOpenAI(base_url=base, api_key="x", max_retries=0)
+        async with hermes_replay.cassette(path, "replay") as session:
+            assert await group(client) == recorded
+        assert session.unused == []
+
+
 async def test_identical_requests_outside_rollouts_replay_in_order_of_issue(
         tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
@@ -121,3 +151,14 @@ async def test_concurrent_identical_requests_within_one_rollout_are_stable(
         second = await run(client)
     assert sorted(first) == sorted(recorded)  # every recorded sample, each used once
     assert first == second  # and replay to replay, in the same order
+
+
+def test_only_identical_requests_from_different_tasks_trade_places() -> None:
+    from hermes_replay._session.lanes import in_creation_order
+
+    issued = [("a", 9, "a@9"), ("b", 3, "b@3"), ("a", 7, "a@7"), ("a", 7, "a@7 again")]
+    # the a's take the a-places in creation order (7 before 9; one task's two in issue order);
+    # b keeps its place
+    assert in_creation_order(issued) == ["a@7", "b@3", "a@7 again", "a@9"]
+    # a request whose task has no readable creation number: that fingerprint stays as issued
+    assert in_creation_order([("a", 9, 1), ("a", None, 2), ("a", 7, 3)]) == [1, 2, 3]

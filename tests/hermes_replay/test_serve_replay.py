@@ -23,12 +23,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
-from _trajectory_api import child_env, stop, trajectory_api
+from _trajectory_api import child_env, pull_batches, stop, trajectory_api
 
 from hermes_replay._cassette import load_cassette
 from hermes_replay.cli import main
@@ -61,16 +60,7 @@ def _serve_with_trainer(harness: list[str], openai_flags: list[str], tmp_path: P
             env=child_env(), cwd=tmp_path,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
-            batches = []
-            deadline = time.monotonic() + 120
-            while len(batches) < 2 and time.monotonic() < deadline:
-                batch = httpx.get(api_url + "/batch", timeout=10).json()["batch"]
-                if batch:
-                    batches.append(batch)
-                else:
-                    assert env_proc.poll() is None, env_proc.stdout.read()[-5000:]
-                    time.sleep(0.3)
-            assert len(batches) == 2, "the trainer got no batches in time"
+            batches = pull_batches(api_url, env_proc, 2, within=120)
             # env_manager stops by itself (total_steps reached); the harness then reports
             output, _ = env_proc.communicate(timeout=90)
             assert env_proc.returncode == 0, output[-5000:]

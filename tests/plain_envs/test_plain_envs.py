@@ -128,6 +128,10 @@ def test_plain_env_records_replays_snapshots_diffs_and_probes(name, project, tmp
     assert len(rewards) == 8 and len(set(rewards.values())) > 1, rewards
     for group in groups.values():  # the group's score list is its rollouts' rewards, in order
         assert [rewards[rid] for rid in group["rollouts"]] == group["scores"]
+    for rid in rewards:  # turns: the model requests of its own traffic, or of its group's
+        outcome = recorded.rollouts[rid].outcome
+        traffic = recorded.rollouts[outcome.get("traffic") or rid].interactions
+        assert outcome["turns_used"] == len(traffic) >= 1, (rid, outcome)
     report = run_from_cassette(recorded)  # the HTML report's view: the same rollouts, each
     assert set(report.rollouts) == set(rewards)  # with a transcript (its group's, if shared)
     assert all(report.records[rid].interactions for rid in rewards)
@@ -177,3 +181,37 @@ def test_plain_env_records_replays_snapshots_diffs_and_probes(name, project, tmp
         probed = load_cassette(probe["cassette"])
         assert [r.outcome["reward"] for r in probed.rollouts.values()
                 if "reward" in r.outcome] == [probe["mean"]]
+
+
+def test_a_split_n_replays_each_choice_to_its_rollout(project, tmp_path, capsys, monkeypatch):
+    """``group_size`` 16 is above atroposlib's ``max_n_completions`` (8): ``ServerManager``
+    sends two identical ``n=8`` requests at once inside ONE group scope and joins their choices
+    in the order it created them. Which of the two got which answers at recording is arrival
+    order; the replay must hand each request the answers recorded for it, every time, so the
+    16 rollouts keep their rewards and ``groups.jsonl`` comes back byte for byte."""
+    cassette = project / "envs" / "cassettes" / "split.jsonl"
+    flags = ["process", "--env.tokenizer_name", str(bundled_tokenizer_path()),
+             "--env.total_steps", "1", "--env.group_size", "16"]
+    with ScriptedEndpoint(script=plain_script(), seed=0) as endpoint:
+        code = main(["record", "arith_chat_env.py", "--cassette", str(cassette), "--endpoint",
+                     endpoint.base_url, "--model", "scripted", "--seed", "7", "--", *flags,
+                     "--env.data_path_to_save_groups", "out/groups.jsonl"])
+        asked = [body for path, body in endpoint.requests if path.endswith("/chat/completions")]
+    assert code == 0, capsys.readouterr().err[-3000:]
+    assert [body.get("n") for body in asked] == [8, 8]  # atroposlib split it: the case itself
+    recorded = load_cassette(cassette)
+    rewards = {rid: r.outcome["reward"] for rid, r in recorded.rollouts.items()
+               if "reward" in r.outcome}
+    assert len(rewards) == 16 and len(set(rewards.values())) > 1, rewards
+    # one group, two requests answered differently: a swap on replay would move rewards
+    (group,) = [r for r in recorded.rollouts.values() if r.outcome.get("kind") == "group"]
+    first, second = group.interactions
+    assert first.request == second.request and first.response != second.response
+    recorded_groups = (project / "envs" / "out" / "groups.jsonl").read_bytes()
+    monkeypatch.chdir(project / "other")
+    for attempt in range(3):
+        out = tmp_path / f"replay{attempt}"
+        result = run_cassette(cassette, out_dir=out)
+        assert result.summary.misses == [] and result.error is None
+        assert result.rewards == rewards
+        assert (out / "groups.jsonl").read_bytes() == recorded_groups

@@ -1,0 +1,415 @@
+"""``replay DIR --executor ray``: each cassette a task on warm actors of a Ray cluster.
+
+We schedule nothing ourselves beyond keeping each actor busy: Ray places the actors on the
+cluster's nodes (one CPU each), and each actor replays one cassette at a time exactly as a
+``-j`` worker process does (``replay.replay_cassette``: its recorded command, outputs under
+``--out``, the env's output in ``env.log``).
+
+- **Cluster**: ``--ray-address ADDR``, else ``auto`` (``RAY_ADDRESS``, or the cluster a
+  ``ray start`` on this machine joined); when there is none, a local cluster of this
+  machine's cores (or ``-j N``) that ends with the run.
+- **Warm actors**: an actor imports the environment stack (atroposlib, the SDK, tokenizers,
+  this package) once when it starts, then replays cassette after cassette; the pool is one
+  actor per CPU of the cluster (at most ``-j N``, at most one per cassette).
+- **Files**: by default the nodes share a filesystem (a Slurm cluster's home or scratch, one
+  machine): the actors read the cassettes and write the outputs at the paths given here.
+  ``--ray-upload`` is for nodes that share none: the cassettes' project goes to the workers
+  as Ray's runtime environment ``working_dir`` (so it must fit Ray's upload limit), and each
+  cassette's out folder comes back to the driver as a tar in the task's result.
+- **Order**: results come back as they finish and print in the folder's order (a row waits
+  only for the rows before it); one table and exit code at the end, as with ``-j``.
+- **Failures**: an actor that dies (its process killed, its node lost) is an ERROR line for
+  that cassette, which is retried once on a fresh actor; if that dies too, its row is ERROR.
+- **Ctrl-C**: tasks not started are cancelled, the actors are killed, a local cluster is
+  shut down; what finished is shown, exit 130.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import tarfile
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from hermes_replay._cli._executor import ExecutorError
+from hermes_replay._cli._parallel import Job, Outcome, default_jobs
+from hermes_replay._cli._run_summary import RunSummary
+from hermes_replay._terminal.render import Style
+
+__all__ = ["replay_on_ray"]
+
+# One task at a time per actor: a task queued behind one whose actor dies would die with it
+# and spend its one retry without having started (measured: the round trip between two tasks
+# is a few ms against a cassette's hundreds).
+_DEPTH = 1
+_UPLOAD_LIMIT = 256 << 20  # bytes of one cassette's outputs sent back with --ray-upload
+# variables of the driver's machine that must not replace the worker's own
+_MACHINE_VARS = ("HOSTNAME", "PWD", "OLDPWD", "TMPDIR", "SHLVL", "_")
+_EXCLUDES = [".git", ".venv*", "**/__pycache__", "replay-out", "node_modules", "*.egg-info"]
+
+
+class _Worker:
+    """A warm replay worker (made a Ray actor class in :func:`_actor_class`)."""
+
+    def __init__(self, replay: Any) -> None:
+        # The environment stack, imported once per actor: what makes the first cassette of a
+        # cold process slow (seconds), paid here instead of per task.
+        # (``environments``, our agent layer, comes with the first env file: this package
+        # never imports it)
+        import atroposlib.envs.base  # noqa: F401
+        import openai  # noqa: F401
+        import transformers  # noqa: F401
+
+        self.replay_cassette = replay  # ``replay.replay_cassette``: unpickling it imported the
+        # CLI's replay module here (passed in, so this module does not import it)
+        self.started = time.time()
+
+    def where(self) -> tuple[str, int]:
+        import ray
+
+        return ray.get_runtime_context().get_node_id(), os.getpid()
+
+    def replay(self, job: Job, upload_root: str | None) -> Outcome:
+        replay_cassette = self.replay_cassette
+        node, pid = self.where()
+        if upload_root is None:
+            outcome = _run_job(replay_cassette, job, job.cassette, job.out_dir, Path(job.cwd))
+        else:  # paths below the uploaded project (this actor's working directory)
+            import shutil
+            import tempfile
+
+            here = Path.cwd()
+            cassette = here / job.cassette.relative_to(upload_root)
+            cwd = Path(job.cwd)
+            cwd = here / cwd.relative_to(upload_root) if cwd.is_relative_to(upload_root) \
+                else here
+            out_dir = Path(tempfile.mkdtemp(prefix="hermes-replay-out-"))
+            try:
+                outcome = _run_job(replay_cassette, job, cassette, out_dir, cwd)
+                outcome.archive = _tar(out_dir)
+            finally:
+                shutil.rmtree(out_dir, ignore_errors=True)
+        outcome.summary.worker = f"{node[:12]}:{pid}"
+        return outcome
+
+
+def _run_job(replay: Any, job: Job, cassette: Path, out_dir: Path, cwd: Path) -> Outcome:
+    """One cassette in this actor: the driver's environment laid over the worker's own (not
+    replacing it: the worker's machine and Ray's variables stay), its stderr captured."""
+    from contextlib import redirect_stderr
+
+    from hermes_replay._cli._parallel import _PROGRESS_PREFIX
+
+    saved = dict(os.environ)
+    os.environ.update({k: v for k, v in job.environ.items()
+                       if not k.startswith("RAY_") and k not in _MACHINE_VARS})
+    os.chdir(cwd)
+    err = io.StringIO()
+    try:
+        with redirect_stderr(err):
+            summary, mode = replay(cassette, out_dir, job.strict, job.verbose, job.tools)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    shown = "".join(line for line in err.getvalue().splitlines(keepends=True)
+                    if not line.startswith(_PROGRESS_PREFIX))
+    return Outcome(job.index, summary, mode, shown)
+
+
+def _tar(folder: Path) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        if folder.is_dir():
+            tar.add(folder, arcname=".")
+    data = buf.getvalue()
+    if len(data) > _UPLOAD_LIMIT:
+        raise RuntimeError(f"the outputs of one cassette are {len(data) >> 20} MiB, over the "
+                           f"{_UPLOAD_LIMIT >> 20} MiB --ray-upload sends back; replay on a "
+                           "shared filesystem instead (no --ray-upload)")
+    return data
+
+
+def _untar(data: bytes, out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        tar.extractall(out_dir, filter="data")  # no links out, no absolute paths
+
+
+def _actor_class() -> Any:
+    import ray
+
+    return ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(_Worker)
+
+
+def _project_root(cassettes: list[Path]) -> Path:
+    """The folder ``--ray-upload`` ships, found as a replay finds env files: the working
+    directory when every cassette is inside it, else the cassettes' project (the nearest
+    ancestor with a pyproject.toml, setup file or .git), which holds their env files too."""
+    from hermes_replay._runner.plan import _PROJECT_MARKERS
+
+    paths = [c.resolve() for c in cassettes]
+    cwd = Path.cwd().resolve()
+    if all(p.is_relative_to(cwd) for p in paths):
+        return cwd
+    for parent in paths[0].parents:
+        if any((parent / m).exists() for m in _PROJECT_MARKERS):
+            outside = [c for c in paths if not c.is_relative_to(parent)]
+            if outside:
+                raise ExecutorError(f"--ray-upload ships one project ({parent}); "
+                                    f"{outside[0]} is outside it: replay each project on "
+                                    "its own")
+            return parent
+    raise ExecutorError(f"--ray-upload ships the cassettes' project, but {paths[0]} is in "
+                        "none (no pyproject.toml, setup file or .git above it): run from "
+                        "the folder that holds the cassettes and their env files")
+
+
+def _current_cluster_file() -> Path:
+    """Where ``ray start --head`` leaves its address: Ray's own default temp folder
+    (``RAY_TMPDIR``, else ``TMPDIR`` on Linux, else /tmp) + ``ray/ray_current_cluster`` —
+    the file ``ray.init("auto")`` reads."""
+    base = os.environ.get("RAY_TMPDIR") or (
+        os.environ.get("TMPDIR") if sys.platform.startswith("linux") else None) or "/tmp"
+    return Path(base) / "ray" / "ray_current_cluster"
+
+
+def _auto_address() -> str | None:
+    """What ``auto`` would join: ``RAY_ADDRESS``, else ``"auto"`` when the address ``ray
+    start`` left answers — only then: a cluster that crashed leaves that file behind, and
+    ``ray.init("auto")`` then waits on it for minutes instead of failing."""
+    import socket
+
+    given = os.environ.get("RAY_ADDRESS")
+    if given:
+        return given
+    try:
+        text = _current_cluster_file().read_text().strip()
+    except OSError:
+        return None
+    host, _, port = text.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=2):
+            # "auto", not the address read: Ray takes the token of a cluster it found on its
+            # own (~/.ray/auth_token, RAY_AUTH_TOKEN_PATH), never one of an explicit address
+            return "auto"
+    except (OSError, ValueError):
+        return None
+
+
+def _connect(address: str | None, jobs: int | None, runtime_env: dict[str, Any] | None,
+             log: Any) -> bool:
+    """Join the cluster (True) or start a local one (False): ``address`` is a cluster's
+    address, ``auto``/None (the one this machine is part of, else local) or ``local``."""
+    import ray
+    from ray.exceptions import AuthenticationError
+
+    common = {"runtime_env": runtime_env, "log_to_driver": False,
+              "logging_level": "ERROR", "configure_logging": True}
+    explicit = address not in (None, "auto", "local")
+    target = address if explicit else (_auto_address() if address != "local" else None)
+    if target is not None:
+        shown = "this machine's cluster" if target == "auto" else target
+        try:
+            ray.init(address=target, **common)
+        except (ConnectionError, AuthenticationError) as exc:
+            # ray.init turns the GCS's refusal of a driver without the cluster's token into
+            # a ConnectionError; the refusal itself is its cause
+            if any(isinstance(e, AuthenticationError) or "InvalidAuthToken" in str(e)
+                   for e in _chain(exc)):
+                mode = os.environ.get("RAY_AUTH_MODE", "unset")
+                raise ExecutorError(
+                    f"the Ray cluster at {shown} refused this driver's token (RAY_AUTH_MODE "
+                    f"is {mode}); next step: that cluster uses token authentication — set "
+                    "RAY_AUTH_MODE=token and give its token as RAY_AUTH_TOKEN_PATH=FILE (or "
+                    "RAY_AUTH_TOKEN); Ray reads ~/.ray/auth_token by itself only for a "
+                    "cluster it finds (--ray-address auto), never for an address given"
+                ) from None
+            raise ExecutorError(
+                f"no Ray cluster answers at {shown} ({_reason(exc)}); next step: check the "
+                "address `ray start --head` printed, or pass --ray-address local for a "
+                "cluster of this machine alone") from None
+        where = ray.get_runtime_context().gcs_address if target == "auto" else target
+        log(f"hermes-replay replay: on the Ray cluster at {where} "
+            f"({int(ray.cluster_resources().get('CPU', 0))} CPUs)")
+        return True
+    cpus = jobs or default_jobs()
+    ray.init(num_cpus=cpus, include_dashboard=False, **common)
+    log(f"hermes-replay replay: started a local Ray cluster ({cpus} CPUs)"
+        + ("" if address == "local" else "; no cluster found to join"))
+    return False
+
+
+def replay_on_ray(replay: Any, cassettes: list[Path], outs: list[Path], strict: bool,
+                  verbose: bool, tools: dict[str, Any], style: Style, *,
+                  jobs: int | None = None, address: str | None = None, upload: bool = False,
+                  **_: Any) -> tuple[list[Outcome], bool]:
+    """Replay ``cassettes`` into ``outs`` on Ray with ``replay`` (``replay.replay_cassette``,
+    passed by reference so this module does not import it); returns the outcomes in order
+    and whether Ctrl-C stopped the run."""
+    import ray
+
+    log = _log()
+    if not cassettes:
+        return [], False
+    root = _project_root(cassettes) if upload else None
+    runtime_env = None
+    if root is not None:  # the outputs of this very run are not shipped with the inputs
+        excludes = [*_EXCLUDES, *(f"/{o.resolve().relative_to(root).as_posix()}"
+                                  for o in {p.parent for p in outs}
+                                  if o.resolve().is_relative_to(root))]
+        runtime_env = {"working_dir": str(root), "excludes": excludes}
+    _connect(address, jobs, runtime_env, log)
+    here, environ = str(Path.cwd()), dict(os.environ)
+    todo = deque(Job(i, c.resolve(), o.resolve(), strict, verbose, dict(tools), here, environ)
+                 for i, (c, o) in enumerate(zip(cassettes, outs, strict=True)))
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    size = max(1, min(cpus, jobs or cpus, len(cassettes)))
+    log(f"hermes-replay replay: {len(cassettes)} cassettes on {size} Ray actors"
+        + (f" (project shipped from {root})" if root else " (shared filesystem)"))
+    pool = _Pool(_actor_class(), size, None if root is None else str(root), replay)
+    printer = _InOrder(style)
+    interrupted = False
+    try:
+        for outcome in pool.run(todo, log):
+            if upload and outcome.archive is not None:
+                _untar(outcome.archive, outs[outcome.index])
+                outcome.archive = None
+            outcome.summary.cassette = str(cassettes[outcome.index])
+            printer.add(outcome)
+    except KeyboardInterrupt:
+        interrupted = True
+        printer.flush_rest()
+        log("hermes-replay replay: interrupted; cancelling the Ray tasks")
+    finally:
+        pool.stop()
+        ray.shutdown()  # a local cluster ends here; a joined one only loses this driver
+    done = sorted(printer.done, key=lambda o: o.index)  # after Ctrl-C some came out of order
+    return done, interrupted
+
+
+def _log() -> Any:
+    def log(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    return log
+
+
+class _InOrder:
+    """Prints each outcome once every outcome before it in the folder's order has come."""
+
+    def __init__(self, style: Style) -> None:
+        self.style = style
+        self.waiting: dict[int, Outcome] = {}
+        self.done: list[Outcome] = []
+        self.next = 0
+
+    def add(self, outcome: Outcome) -> None:
+        self.waiting[outcome.index] = outcome
+        while self.next in self.waiting:
+            ready = self.waiting.pop(self.next)
+            if ready.stderr:
+                sys.stderr.write(ready.stderr)
+                sys.stderr.flush()
+            print("\n".join(ready.summary.lines(self.style)), flush=True)
+            self.done.append(ready)
+            self.next += 1
+
+    def flush_rest(self) -> None:
+        """On Ctrl-C: what finished out of order is still shown."""
+        for index in sorted(self.waiting):
+            self.done.append(self.waiting.pop(index))
+
+
+class _Pool:
+    """Actors kept ``_DEPTH`` tasks deep; a dead actor replaced and its cassettes retried once."""
+
+    def __init__(self, actor_cls: Any, size: int, upload_root: str | None,
+                 replay: Any) -> None:
+        self.cls = actor_cls
+        self.upload_root = upload_root
+        self.replay = replay
+        self.actors = [actor_cls.remote(replay) for _ in range(size)]
+        self.pending: dict[Any, tuple[Job, Any, int]] = {}  # ref -> job, actor, attempt
+        self.deaths: dict[int, str] = {}  # job index -> why its first worker died
+
+    def _submit(self, actor: Any, job: Job, attempt: int) -> None:
+        ref = actor.replay.remote(job, self.upload_root)
+        self.pending[ref] = (job, actor, attempt)
+
+    def _load(self, actor: Any) -> int:
+        return sum(1 for _, a, _ in self.pending.values() if a is actor)
+
+    def run(self, todo: deque[Job], log: Any) -> Any:
+        import ray
+        from ray.exceptions import RayError, RayTaskError
+
+        retry: deque[tuple[Job, int]] = deque()
+        while todo or retry or self.pending:
+            for actor in list(self.actors):
+                while self._load(actor) < _DEPTH and (retry or todo):
+                    job, attempt = retry.popleft() if retry else (todo.popleft(), 0)
+                    self._submit(actor, job, attempt)
+            ready, _ = ray.wait(list(self.pending), num_returns=1)
+            for ref in ready:
+                job, actor, attempt = self.pending.pop(ref)
+                try:
+                    outcome = ray.get(ref)
+                except RayTaskError as exc:  # the replay itself raised in the actor
+                    yield _failed(job, f"the replay raised in its Ray worker: "
+                                  f"{_reason(exc)}")
+                    continue
+                except RayError as exc:  # the actor died: killed, out of memory, node lost
+                    if actor in self.actors:  # replace it once, for all its lost tasks
+                        self.actors.remove(actor)
+                        self.actors.append(self.cls.remote(self.replay))
+                    if attempt == 0:
+                        log(f"ERROR {job.cassette}: its Ray worker died "
+                            f"({_reason(exc)}); retrying once on another worker")
+                        self.deaths[job.index] = _reason(exc)
+                        retry.append((job, 1))
+                    else:
+                        yield _failed(job, f"its Ray worker died, and again on the retry "
+                                      f"({_reason(exc)}) — see the Ray logs of the nodes "
+                                      "(/tmp/ray/session_latest/logs)")
+                    continue
+                if job.index in self.deaths:
+                    outcome.summary.retried = (f"its first Ray worker died "
+                                               f"({self.deaths[job.index]})")
+                yield outcome
+
+    def stop(self) -> None:
+        import ray
+
+        for ref in list(self.pending):
+            try:
+                ray.cancel(ref)
+            except Exception:  # already finished, or its actor is gone
+                pass
+        for actor in self.actors:
+            ray.kill(actor, no_restart=True)
+        self.pending.clear()
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from (bounded: a chain may loop)."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 20:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:300]
+
+
+def _failed(job: Job, message: str) -> Outcome:
+    summary = RunSummary(mode="replay", cassette=str(job.cassette))
+    summary.error = message
+    return Outcome(job.index, summary, "?", "")

@@ -131,7 +131,14 @@ async def _cleanup(ctx: ToolContext, rollout_id: str) -> None:
 async def _score(env: RolloutEnv, item: Any, result: AgentResult, ctx: ToolContext,
                  rollout_id: str) -> tuple[float, str | None]:
     try:
-        reward = float(await env.compute_reward(item, result, ctx))
+        with hermes_replay.scoring():  # a judge's requests are reward calls, not agent turns
+            reward = float(await env.compute_reward(item, result, ctx))
+    except hermes_replay.RequestNotRecorded as miss:
+        # a replayed judge call with no recording: the session reports it (with its diff) as
+        # the run's verdict; this rollout scores 0.0 and the other rollouts still run
+        logger.warning("rollout %s: reward call had no recording (%s); reward 0.0", rollout_id,
+                       miss.miss.headline())
+        return 0.0, "replay miss in compute_reward"
     except Exception as exc:
         logger.exception("rollout %s: compute_reward raised; reward 0.0 (counted in "
                          "train/reward_errors)", rollout_id)

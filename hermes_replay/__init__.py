@@ -5,6 +5,7 @@ Public API (everything else is private and may change)::
     cassette(path, mode="replay", **options)   # context manager, sync and async -> Session
     rollout(rollout_id)                         # rollout-identity scope (contextvars)
     current_rollout() -> RolloutScope | None    # the scope of the running rollout
+    scoring()                                   # requests inside are the rollout's reward calls
     annotate(**fields)                          # tell the active cassette env name, tokenizer …
     active_mode() -> "replay" | "record" | … | None   # the cassette active in this context
     recorded_endpoint(url_prefix)               # record/replay a tool's HTTP API like LLM calls
@@ -44,7 +45,7 @@ from hermes_replay._runner.result import RolloutOutcome, RunResult
 from hermes_replay._runner.run import run_cassette
 from hermes_replay._secrets.redact import scrub
 from hermes_replay._session.known_good import offer_known_good
-from hermes_replay._session.scope import RolloutScope, current_rollout, rollout
+from hermes_replay._session.scope import RolloutScope, current_rollout, rollout, scoring
 from hermes_replay._session.session import Session, cassette
 from hermes_replay._session.summary import ReplayEvent, ReplaySummary
 from hermes_replay._session.tools import ToolCallMiss, ToolCallsDrifted, tool_call
@@ -86,6 +87,7 @@ __all__ = [
     "recorded_endpoint",
     "rollout",
     "run_cassette",
+    "scoring",
     "scrub",
     "tokenizer_for_run",
     "tool_call",

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["CassetteError", "CassetteMiss", "HermesReplayError", "Miss", "RecordingFailed",
-           "ReplayFailed", "RequestNotRecorded", "UnknownFlags", "UnusedRecordings"]
+           "ReplayFailed", "RequestNotRecorded", "UnknownFlags", "UnusedRecordings", "miss_text"]
 
 
 class HermesReplayError(Exception):
@@ -105,8 +105,17 @@ class Miss:
 
     ``seq`` is the request's 0-based sequence number within its rollout (its order of issue
     among scope-less requests); messages show it as ``turn`` (seq + 1). ``diff`` compares it
-    with the nearest recording (``nearest`` names that recording as ``(rollout, seq)``) and is
-    empty if there is none.
+    with the nearest recording (``nearest`` names that recording as ``(rollout, seq)``): every
+    diverging field, each with its own lines, and is empty if there is none; ``short`` is the
+    same with the first three fields in full and the rest counted (what a report shows unless
+    asked for all).
+
+    ``reward_call`` (1-based) is set for a request made while the rollout's reward was being
+    computed (an LLM judge): it is the K-th reward call of its rollout, as ``show`` numbers
+    it, and it was compared with recorded reward calls only. ``cause`` is the headline of the
+    earlier miss of the same rollout this one follows from (its agent turn missed, so what the
+    reward saw changed): a consequence, not another root cause. ``normalizer`` names the
+    built-in normalizer(s) with which the request would have matched (``"datetime"``).
     """
 
     cassette: str
@@ -117,24 +126,53 @@ class Miss:
     reason: str
     nearest: tuple[str | None, int] | None = None
     diff: str = ""
+    short: str = ""
+    reward_call: int | None = None
+    nearest_reward_call: int | None = None
+    cause: str | None = None
+    normalizer: str | None = None
 
     @property
     def turn(self) -> int:
         """The 1-based turn, as every message, log line, ``ls``, ``show`` and ``diff`` count."""
         return self.seq + 1
 
-    def headline(self) -> str:
+    @property
+    def where(self) -> str:
+        """``rollout 'r', turn 2`` or ``reward call 1 of rollout 'r'``."""
+        if self.reward_call is not None:
+            return f"reward call {self.reward_call} of rollout {self.rollout!r}"
         where = f"rollout {self.rollout!r}" if self.rollout else "outside any rollout"
-        return f"{where}, turn {self.turn}: {self.method} {self.path}"
+        return f"{where}, turn {self.turn}"
 
-    def describe(self, max_diff_lines: int | None = None) -> str:
-        """The miss with its reason and diff (``max_diff_lines`` shortens a long diff)."""
+    @property
+    def short_where(self) -> str:
+        """``r turn 2`` / ``r reward call 1``: for lists of misses."""
+        if self.reward_call is not None:
+            return f"{self.rollout} reward call {self.reward_call}"
+        return f"{self.rollout or '<no rollout>'} turn {self.turn}"
+
+    def headline(self) -> str:
+        return f"{self.where}: {self.method} {self.path}"
+
+    def describe(self, max_diff_lines: int | None = None, *, verbose: bool = True) -> str:
+        """The miss with its reason and diff: every field (``verbose``), or the first three
+        in full and the rest counted; ``max_diff_lines`` also caps the lines shown."""
         lines = [f"{self.cassette}: {self.headline()}", f"  {self.reason}"]
+        if self.cause is not None:
+            lines.append(f"  follows from the miss at {self.cause}")
         if self.nearest is not None:
             rollout, seq = self.nearest
-            name = f"rollout {rollout!r}" if rollout else "scope-less request"
-            lines.append(f"  nearest recording: {name}, turn {seq + 1}")
-        diff = self.diff.splitlines()
+            if self.nearest_reward_call is not None:
+                name = f"reward call {self.nearest_reward_call} of rollout {rollout!r}"
+                lines.append(f"  nearest recording: {name} (request {seq + 1})")
+            else:
+                name = f"rollout {rollout!r}" if rollout else "scope-less request"
+                lines.append(f"  nearest recording: {name}, turn {seq + 1}")
+        if self.normalizer:
+            lines.append(f"  it matches the recording once {self.normalizer} values are "
+                         "normalized (see the next step)")
+        diff = (self.diff if verbose or not self.short else self.short).splitlines()
         if max_diff_lines is not None and len(diff) > max_diff_lines:
             diff = [*diff[:max_diff_lines], f"… {len(diff) - max_diff_lines} more diff line(s)"]
         lines.extend("    " + line for line in diff)
@@ -147,7 +185,9 @@ _MISS_HINT = (
     "next step: if the change is intended, record only what is missing with "
     "cassette(..., mode=\"auto\") (it keeps the old file until it succeeds); if a field is "
     "volatile, ignore it with cassette(..., ignore_paths=[\"body.metadata\"]) or normalize it "
-    "with normalizers=[(regex, replacement)]."
+    "with normalizers=[\"datetime\"] (built-ins: datetime, uuid, tmp-path, epoch, hex-id) or "
+    "[(regex, replacement)] — or keep it with the cassette: `hermes-replay normalize CASSETTE "
+    "--add datetime`."
 )
 
 
@@ -164,17 +204,44 @@ class CassetteMiss(HermesReplayError):
         self.misses = list(misses)
         self.cassette = str(cassette) if cassette is not None else None
         self.hint = hint
-        head = f"{len(self.misses)} request(s) had no matching recording"
-        if self.cassette:
-            head += f" in {self.cassette}"
-        body = "\n".join(m.describe() for m in self.misses)
-        super().__init__(f"{head}:\n{body}\n{hint}")
+        super().__init__(miss_text(self.misses, self.cassette, hint))
 
     def with_hint(self, hint: str) -> CassetteMiss:
         """The same misses with the next step phrased for another place (CLI, pytest)."""
         if type(self) is not CassetteMiss:
             return self
         return CassetteMiss(self.misses, cassette=self.cassette, hint=hint)
+
+
+def miss_text(misses: list[Miss], cassette: str | None, hint: str, *, verbose: bool = False,
+              shown: int | None = None, more: str = "") -> str:
+    """Misses as one report: the root causes with their diffs (the first three fields of each
+    unless ``verbose``; at most ``shown`` misses), then the misses that follow from them,
+    one line each, then the next step."""
+    roots = [m for m in misses if m.cause is None]
+    after = [m for m in misses if m.cause is not None]
+    head = f"{len(misses)} request(s) had no matching recording"
+    if after:
+        head += f" ({len(roots)} cause(s); {len(after)} follow from an earlier miss)"
+    if cassette:
+        head += f" in {cassette}"
+    listed = roots if shown is None else roots[:shown]
+    lines = [head + ":"] + [m.describe(verbose=verbose) for m in listed]
+    rest = roots[len(listed):]
+    if rest:
+        where = ", ".join(m.short_where for m in rest[:8]) + (" …" if len(rest) > 8 else "")
+        lines.append(f"… and {len(rest)} more miss(es) ({where}){more}")
+    if after:
+        lines.append(f"{len(after)} miss(es) follow from those (a consequence, not a cause: "
+                     "what the rollout sent after its miss changed with it):")
+        if verbose:
+            lines += [m.describe(verbose=True) for m in after]
+        else:
+            lines += [f"  {m.headline()} — after {m.cause}" for m in after[:20]]
+            if len(after) > 20:
+                lines.append(f"  … and {len(after) - 20} more")
+    lines.append(hint)
+    return "\n".join(lines)
 
 
 class ReplayFailed(HermesReplayError):

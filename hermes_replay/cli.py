@@ -29,6 +29,7 @@ COMMANDS: tuple[str, ...] = (
     "verify",
     "merge",
     "compact",
+    "normalize",
 )
 
 

@@ -97,10 +97,15 @@ def pytest_configure(config: pytest.Config) -> None:
 _AUTO = "hermes-replay auto"  # a user property of the test: xdist carries it to the controller
 
 
-def _note_auto(node: pytest.Item, cassette: Path, rerecorded: dict[str, int] | None) -> None:
-    """What ``--replay-mode auto`` did to ``cassette`` in this test, for the terminal summary;
-    ``rerecorded`` None: the run failed, so the cassette was left as it was."""
-    node.user_properties.append((_AUTO, [str(cassette), rerecorded]))
+def _note_auto(node: pytest.Item, cassette: Path, summary: Any) -> None:
+    """What ``--replay-mode auto`` did to ``cassette`` in this test, for the terminal summary
+    (re-recorded turns, and what the new file holds); ``summary`` None: the run failed, so
+    the cassette was left as it was."""
+    if summary is None:
+        node.user_properties.append((_AUTO, [str(cassette), None]))
+        return
+    written = dict(summary.written) if summary.written is not None else None
+    node.user_properties.append((_AUTO, [str(cassette), [dict(summary.rerecorded), written]]))
 
 
 class _AutoReport:
@@ -108,7 +113,7 @@ class _AutoReport:
     prints them at the end: what was re-recorded where, and which cassettes were kept."""
 
     def __init__(self) -> None:
-        self.notes: list[tuple[str, str, dict[str, int] | None]] = []
+        self.notes: list[tuple[str, str, list[Any] | None]] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "teardown":  # the last report: a fixture's own exit has run too
@@ -124,7 +129,7 @@ class _AutoReport:
         terminalreporter.write_sep("-", "hermes-replay --replay-mode auto")
         for nodeid, cassette, rerecorded in self.notes:
             what = ("the run failed: the cassette was kept as it was" if rerecorded is None
-                    else rerecorded_line(rerecorded))
+                    else rerecorded_line(*rerecorded))
             terminalreporter.write_line(f"{nodeid}: {cassette}: {what}")
 
 
@@ -137,6 +142,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     """A test that replayed a cassette and failed before asserting its snapshot keeps it."""
     outcome = yield
     report = outcome.get_result()
+    if report.when == "call":
+        _reward_section(item, report)
     protected = item.config.stash.setdefault(_PROTECTED, set())
     if report.when == "call" and report.failed and _snapshot_not_reached(item, call):
         protected.add(report.nodeid)
@@ -146,6 +153,48 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         syrupy = getattr(item.config, "_syrupy", None)  # syrupy's session object
         if syrupy is not None and hasattr(syrupy, "ran_item"):
             syrupy.ran_item(report.nodeid, "skipped")
+
+
+_SHOWN_CHANGES = 4  # under the assertion: pytest cuts an explanation after 8 lines
+
+
+def _reward_section(item: pytest.Item, report: pytest.TestReport) -> None:
+    """A failed reward snapshot's changes, every one of them, as a section of the report:
+    pytest shortens an assertion's explanation (to 8 lines unless -vv), never a section."""
+    import sys
+
+    if not report.failed or "hermes_replay.snapshot" not in sys.modules:
+        return  # (only tests that use the extension import it)
+    from hermes_replay.snapshot import failed_reward_snapshots
+
+    found = failed_reward_snapshots(getattr(item, "funcargs", {}).get("snapshot"))
+    if found:
+        report.sections.append(("hermes-replay reward snapshot",
+                                "\n\n".join("\n".join(lines) for lines in found)))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any,
+                              right: Any) -> list[str] | None:
+    """``assert run == snapshot(extension_class=RolloutSnapshotExtension)``: one line per
+    changed rollout (``rollout  old → new  Δ``) instead of syrupy's two-line text diff; the
+    whole list is the report section above (``_reward_section``)."""
+    import sys
+
+    if "hermes_replay.snapshot" not in sys.modules:
+        return None
+    from hermes_replay.snapshot import failed_reward_snapshots
+
+    for side in (right, left):
+        found = failed_reward_snapshots(side) if hasattr(side, "_execution_results") else []
+        if found:
+            lines = found[-1]
+            head = ["the run differs from its stored snapshot:", *lines[:_SHOWN_CHANGES + 1]]
+            if len(lines) > _SHOWN_CHANGES + 1:
+                head.append(f"… {len(lines) - _SHOWN_CHANGES - 1} more: every change is in the "
+                            "'hermes-replay reward snapshot' section below")
+            return head
+    return None
 
 
 def _announce_rollout_snapshots(item: pytest.Item) -> None:
@@ -291,26 +340,36 @@ def replay_run(
             result = run_cassette(cassette, out_dir=tmp_path / f"run-{runs}", mode=mode,
                                   command=command, **merged)
         except CassetteMiss as exc:
-            raise exc.with_hint(_pytest_miss_hint(request)) from None
+            raise exc.with_hint(_pytest_miss_hint(request, exc.misses, cassette)) from None
         except BaseException:
             if mode == "auto":
                 _note_auto(request.node, cassette, None)
             raise
         if mode == "auto":
-            _note_auto(request.node, cassette, dict(result.summary.rerecorded)
-                       if result.summary is not None else None)
+            _note_auto(request.node, cassette, result.summary)
         return result
 
     return run
 
 
-def _pytest_miss_hint(request: pytest.FixtureRequest) -> str:
+def _pytest_miss_hint(request: pytest.FixtureRequest, misses: Sequence[Any] = (),
+                      cassette: Path | None = None) -> str:
+    fixes = list(dict.fromkeys(n for m in misses if getattr(m, "normalizer", None)
+                               for n in m.normalizer.split(" + ")))
+    where = str(cassette) if cassette is not None else "CASSETTE"
+    first = ""
+    if fixes:
+        first = (f"the requests match their recordings once {' and '.join(fixes)} values are "
+                 "normalized; keep that with the cassette (every replay applies it): "
+                 f"hermes-replay normalize {where} " + " ".join(f"--add {n}" for n in fixes)
+                 + "; otherwise, ")
     return (
-        "next step: if the change is intended, re-record only what is missing (the old "
+        f"next step: {first}if the change is intended, re-record only what is missing (the old "
         f"cassette stays until it succeeds): pytest --replay-mode auto {request.node.nodeid} "
-        "(with the recorded endpoint reachable); if a field is volatile, ignore or normalize "
-        "it: @pytest.mark.cassette(..., ignore_paths=[\"body.metadata\"], "
-        "normalizers=[(regex, replacement)])"
+        "(with the recorded endpoint reachable); if a field is volatile, keep a normalizer "
+        f"with the cassette (hermes-replay normalize {where} --add datetime; built-ins: "
+        "datetime, uuid, tmp-path, epoch, hex-id) or ignore it: "
+        "@pytest.mark.cassette(..., ignore_paths=[\"body.metadata\"])"
     )
 
 
@@ -332,13 +391,13 @@ def hermes_cassette(request: pytest.FixtureRequest, replay_mode: str) -> Iterato
             else:
                 yield session
     except hermes_replay.CassetteMiss as exc:
-        raise exc.with_hint(_pytest_miss_hint(request)) from None
+        raise exc.with_hint(_pytest_miss_hint(request, exc.misses, path)) from None
     except BaseException:
         if mode == "auto":
             _note_auto(request.node, path, None)
         raise
     if mode == "auto" and session is not None:
-        _note_auto(request.node, path, dict(session.summary().rerecorded))
+        _note_auto(request.node, path, session.summary())
 
 
 @pytest.fixture

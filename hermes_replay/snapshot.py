@@ -25,7 +25,8 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from hermes_replay._errors import HermesReplayError
 from hermes_replay._runner.result import RunResult
 
-__all__ = ["RolloutSnapshotExtension", "render_run"]
+__all__ = ["RolloutSnapshotExtension", "failed_reward_snapshots", "render_run",
+           "reward_changes"]
 
 FORMAT_LINE = "# hermes-replay rollout snapshot v1"
 # Metrics that measure wall time or throughput change every run; never snapshot them.
@@ -101,3 +102,87 @@ class RolloutSnapshotExtension(SingleFileSnapshotExtension):
             f"RolloutSnapshotExtension snapshots a hermes_replay RunResult, got "
             f"{type(data).__name__}; pass the object returned by the replay_run fixture."
         )
+
+
+_FIRST_RUN = ("no snapshot yet: this is the test's first run. Run `pytest --snapshot-update` "
+              "once to write it (a readable table beside the test; commit it); every later run "
+              "compares its rewards with it")
+
+
+def _table(text: str) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """A snapshot's rollouts (id -> [reward, turns, finished, tool errors]) and metrics."""
+    rollouts: dict[str, list[str]] = {}
+    metrics: dict[str, str] = {}
+    section = ""
+    for line in text.splitlines():
+        if not line.startswith("  "):
+            section = line.split(":", 1)[0]
+            continue
+        cols = line.split()
+        if section == "rollouts" and cols:
+            rollouts[cols[0]] = cols[1:]
+        elif section.endswith("metrics") or section.startswith("wandb metrics"):
+            if len(cols) >= 2:
+                metrics[f"{section.split()[0]}/{cols[0]}"] = " ".join(cols[1:])
+    return rollouts, metrics
+
+
+def _delta(old: str, new: str) -> str:
+    try:
+        return f"{float(new) - float(old):+.4f}"
+    except ValueError:
+        return ""
+
+
+def reward_changes(snapshot: str, current: str) -> list[str]:
+    """What moved between a stored snapshot and this run: one line per changed rollout
+    (``rollout  old → new  Δ``, other changed columns after it), per rollout only one side
+    has, per changed metric; a missing snapshot says how to write it."""
+    if not snapshot.strip():
+        return [_FIRST_RUN]
+    old, old_metrics = _table(snapshot)
+    new, new_metrics = _table(current)
+    names = ("reward", "turns", "finished", "tool errors")
+    rows: list[list[str]] = []
+    for rid in sorted(set(old) | set(new)):
+        a, b = old.get(rid), new.get(rid)
+        if a == b:
+            continue
+        if a is None or b is None:
+            rows.append([rid, "only in this run" if a is None else "only in the snapshot",
+                         "", ""])
+            continue
+        also = ", ".join(f"{n} {x} → {y}" for n, x, y in zip(names[1:], a[1:], b[1:],
+                                                              strict=False) if x != y)
+        rows.append([rid, f"{a[0]} → {b[0]}", _delta(a[0], b[0]) if a[0] != b[0] else "=",
+                     also])
+    for key in sorted(set(old_metrics) | set(new_metrics)):
+        x, y = old_metrics.get(key, "-"), new_metrics.get(key, "-")
+        if x != y:
+            rows.append([key, f"{x} → {y}", _delta(x, y), ""])
+    if not rows:
+        return ["the snapshot differs only in layout; `pytest --snapshot-update` rewrites it"]
+    changed = sum(1 for r in rows if r[0] in old or r[0] in new)
+    head = (f"{changed} of {len(set(old) | set(new))} rollout(s) changed (snapshot → this run); "
+            "`pytest --snapshot-update` accepts it if intended:")
+    width = [max(len(r[i]) for r in rows) for i in range(3)]
+    out = [head]
+    for r in rows:
+        line = f"  {r[0].ljust(width[0])}  {r[1].ljust(width[1])}  {r[2].rjust(width[2])}"
+        out.append((line + (f"  ({r[3]})" if r[3] else "")).rstrip())
+    return out
+
+
+def failed_reward_snapshots(snapshot: Any) -> list[list[str]]:
+    """For each failed assertion of a syrupy ``snapshot`` fixture that compared a rollout
+    table: its ``reward_changes`` (what the pytest plugin shows for it)."""
+    results = getattr(snapshot, "_execution_results", None)  # syrupy's record of each assert
+    out: list[list[str]] = []
+    for result in (results or {}).values():
+        data = getattr(result, "asserted_data", None)
+        if getattr(result, "success", True) or not isinstance(data, str) or \
+                not data.startswith(FORMAT_LINE):
+            continue
+        recalled = getattr(result, "recalled_data", None)
+        out.append(reward_changes(recalled if isinstance(recalled, str) else "", data))
+    return out

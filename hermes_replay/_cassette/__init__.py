@@ -37,7 +37,12 @@ from hermes_replay._cassette.model import (
     partial_path,
 )
 from hermes_replay._cassette.read import load_cassette, paused_gc
-from hermes_replay._cassette.write import CassetteWriter, file_records, write_cassette
+from hermes_replay._cassette.write import (
+    CassetteWriter,
+    file_records,
+    rewrite_header,
+    write_cassette,
+)
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -50,5 +55,6 @@ __all__ = [
     "load_cassette",
     "partial_path",
     "paused_gc",
+    "rewrite_header",
     "write_cassette",
 ]

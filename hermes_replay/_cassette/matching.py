@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-__all__ = ["DEFAULT_IGNORE_PATHS", "Matcher", "check_ignore_path", "request_path", "similarity",
-           "unified_request_diff"]
+__all__ = ["DEFAULT_IGNORE_PATHS", "SHOWN_FIELDS", "FieldChange", "Matcher", "check_ignore_path",
+           "field_changes", "field_report", "request_path", "similarity", "unified_request_diff"]
 
 # Fields that carry no meaning for what the model answers, or that differ run to run.
 DEFAULT_IGNORE_PATHS: tuple[str, ...] = ("body.user", "body.metadata", "body.stream_options")
@@ -262,3 +262,100 @@ def unified_request_diff(
         hidden = len(out) - _MAX_DIFF_LINES
         out = [*out[:_MAX_DIFF_LINES], f"… ({hidden} more diff lines)"]
     return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- field diffs
+
+#: diverging fields a report shows in full before it counts the rest (``-v`` shows all)
+SHOWN_FIELDS = 3
+_FIELD_OF = re.compile(r"^(.*?)(?:: | \| )")
+
+
+def _field_of(line: str) -> str:
+    """The field a rendered line belongs to (``body.messages[0].content``)."""
+    match = _FIELD_OF.match(line)
+    return match.group(1) if match else line
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    """One field that differs between two rendered values, with its own small diff (``-`` the
+    recorded/old lines, ``+`` the new ones, a line of context inside a multi-line text)."""
+
+    field: str
+    lines: tuple[str, ...]
+
+
+_INDEX = re.compile(r"\[(\d+)\]")
+
+
+def _field_key(name: str) -> str:
+    return _INDEX.sub(lambda m: f"[{int(m.group(1)):09d}]", name)
+
+
+def _group(lines: Sequence[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for line in lines:
+        out.setdefault(_field_of(line), []).append(line)
+    return out
+
+
+def field_changes(old: Sequence[str], new: Sequence[str]) -> list[FieldChange]:
+    """Every field whose rendered lines differ, in rendering order (keys sorted, list items
+    by index). Each one's diff is its own: a changed date in the system prompt never hides a
+    changed question further down."""
+    a, b = _group(old), _group(new)
+    # both sides' fields in one order (rendering sorts keys; list indices compare as numbers)
+    order = sorted(dict.fromkeys([*a, *b]), key=_field_key)
+    out: list[FieldChange] = []
+    for name in order:
+        la, lb = a.get(name, []), b.get(name, [])
+        if la == lb:
+            continue
+        body: list[str] = []
+        for line in difflib.unified_diff(la, lb, n=1, lineterm=""):
+            if line.startswith(("---", "+++", "@@")):
+                continue
+            body.append(line)
+        out.append(FieldChange(name, tuple(_clipped(body))))
+    return out
+
+
+def _clipped(lines: list[str]) -> list[str]:
+    """Long changed lines cut to a window around where the pair first differs."""
+    out = list(lines)
+    minus = [i for i, line in enumerate(out) if line.startswith("-")]
+    plus = [i for i, line in enumerate(out) if line.startswith("+")]
+    for i, j in zip(minus, plus, strict=False):
+        old, new = _clip_pair(out[i][1:], out[j][1:])
+        out[i], out[j] = "-" + old, "+" + new
+    for k in range(len(out)):
+        if len(out[k]) > _MAX_LINE + 2:
+            out[k] = out[k][: _MAX_LINE] + "…"
+    return out
+
+
+_FIELD_LINES = 40  # lines of one field's diff before it is cut (unless verbose)
+
+
+def field_report(changes: Sequence[FieldChange], *, verbose: bool = False,
+                 shown: int = SHOWN_FIELDS, more_hint: str = "-v shows all") -> list[str]:
+    """The diverging fields as a report: a count naming them, the first ``shown`` in full,
+    the rest counted by name (``verbose``: every one)."""
+    if not changes:
+        return []
+    names = [c.field for c in changes]
+    listed = ", ".join(names[:8]) + (" …" if len(names) > 8 else "")
+    out = [f"{len(changes)} field(s) differ: {listed}"]
+    show = list(changes) if verbose else list(changes[:shown])
+    for change in show:
+        lines = list(change.lines)
+        if not verbose and len(lines) > _FIELD_LINES:
+            lines = [*lines[:_FIELD_LINES], f"… {len(lines) - _FIELD_LINES} more line(s) of "
+                     f"{change.field}"]
+        out.extend(lines)
+    rest = names[len(show):]
+    if rest:
+        out.append(f"… and {len(rest)} more field(s) differ: {', '.join(rest[:10])}"
+                   f"{' …' if len(rest) > 10 else ''} ({more_hint})")
+    return out

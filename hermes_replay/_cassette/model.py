@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from hermes_replay._cassette.toolcalls import ToolCall
 
 __all__ = ["ROLLOUT_ID_RULE", "SCHEMA_VERSION", "Cassette", "CassetteHeader", "Interaction",
-           "RolloutRecord", "harness_version", "partial_path", "rollout_id_problem"]
+           "RolloutRecord", "harness_version", "partial_path", "reward_calls", "rollout_id_problem",
+           "stages_marked"]
 
 SCHEMA_VERSION = 2  # 2 added tool records; schema 1 files (no tool calls) still load
 
@@ -73,6 +74,9 @@ class CassetteHeader(BaseModel):
     tokenizer: dict[str, Any] | None = None
     #: what ``random`` and numpy were seeded with before the environment started
     seed: int | None = None
+    #: kept with the cassette, applied by every replay of it (``_normalizers``): built-in
+    #: names, or ``[regex, replacement]`` pairs
+    normalizers: list[Any] = Field(default_factory=list)
     extra: dict[str, Any] = Field(default_factory=dict)
 
     def merged(self, fields: dict[str, Any]) -> CassetteHeader:
@@ -99,6 +103,9 @@ class Interaction(BaseModel):
     response: dict[str, Any]
     fingerprint: str = ""
     duration_ms: float = 0.0
+    #: "reward" for a request made while the rollout's reward was computed (``scoring()``);
+    #: None: the agent's (files written before stages were recorded: see ``reward_calls``)
+    stage: str | None = None
 
     @property
     def key(self) -> tuple[str | None, int]:
@@ -133,6 +140,39 @@ class Cassette:
     @property
     def outcomes(self) -> dict[str, dict[str, Any]]:
         return {rid: r.outcome for rid, r in self.rollouts.items() if r.outcome}
+
+
+def reward_calls(interactions: list[Interaction], outcome: dict[str, Any] | None,
+                 marked: bool) -> dict[int, int]:
+    """One rollout's reward calls: ``{seq: K}`` (K from 1, in seq order) — what ``show``
+    labels ``reward call K`` and replay matches reward requests against.
+
+    ``marked``: the cassette records stages; its reward calls are the ``stage: "reward"``
+    ones. Older cassettes did not, so there the requests after the agent's last turn
+    (``seq >= turns_used``, which a Hermes rollout reports) are its reward calls."""
+    if marked:
+        seqs = sorted(i.seq for i in interactions if i.stage == "reward")
+    else:
+        turns = (outcome or {}).get("turns_used")
+        if not isinstance(turns, int) or isinstance(turns, bool) or turns < 0:
+            return {}
+        seqs = sorted(i.seq for i in interactions if i.seq >= turns)
+    return {seq: k for k, seq in enumerate(seqs, start=1)}
+
+
+#: header ``extra`` key a recorder that marks reward calls writes: its cassette's unmarked
+#: requests are all the agent's, even when the rollout made no reward call at all
+STAGES_KEY = "stages"
+
+
+def stages_marked(interactions: list[Interaction],
+                  header: CassetteHeader | None = None) -> bool:
+    """Whether a cassette records stages: its header says its recorder marks them, or a
+    reward call is marked as one. Only older cassettes fall back to ``turns_used``: there a
+    rollout that reported ``turns_used=0`` would have its agent turns taken for reward calls."""
+    if header is not None and header.extra.get(STAGES_KEY) is True:
+        return True
+    return any(i.stage is not None for i in interactions)
 
 
 def partial_path(path: str | Path) -> Path:

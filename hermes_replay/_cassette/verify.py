@@ -97,7 +97,7 @@ def _check_interaction(record: dict[str, Any]) -> Iterator[str]:
     seq = record.get("seq")
     if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
         yield f"seq must be a non-negative integer, not {seq!r:.40}"
-    for name in ("kind", "fingerprint"):
+    for name in ("kind", "fingerprint", "stage"):
         if name in record and not isinstance(record[name], str):
             yield f"{name} must be a string"
     if not isinstance(record.get("duration_ms", 0), (int, float)):

@@ -16,13 +16,18 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from hermes_replay._cassette.files import open_for_write, wants_compression
+from hermes_replay._cassette.files import (
+    is_compressed,
+    open_for_write,
+    read_bytes,
+    wants_compression,
+)
 from hermes_replay._cassette.format import BodyEncoder
 from hermes_replay._cassette.model import CassetteHeader, Interaction, partial_path
 from hermes_replay._cassette.toolcalls import ToolCall
 from hermes_replay._errors import CassetteError
 
-__all__ = ["CassetteWriter", "file_records", "write_cassette"]
+__all__ = ["CassetteWriter", "file_records", "rewrite_header", "write_cassette"]
 
 
 def _dumps(record: dict[str, Any]) -> str:
@@ -52,6 +57,8 @@ def _interaction_records(encoder: BodyEncoder, inter: Interaction) -> list[dict[
               "kind": inter.kind, "fingerprint": inter.fingerprint,
               "duration_ms": round(inter.duration_ms, 1), "request": request,
               "response": response}
+    if inter.stage is not None:  # only reward calls carry one: other records stay as they were
+        record["stage"] = inter.stage
     return [*blobs, record]
 
 
@@ -275,3 +282,21 @@ def cannot_write(exc: OSError, path: Path, what: str) -> CassetteError:
         f"cannot write {what}: {exc.strerror or exc} (errno {exc.errno})", path=path,
         hint=f"free disk space or fix the folder's permissions and run it again; {path} "
              "(if it existed) is unchanged and no temp file is left")
+
+
+def rewrite_header(path: str | Path, header: CassetteHeader) -> None:
+    """Replace line 1 of a complete cassette, every other line kept byte for byte (a header
+    edit such as ``hermes-replay normalize`` must not re-encode the recordings); atomic like
+    ``write_cassette``, compressed again if it was."""
+    path = Path(path)
+    data = read_bytes(path)
+    _, newline, rest = data.partition(b"\n")
+    tmp = _rewrite_tmp(path, os.getpid())
+    try:
+        with open_for_write(tmp, compress=is_compressed(path)) as fh:
+            fh.write(_dumps(header.model_dump(mode="json")) + "\n")
+            fh.flush()
+            fh.buffer.write(rest if newline else b"")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 from hermes_replay._check import _outputs as outputs
 
-__all__ = ["RERUN_FIX", "compare_runs", "rerun_twice"]
+__all__ = ["RERUN_FIX", "compare_runs", "diagnose", "rerun_twice"]
 
 RERUN_FIX = ("keep per-run state on the environment instance (set it in setup), not in "
              "module-level caches of imported modules, class attributes or registries; tools "
@@ -34,7 +34,8 @@ env_file, cassette, argv, out = Path(sys.argv[1]), Path(sys.argv[2]), json.loads
 runs = []
 for n in (1, 2):
     result = run_env(env_file, replay_argv(argv), cassette=cassette, mode="replay",
-                     log_path=out / f"run-{n}.log", as_recorded=True)
+                     log_path=out / f"run-{n}.log", as_recorded=True,
+                     trace=out / f"trace-{n}.jsonl")
     error = result.error
     runs.append({"rewards": result.rewards,
                  "error": None if error is None else
@@ -59,6 +60,35 @@ def rerun_twice(env_file: Path, cassette: Path, argv: list[str], root: Path, wor
             return list(json.loads(line[len("HERMES-RERUN "):]))
     tail = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()][-1:]
     return f"the two runs did not finish (exit {proc.returncode}): {' '.join(tail)}"
+
+
+def diagnose(runs: list[dict[str, Any]] | str, work: Path) -> tuple[list[outputs.Problem],
+                                                                   str | None]:
+    """What differs between the two runs and the fix: the first request field, tool result or
+    reward that differs (their traces, compared as ``replay --twice`` compares) is named
+    before any cause is guessed — a clock in the prompt is a normalizer, not leaked state."""
+    problems = compare_runs(runs)
+    if not problems or isinstance(runs, str):
+        return problems, RERUN_FIX if problems else None
+    from hermes_replay._runner.twice import compare_traces, read_trace
+
+    traces = [work / f"trace-{n}.jsonl" for n in (1, 2)]
+    if not all(t.is_file() for t in traces):
+        return problems, RERUN_FIX
+    difference, _ = compare_traces(*(read_trace(t) for t in traces))
+    if difference is None or difference.what in ("reward", "rollouts"):
+        return problems, RERUN_FIX  # every request agreed: state decided the outcome
+    where = f"rollout {difference.rollout}" if difference.rollout else "outside any rollout"
+    named = (f"the second run differs first at {difference.what} · {where} · "
+             f"{difference.position} · field {difference.field}: "
+             f"{_short(difference.first)} then {_short(difference.second)}")
+    return [(problems[0][0], f"{named} ({problems[0][1]})")], difference.suggestion
+
+
+def _short(value: Any, limit: int = 100) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                           default=str)
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def compare_runs(runs: list[dict[str, Any]] | str) -> list[outputs.Problem]:

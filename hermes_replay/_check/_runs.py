@@ -308,7 +308,7 @@ def twice_row(display: str, cassette: Path, work: Path) -> RuleRow:
 
 def _rerun_row(display: str, env_file: Path, process: ModeRun, work: Path) -> RuleRow:
     """Replay the process run's cassette twice in one process (see ``_rerun``)."""
-    from hermes_replay._check._rerun import RERUN_FIX, compare_runs, rerun_twice
+    from hermes_replay._check._rerun import diagnose, rerun_twice
 
     if not process.ok or process.cassette is None or not process.cassette.is_file():
         return _row("rerun", display, [("warn", "not run: process did not finish")],
@@ -316,10 +316,11 @@ def _rerun_row(display: str, env_file: Path, process: ModeRun, work: Path) -> Ru
     env_file, root = env_file.resolve(), project_root(env_file)
     argv = set_flag(list(process.header.get("command") or ["process"]), OUTPUT_FLAG["process"],
                     str(work.resolve() / "rerun" / "groups.jsonl"))
-    runs = rerun_twice(env_file, process.cassette.resolve(), argv, root, work / "rerun",
+    out = (work / "rerun").resolve()  # the subprocess runs from the project root
+    runs = rerun_twice(env_file, process.cassette.resolve(), argv, root, out,
                        _subprocess_env(root), RUN_TIMEOUT)
-    problems = compare_runs(runs)
-    return _row("rerun", display, problems, RERUN_FIX if problems else None)
+    problems, fix = diagnose(runs, out)
+    return _row("rerun", display, problems, fix)
 
 
 def check_dynamic(env_file: Path, display: str, target: Target,

@@ -6,8 +6,9 @@ the parsed file and an :class:`Emitter` and reports findings with a line number,
 saying what goes wrong at run time, and the fix.
 
 The rules live in :mod:`._rules_agent` (how rollouts are run, scored and logged),
-:mod:`._rules_metrics` (training buffers, judges) and :mod:`._rules_config` (servers,
-providers, toolsets); :func:`check_static` imports them, which registers them.
+:mod:`._rules_metrics` (training buffers, judges), :mod:`._rules_config` (servers,
+providers, toolsets) and :mod:`._rules_volatile` (clock, uuid and random values in prompts);
+:func:`check_static` imports them, which registers them.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def _dedupe(findings: Iterable[Finding]) -> list[Finding]:
 
 
 # Checklist order is registration order, so the modules are imported in this order.
-RULE_MODULES = ("_rules_agent", "_rules_metrics", "_rules_config")
+RULE_MODULES = ("_rules_agent", "_rules_metrics", "_rules_config", "_rules_volatile")
 
 
 def _load_rules() -> None:

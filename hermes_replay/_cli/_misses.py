@@ -11,10 +11,9 @@ from typing import Any
 
 from hermes_replay._terminal.render import sanitize
 
-__all__ = ["SHOWN_DIFF_LINES", "SHOWN_MISSES", "cli_miss_hint", "miss_report"]
+__all__ = ["SHOWN_MISSES", "cli_miss_hint", "miss_report"]
 
 SHOWN_MISSES = 3
-SHOWN_DIFF_LINES = 14
 
 
 def _header(cassette: Path) -> dict[str, Any]:
@@ -27,36 +26,48 @@ def _header(cassette: Path) -> dict[str, Any]:
     return header if isinstance(header, dict) else {}
 
 
-def cli_miss_hint(cassette: Path | None) -> str:
-    """The next step, as commands: re-record only what is missing (``record --missing-only``,
-    the endpoint given again), or ignore / normalize a volatile field while replaying."""
+def cli_miss_hint(cassette: Path | None, misses: list[Any] | None = None,
+                  normalizers: list[Any] | None = None) -> str:
+    """The next step, as commands: keep the built-in normalizer a miss would match with (the
+    diagnosis found one), re-record only what is missing (``record --missing-only``, the
+    endpoint and the flags' normalizers given again), or ignore a volatile field."""
+    from hermes_replay._cassette.normalizers import as_header
+
     header = _header(cassette) if cassette is not None else {}
     env_file = header.get("env_file") or "ENV_FILE"
     command = [a for a in header.get("command") or ["process", "…"] if isinstance(a, str)]
     where = f" --cassette {shlex.quote(str(cassette))}" if cassette is not None else ""
-    record = (f"hermes-replay record {shlex.quote(str(env_file))}{where} --missing-only "
-              f"--endpoint URL --model NAME -- {shlex.join(command[:1])} …")
-    return ("next step: if the change is intended, re-record only what is missing (the old "
-            f"cassette stays until it succeeds):\n    {record}\n  if a field is volatile, "
-            "ignore or normalize it while replaying:\n    hermes-replay replay … "
-            "--ignore-path body.metadata --normalize '\\d{4}-\\d\\d-\\d\\d=<date>'")
+    given = "".join(f" --normalize {shlex.quote(n if isinstance(n, str) else f'{n[0]}={n[1]}')}"
+                    for n in as_header(list(normalizers or [])))
+    record = (f"hermes-replay record {shlex.quote(str(env_file))}{where} --missing-only"
+              f"{given} --endpoint URL --model NAME -- {shlex.join(command[:1])} …")
+    target = shlex.quote(str(cassette)) if cassette is not None else "CASSETTE"
+    fixes = list(dict.fromkeys(n for m in misses or [] if getattr(m, "normalizer", None)
+                               for n in m.normalizer.split(" + ")))
+    lines = ["next step:"]
+    if fixes:
+        adds = " ".join(f"--add {n}" for n in fixes)
+        lines.append(f"  the requests match their recordings once {' and '.join(fixes)} values "
+                     "are normalized; keep that with the cassette (every replay then applies "
+                     f"it):\n    hermes-replay normalize {target} {adds}")
+    lines.append("  if the change is intended, re-record only what is missing (the old "
+                 f"cassette stays until it succeeds):\n    {record}")
+    if not fixes:
+        lines.append("  if a field is volatile, keep a normalizer with the cassette (built-ins: "
+                     "datetime, uuid, tmp-path, epoch, hex-id, or REGEX=REPLACEMENT), or "
+                     f"ignore the field while replaying:\n    hermes-replay normalize {target} "
+                     "--add datetime\n    hermes-replay replay … --ignore-path body.metadata")
+    return "\n".join(lines)
 
 
 def miss_report(error: Any, *, verbose: bool, hint: str) -> str:
-    """``CassetteMiss`` as the CLI prints it."""
+    """``CassetteMiss`` as the CLI prints it: the first few misses that are causes, each with
+    its first three diverging fields (``-v``: every miss and field), then the misses that
+    follow from them, one line each."""
+    from hermes_replay._errors import miss_text
+
     misses = list(getattr(error, "misses", []))
-    head = f"{len(misses)} request(s) had no matching recording"
-    if getattr(error, "cassette", None):
-        head += f" in {error.cassette}"
-    shown = misses if verbose else misses[:SHOWN_MISSES]
-    limit = None if verbose else SHOWN_DIFF_LINES
-    lines = [head + ":"]
-    lines += [sanitize(m.describe(max_diff_lines=limit)) for m in shown]
-    if len(shown) < len(misses):
-        rest = misses[len(shown):]
-        where = ", ".join(f"{m.rollout or '<no rollout>'} turn {m.turn}" for m in rest[:8])
-        more = " …" if len(rest) > 8 else ""
-        lines.append(f"… and {len(rest)} more miss(es) ({sanitize(where)}{more}); -v shows "
-                     "every diff in full")
-    lines.append(hint)
-    return "\n".join(lines)
+    text = miss_text(misses, getattr(error, "cassette", None), hint, verbose=verbose,
+                     shown=None if verbose else SHOWN_MISSES,
+                     more="; -v shows every diff in full")
+    return sanitize(text)

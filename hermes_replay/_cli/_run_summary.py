@@ -5,6 +5,7 @@ of plain values)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from hermes_replay._terminal.render import Style, fmt_reward, sanitize
 
@@ -20,6 +21,7 @@ class RunSummary:
     rollouts: int = 0
     turns: int = 0
     misses: int = 0
+    consequences: int = 0  # of the misses: those that follow from an earlier one of the rollout
     unused: int = 0
     unused_keys: list[str] = field(default_factory=list)  # "rollout#turn" of unused recordings
     recorded: int = 0
@@ -30,6 +32,7 @@ class RunSummary:
     error: str | None = None
     log: str | None = None  # where the env's own output went, if not to the terminal
     rerecorded: dict[str, int] = field(default_factory=dict)  # auto: rollout -> turns recorded
+    written: dict[str, Any] | None = None  # auto: what the new file holds (``rerecorded_line``)
     skipped: str | None = None  # why this cassette was not replayed (not a failure)
     tools_replayed: int = 0  # tool calls answered from the cassette (nothing executed)
     tools_executed: int = 0  # tool calls that really ran
@@ -51,7 +54,9 @@ class RunSummary:
         if self.mode in ("record", "auto"):
             parts.append(f"{self.recorded} interactions written")
         if self.mode == "replay":
-            parts.append(style(f"{self.misses} misses", "red") if self.misses else "0 misses")
+            follow = f" ({self.consequences} follow from another)" if self.consequences else ""
+            parts.append(style(f"{self.misses} misses", "red") + follow if self.misses
+                         else "0 misses")
             parts.append(
                 style(f"{self.unused} unused recordings", "yellow")
                 if self.unused
@@ -67,8 +72,9 @@ class RunSummary:
         if self.mode == "auto" and not self.error and not self.exit_code:
             from hermes_replay._session.summary import rerecorded_line
 
-            out.append("  " + sanitize(rerecorded_line(self.rerecorded)))
-        if self.unused_keys:
+            out.append("  " + sanitize(rerecorded_line(self.rerecorded, self.written)))
+        if self.unused_keys and not (self.mode == "auto" and self.written is not None):
+            # (auto: what the run did not request is dropped, counted in the line above)
             shown = sanitize(", ".join(self.unused_keys[:5]))
             more = f" and {len(self.unused_keys) - 5} more" if len(self.unused_keys) > 5 else ""
             out.append(f"  unused: {shown}{more} (the run made fewer requests than recorded)")

@@ -88,10 +88,7 @@ def add_matching_options(parser: argparse.ArgumentParser) -> None:
                    type=_ignore_path,
                    help="leave a request field out of matching, e.g. body.metadata or "
                    "'body.messages[*].name' (repeatable)")
-    g.add_argument("--normalize", action="append", default=[], metavar="REGEX=REPLACEMENT",
-                   type=_normalizer,
-                   help="rewrite matching text in request bodies before comparing, e.g. "
-                   "'\\d{4}-\\d\\d-\\d\\d=<date>' (repeatable)")
+    add_normalize_flag(g)
 
 
 def _ignore_path(item: str) -> str:
@@ -105,19 +102,25 @@ def _ignore_path(item: str) -> str:
     return item
 
 
-def _normalizer(item: str) -> tuple[str, str]:
-    """``REGEX=REPLACEMENT`` (split at the first ``=``), the regex checked here."""
-    import re
+NORMALIZE_HELP = ("a built-in normalizer by name (datetime, uuid, tmp-path, epoch, hex-id) or "
+                  "REGEX=REPLACEMENT: rewrite matching text in request bodies before comparing "
+                  "(repeatable)")
 
-    pattern, sep, replacement = item.partition("=")
-    if not sep or not pattern:
-        raise argparse.ArgumentTypeError(
-            f"{item!r}: expected REGEX=REPLACEMENT, e.g. '\\d{{4}}-\\d\\d-\\d\\d=<date>'")
+
+def add_normalize_flag(parser: Any, help: str = NORMALIZE_HELP) -> None:
+    parser.add_argument("--normalize", action="append", default=[],
+                        metavar="NAME|REGEX=REPLACEMENT", type=normalizer_arg, help=help)
+
+
+def normalizer_arg(item: str) -> Any:
+    """``--normalize NAME`` (a built-in) or ``REGEX=REPLACEMENT`` (split at the first ``=``),
+    checked here so a typo is a usage error before anything runs."""
+    from hermes_replay._cassette.normalizers import parse_cli
+
     try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise argparse.ArgumentTypeError(f"{pattern!r} is not a regex: {exc}") from None
-    return pattern, replacement
+        return parse_cli(item)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def matching_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -296,11 +299,13 @@ def run_with_progress(
     log_path: Path | None = None,
     err: Any = None,
     verbose: bool = False,
+    normalizers: list[Any] | None = None,
 ) -> tuple[RunSummary, RunResult | None]:
     """Call ``run`` (``run_env`` or ``run_cassette`` with its arguments bound) with a progress
     line, the env's output quieted into ``log_path``, and its result turned into the summary
     the CLI prints. Errors are printed once and end up in ``summary.error``; misses are shown
-    with their diffs (the first few, shortened, unless ``verbose``) and a CLI next step."""
+    with their diffs (the first few, shortened, unless ``verbose``) and a CLI next step (which
+    repeats ``normalizers``, the ones given as flags, in its ``record --missing-only``)."""
     err = sys.stderr if err is None else err
     # the env's fds 1/2 go to its log during the run (``fd_capture``); the progress line
     # must still reach the terminal
@@ -339,7 +344,8 @@ def run_with_progress(
     elif isinstance(error, CassetteMiss):
         from hermes_replay._cli._misses import cli_miss_hint, miss_report
 
-        report = miss_report(error, verbose=verbose, hint=cli_miss_hint(cassette))
+        hint = cli_miss_hint(cassette, error.misses, normalizers)
+        report = miss_report(error, verbose=verbose, hint=hint)
         print(f"hermes-replay {mode}: {report}", file=err)
         summary.error = f"{len(error.misses)} requests had no recording"
     elif error is not None:
@@ -376,12 +382,14 @@ def _fill_summary(summary: RunSummary, result: RunResult) -> None:
     summary.rollouts = max(summary.rollouts, core.rollouts)
     summary.turns = core.turns or summary.turns
     summary.misses = len(core.misses)
+    summary.consequences = sum(1 for m in core.misses if m.cause is not None)
     summary.unused = len(core.unused)
     summary.other_workers = core.other_workers
     summary.unused_keys = list(result.unused)
     summary.recorded = core.recorded
     summary.failed_attempts = core.failed_attempts
     summary.rerecorded = dict(core.rerecorded)
+    summary.written = dict(core.written) if core.written is not None else None
     summary.tools_replayed = core.tools_replayed
     summary.tools_executed = core.tools_executed
     summary.tool_drift = [d.describe() for d in core.tool_drift]

@@ -14,7 +14,7 @@ never with NO_COLOR.
     {"schema_version", "equal", "a": {"path","kind","env_name","rollouts","misses"}, "b": {…},
      "compared_rollouts", "rewards": [{"rollout","phase","a","b","delta","fields"}],
      "only_in_a": [ids], "only_in_b": [ids],
-     "divergences": [{"rollout","turn","field","diff"}],
+     "divergences": [{"rollout","turn","field","diff","changes": [{"field","lines"}]}],
      "tool_divergences": [{"rollout","turn","field","diff"}],   # first differing tool call
      "metrics": [{"name","a","b","delta"}], "notes": [str]}
 
@@ -33,6 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hermes_replay._cassette.matching import field_report
 from hermes_replay._terminal.render import Style, fmt_reward, table
 
 DEFAULT_LIMIT = 5
@@ -49,9 +50,13 @@ def register(sub: Any) -> None:
     )
     p.add_argument("a", metavar="A", type=Path, help="old side: cassette, result.json or folder")
     p.add_argument("b", metavar="B", type=Path, help="new side: cassette, result.json or folder")
-    p.add_argument("--json", action="store_true", help="print a JSON document (for CI)")
+    p.add_argument("--json", action="store_true", help="print a JSON document (for CI; every "
+                   "diverging field)")
     p.add_argument("--tolerance", type=float, default=1e-9, metavar="T",
                    help="rewards and metrics closer than T count as equal (default 1e-9)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="every diverging field of a turn in full (default: the first three, "
+                   "the rest counted by name)")
     p.add_argument("--limit", type=int, default=DEFAULT_LIMIT, metavar="N",
                    help=f"show the diff of at most N diverging transcripts (default "
                    f"{DEFAULT_LIMIT}; 0 = all); the rest are listed by name")
@@ -84,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
                 text = json.dumps(display_json(report.to_json(), source), indent=2,
                                   ensure_ascii=False, allow_nan=False)
             else:
-                text = display_text("\n".join(render_report(report, Style(sys.stdout),
-                                                            limit=args.limit)), source)
+                text = display_text("\n".join(render_report(
+                    report, Style(sys.stdout), limit=args.limit, verbose=args.verbose)), source)
     except DisplayRefused as exc:
         print(f"hermes-replay diff: {exc}", file=sys.stderr)
         return 1
@@ -153,7 +158,8 @@ def _diff_lines(diff: str, style: Style) -> list[str]:
     return out
 
 
-def render_report(report: Any, style: Style, *, limit: int = DEFAULT_LIMIT) -> list[str]:
+def render_report(report: Any, style: Style, *, limit: int = DEFAULT_LIMIT,
+                  verbose: bool = False) -> list[str]:
     """The terminal form of a ``DiffReport``: sides, rollouts, transcripts, metrics, verdict."""
     out = [style("hermes-replay diff", "bold"), _side_line("A", report.a),
            _side_line("B", report.b)]
@@ -177,7 +183,10 @@ def render_report(report: Any, style: Style, *, limit: int = DEFAULT_LIMIT) -> l
         shown = report.divergences if limit <= 0 else report.divergences[:limit]
         for d in shown:
             out.append(f"  {style(d.rollout, 'bold')} · turn {d.turn} · {d.field}")
-            out.extend("    " + line for line in _diff_lines(d.diff, style))
+            lines = (["--- A", "+++ B", *field_report(d.changes, verbose=verbose,
+                                                      more_hint="-v shows all")]
+                     if d.changes else d.diff.splitlines())
+            out.extend("    " + line for line in _diff_lines("\n".join(lines), style))
         rest = report.divergences[len(shown):]
         if rest:
             out.append(f"  … {len(rest)} more: "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import sys
 import textwrap
 from functools import partial
@@ -25,6 +26,7 @@ from hermes_replay._cli._provider import (
 )
 from hermes_replay._cli._runner import (
     add_env_command,
+    add_normalize_flag,
     add_verbose_flag,
     check_env_args,
     default_cassette_path,
@@ -38,8 +40,8 @@ from hermes_replay._terminal.render import Style
 
 USAGE = (
     "hermes-replay record ENV_FILE [--cassette PATH] [--missing-only] [--shard NAME|auto] "
-    "[--worker NAME] [--endpoint URL --model NAME [--server-type T] [--api-key-env VAR]] [-v] "
-    "-- serve|process|evaluate [env flags]"
+    "[--worker NAME] [--normalize NAME|RE=S] [--endpoint URL --model NAME [--server-type T] "
+    "[--api-key-env VAR]] [-v] -- serve|process|evaluate [env flags]"
 )
 
 
@@ -94,6 +96,10 @@ def register(sub: Any) -> None:
         help="seed Python's random and numpy with N before the environment starts (default: a "
         "new seed); the header keeps it and replay seeds the same",
     )
+    add_normalize_flag(p, help="keep a normalizer with the cassette (in its header; every "
+                       "replay applies it): a built-in name (datetime, uuid, tmp-path, epoch, "
+                       "hex-id) or REGEX=REPLACEMENT (repeatable). The summary proposes the "
+                       "built-ins the recorded requests need")
     g = p.add_argument_group("endpoint (never assumed)")
     g.add_argument("--endpoint", metavar="URL", help="base URL, e.g. http://localhost:8000/v1")
     g.add_argument(
@@ -250,6 +256,7 @@ def run(args: argparse.Namespace) -> int:
                     header=header, seed=args.seed, worker=worker,
                     first_answer_timeout=args.first_answer_timeout,
                     shard_by_worker=shard == "auto",
+                    **({"normalizers": list(args.normalize)} if args.normalize else {}),
                     **({"drop_unrun": True} if mode == "auto" else {})),
             mode=mode, cassette=cassette, label=f"recording {env_file.name}", log_path=log,
             verbose=args.verbose)
@@ -259,6 +266,9 @@ def run(args: argparse.Namespace) -> int:
     style = Style(sys.stdout)
     print("\n".join(summary.lines(style)))
     if summary.error is None and summary.exit_code == 0:
+        proposals = proposal_lines(cassette) if merged == cassette else []  # not per shard
+        if proposals:
+            print("\n".join(proposals))
         if merged != cassette:
             print(f"  next: when every worker is done: hermes-replay merge {cassette.parent} "
                   f"-o {merged}")
@@ -266,3 +276,31 @@ def run(args: argparse.Namespace) -> int:
             print(f"  next: replay it offline with: hermes-replay replay {cassette}")
         return 0
     return summary.exit_code or 1
+
+
+def proposal_lines(written: Path) -> list[str]:
+    """What ``record`` says about volatile values it saw in the requests: which built-in
+    normalizer to keep with the cassette, and the command that keeps it (none: nothing)."""
+    from hermes_replay._cassette.matching import Matcher
+    from hermes_replay._cassette.normalizers import expand, from_header, propose
+    from hermes_replay._cassette.read import load_cassette
+    from hermes_replay._errors import CassetteError
+    from hermes_replay._terminal.render import sanitize
+
+    try:
+        recorded = load_cassette(written)
+        have = from_header(recorded.header.normalizers)
+    except (CassetteError, ValueError, OSError):
+        return []
+    found = propose(recorded.interactions, Matcher.build(normalizers=expand(have)).canonical,
+                    have)
+    if not found:
+        return []
+    out = ["  volatile values in the requests the environment built (a replay on another day "
+           "or machine would miss on them):"]
+    out += [sanitize(f"    {p.name:<9} {p.example} in {p.where()}") for p in found]
+    adds = " ".join(f"--add {p.name}" for p in found)
+    out += ["  keep the normalizers with the cassette (every replay then applies them):",
+            f"    hermes-replay normalize {shlex.quote(str(written))} {adds}",
+            "  (or record with " + " ".join(f"--normalize {p.name}" for p in found) + ")"]
+    return out

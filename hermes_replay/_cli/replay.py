@@ -256,7 +256,7 @@ def _run_env(args: argparse.Namespace) -> int:
                     strict=args.strict, worker=worker, log_path=log,
                     **matching_options(args), **tools),
             mode="replay", cassette=cassette, label=f"replaying {cassette}", log_path=log,
-            verbose=args.verbose)
+            verbose=args.verbose, normalizers=matching_options(args).get("normalizers"))
     print("\n".join(summary.lines(Style(sys.stdout))))
     return _exit_code([summary], args.fail_on_change)
 
@@ -482,7 +482,8 @@ def replay_cassette(
     summary, _ = run_with_progress(
         partial(run_cassette, cassette, out_dir=out_dir, strict=strict, **tools),
         mode="replay", cassette=cassette, log_path=log, verbose=verbose,
-        label=f"replaying {cassette.parent.name}/{cassette.name}")
+        label=f"replaying {cassette.parent.name}/{cassette.name}",
+        normalizers=tools.get("normalizers"))
     summary.cassette = str(cassette)
     if summary.log:
         summary.log = _shown(Path(summary.log))

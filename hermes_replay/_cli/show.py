@@ -341,7 +341,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace, cassette: Any, records: list[Any],
           edited: dict[str | None, list[Any]], terminal: Any) -> int:
+    from hermes_replay._cassette.model import reward_calls, stages_marked
+
     only = None if args.turn is None else args.turn - 1  # the 0-based seq of --turn N
+    marked = stages_marked(cassette.interactions, cassette.header)
     if args.raw:
         for record in records:
             for e in edited.get(record.id, []):
@@ -390,8 +393,15 @@ def _show(args: argparse.Namespace, cassette: Any, records: list[Any],
             continue
         threads = [] if isinstance(record, SimpleNamespace) and not getattr(
             record, "shared", False) else conversations(record)
+        rewards = {} if isinstance(record, SimpleNamespace) else reward_calls(
+            record.interactions, record.outcome, marked)
         for number, (indexes, msgs) in enumerate(threads):
-            if number:
+            seqs = [record.interactions[i].seq for i in indexes]
+            if seqs and all(q in rewards for q in seqs):
+                # numbered as replay's miss reports number them: "reward call 1 of rollout R"
+                which = ", ".join(f"reward call {rewards[q]} (request {q + 1})" for q in seqs)
+                t.out.append(t.s(f"══ {which}: made while the reward was computed ══", "bold"))
+            elif number:
                 which = ", ".join(map(str, indexes))
                 t.out.append(t.s(f"══ another conversation in this rollout (request {which}; "
                                  "e.g. a judge call) ══", "bold"))

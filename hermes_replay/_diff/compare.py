@@ -30,7 +30,12 @@ from typing import Any
 from hermes_replay._cassette import Cassette, Interaction
 from hermes_replay._cassette.files import read_head
 from hermes_replay._cassette.load import load_cassette
-from hermes_replay._cassette.matching import DEFAULT_IGNORE_PATHS, _flatten, unified_request_diff
+from hermes_replay._cassette.matching import (
+    DEFAULT_IGNORE_PATHS,
+    FieldChange,
+    _flatten,
+    field_changes,
+)
 from hermes_replay._cassette.toolcalls import ToolCall
 from hermes_replay._diff.tool_calls import first_tool_divergence
 from hermes_replay._errors import CassetteError
@@ -104,12 +109,19 @@ class OutcomeChange:
 
 @dataclass(frozen=True)
 class Divergence:
-    """The first place two recorded transcripts of one rollout differ."""
+    """The first turn where two recorded transcripts of one rollout differ, and every field
+    that differs in it (a changed date in the system prompt never hides a changed question)."""
 
     rollout: str
     turn: int  # 1-based, as every message counts turns (the interaction's seq + 1)
-    field: str  # "request.messages[2].content", "response.message.tool_calls", "turn count" …
-    diff: str  # unified diff of the differing message (A = ---, B = +++), may be ""
+    field: str  # the first: "request.messages[2].content", "response.message.content", …
+    diff: str  # every differing field's lines (A = -, B = +), may be ""
+    #: each differing field with its own lines, in order (empty for a turn-count divergence)
+    changes: tuple[FieldChange, ...] = ()
+
+    @property
+    def fields(self) -> list[str]:
+        return [c.field for c in self.changes] or [self.field]
 
 
 @dataclass(frozen=True)
@@ -344,51 +356,33 @@ def _render(value: Any) -> list[str]:
     return lines
 
 
-def _field_diff(where: str, a: Any, b: Any) -> tuple[str, str]:
-    """The first differing key of two dicts (``where.key``) and a diff of the whole value."""
-    name = where
-    if isinstance(a, dict) and isinstance(b, dict):
-        # message fields in their natural order (role, content, tool_calls …), then the rest
-        keys = sorted(dict.fromkeys([*a, *b]), key=lambda k: (
-            _ASSISTANT_FIELDS.index(k) if k in _ASSISTANT_FIELDS else len(_ASSISTANT_FIELDS)))
-        differing = [k for k in keys if a.get(k) != b.get(k)]
-        if differing:
-            name = f"{where}.{differing[0]}"
-            if len(differing) > 1:
-                name += f" (also {', '.join(differing[1:])})"
-    diff = unified_request_diff(_render(a), _render(b), "A", "B")
-    return name, diff
+def _turn_view(inter: Interaction) -> dict[str, Any]:
+    """What a diff compares of one turn: the request (messages and the other body fields the
+    matcher keeps, the URL if it is not the usual one) and the reply."""
+    body = inter.request.get("body") if isinstance(inter.request.get("body"), dict) else {}
+    request = {k: v for k, v in body.items() if k not in _IGNORED_BODY_KEYS}
+    request["url"] = inter.request.get("url")
+    return {"request": request, "response": {"message": _assistant(inter)}}
+
+
+def _turn_changes(ia: Interaction, ib: Interaction) -> list[FieldChange]:
+    if ia.request == ib.request and _assistant(ia) == _assistant(ib):
+        return []
+    return field_changes(_render(_turn_view(ia)), _render(_turn_view(ib)))
 
 
 def first_divergence(rollout: str, a: list[Interaction], b: list[Interaction]) -> Divergence | None:
-    """Walk both transcripts turn by turn: request messages, other request fields, reply."""
+    """Walk both transcripts turn by turn; at the first that differs, every field that does
+    (messages, other request fields, the reply), each with its own lines."""
     for ia, ib in zip(a, b, strict=False):
-        body_a = ia.request.get("body") if isinstance(ia.request.get("body"), dict) else {}
-        body_b = ib.request.get("body") if isinstance(ib.request.get("body"), dict) else {}
-        msgs_a, msgs_b = body_a.get("messages") or [], body_b.get("messages") or []
-        for k in range(max(len(msgs_a), len(msgs_b))):
-            ma = msgs_a[k] if k < len(msgs_a) else None
-            mb = msgs_b[k] if k < len(msgs_b) else None
-            if ma != mb:
-                if ma is None or mb is None:
-                    side = "B" if ma is None else "A"
-                    return Divergence(rollout, ia.seq + 1,
-                                      f"request.messages[{k}] (only in {side})",
-                                      _field_diff("", ma or {}, mb or {})[1])
-                name, diff = _field_diff(f"request.messages[{k}]", ma, mb)
-                return Divergence(rollout, ia.seq + 1, name, diff)
-        rest_a = {k: v for k, v in body_a.items() if k not in _IGNORED_BODY_KEYS | {"messages"}}
-        rest_b = {k: v for k, v in body_b.items() if k not in _IGNORED_BODY_KEYS | {"messages"}}
-        if rest_a != rest_b or ia.request.get("url") != ib.request.get("url"):
-            if rest_a == rest_b:
-                return Divergence(rollout, ia.seq + 1, "request.url",
-                                  f"-{ia.request.get('url')}\n+{ib.request.get('url')}")
-            name, diff = _field_diff("request.body", rest_a, rest_b)
-            return Divergence(rollout, ia.seq + 1, name, diff)
-        reply_a, reply_b = _assistant(ia), _assistant(ib)
-        if reply_a != reply_b:
-            name, diff = _field_diff("response.message", reply_a, reply_b)
-            return Divergence(rollout, ia.seq + 1, name, diff)
+        changes = _turn_changes(ia, ib)
+        if changes:
+            diff = "\n".join(line for c in changes for line in c.lines)
+            name = changes[0].field
+            if name.startswith("request.messages[") and len(changes) == 1 and all(
+                    line.startswith("+") for line in changes[0].lines):
+                name += " (only in B)"
+            return Divergence(rollout, ia.seq + 1, name, diff, tuple(changes))
     if len(a) != len(b):
         longer, side = (a, "A") if len(a) > len(b) else (b, "B")
         extra = longer[min(len(a), len(b))]

@@ -18,7 +18,7 @@ Modules: ``_sources`` (inputs, pairing) → ``_model`` (the page's JSON, with ``
 ``_tokens``) → ``_scrub`` → ``_page`` (HTML; charts from ``_charts``).
 
 Room ``_report``: may import the foundation, ``_secrets``, ``_tokenizers``, ``_cassette``,
-``_session``, ``_runner`` and ``_diff``; never the CLI.
+``_session.session``, ``_runner`` and ``_diff.compare``; never the CLI.
 """
 
 from __future__ import annotations

@@ -145,6 +145,7 @@ def transcript(record: RolloutRecord, strings: Strings,
 
 
 _MISS_WHERE = re.compile(r"rollout (?P<q>['\"])(?P<rid>.+?)(?P=q), turn (?P<turn>\d+)")
+_REWARD_WHERE = re.compile(r"reward call \d+ of rollout (?P<q>['\"])(?P<rid>.+?)(?P=q)")
 
 
 def misses_by_rollout(misses: list[str]) -> dict[str, list[dict[str, Any]]]:
@@ -153,8 +154,10 @@ def misses_by_rollout(misses: list[str]) -> dict[str, list[dict[str, Any]]]:
     Misses outside any rollout are kept under ``""``."""
     found: dict[str, list[dict[str, Any]]] = {}
     for text in misses:
-        match = _MISS_WHERE.search(text.splitlines()[0] if text else "")
-        rid = match.group("rid") if match else ""
+        head = text.splitlines()[0] if text else ""
+        match = _MISS_WHERE.search(head)
+        reward = None if match else _REWARD_WHERE.search(head)  # a judge's: no agent turn
+        rid = match.group("rid") if match else reward.group("rid") if reward else ""
         seq = int(match.group("turn")) - 1 if match else None
         found.setdefault(rid, []).append({"seq": seq, "text": text})
     return found

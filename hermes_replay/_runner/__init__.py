@@ -11,5 +11,5 @@
   replay really run?), ``twice`` (is it deterministic?), ``wandb`` (captured metrics),
   ``scrub_outputs`` (what a live run writes outside the cassette), ``json_ints``
 
-May import: the foundation, ``_secrets``, ``_tokenizers``, ``_cassette``, ``_session``.
+May import: the foundation, ``_secrets``, ``_tokenizers``, ``_cassette``, ``_session.session``.
 """

@@ -297,15 +297,33 @@ def _value(line: str) -> Any:
     return text
 
 
+def _builtin_for(x: str, y: str) -> str | None:
+    """The built-in normalizer that makes ``x`` and ``y`` equal, if one does."""
+    from hermes_replay._cassette.normalizers import BUILTINS
+
+    for builtin in BUILTINS.values():
+        a, b = x, y
+        for pattern, repl in builtin.rewrites:
+            a, b = re.sub(pattern, repl, a), re.sub(pattern, repl, b)
+        if a == b:
+            return builtin.name
+    return None
+
+
 def _normalizer_hint(x: Any, y: Any) -> str | None:
     if not isinstance(x, str) or not isinstance(y, str):
         x, y = json.dumps(x, default=str), json.dumps(y, default=str)
+    builtin = _builtin_for(x, y)
+    keep = (f"keep the built-in normalizer with the cassette (every replay then applies it): "
+            f"hermes-replay normalize CASSETTE --add {builtin}; or " if builtin else "")
     for name, pattern, repl in VOLATILE:
         regex = re.compile(pattern)
         if regex.search(x) and regex.sub(repl, x) == regex.sub(repl, y):
-            return (f"the values differ by {name}: normalize it, e.g. "
+            return (f"the values differ by {name}: {keep}normalize it, e.g. "
                     f"normalizers=[(r'{pattern}', {repl!r})] in cassette()/run_cassette()/the "
                     f"pytest marker, or on the command line --normalize '{pattern}={repl}'")
+    if builtin:
+        return f"the values differ by what the built-in normalizer {builtin} covers: " + keep[:-5]
     return None
 
 

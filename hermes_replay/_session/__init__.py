@@ -1,4 +1,4 @@
-"""Room ``_session``: one cassette session and the traffic it answers or records.
+"""Room ``_session.session``: one cassette session and the traffic it answers or records.
 
 - ``session`` (``Session``, ``cassette()``), with its request path (``wire``) and results
   (``results``); ``index`` (recordings by rollout and sequence, miss diagnosis); ``summary``

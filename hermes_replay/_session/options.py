@@ -9,11 +9,11 @@ host). Each is refused here, with the option named and the fix, before anything 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from hermes_replay._cassette.matching import check_ignore_path
+from hermes_replay._cassette.normalizers import specs
 
 __all__ = ["OptionError", "check_options"]
 
@@ -57,18 +57,15 @@ def _string_list(name: str, value: Any, where: str) -> None:
 
 
 def _normalizers(value: Any, where: str) -> None:
-    example = "normalizers=[(r'\\d{4}-\\d\\d-\\d\\d', '<date>')]"
+    example = "normalizers=['datetime', (r'\\bREQ-\\d+', '<req>')]"
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-        raise OptionError(f"{where}: normalizers must be a list of (regex, replacement) "
-                          f"pairs, e.g. {example}, not {value!r}")
+        hint = f"normalizers=[{value!r}]" if isinstance(value, str) else example
+        raise OptionError(f"{where}: normalizers must be a list of built-in names or "
+                          f"(regex, replacement) pairs, e.g. {hint}, not {value!r}")
     for item in value:
-        if (not isinstance(item, (list, tuple)) or len(item) != 2
-                or not isinstance(item[0], (str, re.Pattern)) or not isinstance(item[1], str)):
-            raise OptionError(f"{where}: normalizers holds {item!r}; each entry is a "
-                              f"(regex, replacement) pair, e.g. {example}")
-        if isinstance(item[0], str):
-            try:
-                re.compile(item[0])
-            except re.error as exc:
-                raise OptionError(f"{where}: normalizers: {item[0]!r} is not a regex: "
-                                  f"{exc}") from None
+        # one check for every way in (the CLI, the cassette header, this option): a built-in
+        # name, or a pair whose regex compiles and is not over-long
+        try:
+            specs([item])
+        except ValueError as exc:
+            raise OptionError(f"{where}: normalizers: {exc}; e.g. {example}") from None

@@ -45,6 +45,8 @@ class Results:
     _passthrough: int
     _known_generation: int
     _trace: list[dict[str, Any]]
+    #: auto, once written: what the new file holds (see ``_accounting``)
+    _written: dict[str, Any] | None = None
 
     def _write_trace(self, path: Path) -> None:
         """What this run sent, one JSON line per request, tool call and reward (already
@@ -103,6 +105,8 @@ class Results:
             for rank, inter in enumerate(ordered):
                 out.append(inter.model_copy(update={"seq": base + rank}))
         outcomes.update(self._new_outcomes)
+        if self.mode == "auto":
+            self._written = _accounting(self._index, out, len(self._new))
         touched |= {c.rollout for c in self.tools.new if c.rollout is not None}
         return out, outcomes, self.tools.final(touched)
 
@@ -187,6 +191,7 @@ class Results:
                 recorded_rollouts=len(recorded),
                 never_ran=[r for r in recorded if r not in ran],
                 rerecorded=self._rerecorded() if self.mode == "auto" else {},
+                written=dict(self._written) if self._written is not None else None,
                 tools_replayed=self.tools.replayed,
                 tools_executed=self.tools.executed,
                 tool_drift=list(self.tools.drift),
@@ -201,3 +206,18 @@ class Results:
             key = rollout if rollout is not None else "<no rollout>"
             out[key] = out.get(key, 0) + 1
         return out
+
+
+def _accounting(index: RecordingIndex, written: list[Interaction], new: int) -> dict[str, Any]:
+    """What an ``auto`` run wrote, counted from the file's own contents: ``holds`` interactions,
+    ``rerecorded`` (new) + ``kept`` (old ones, as they were) = ``holds``; ``dropped``: old
+    recordings the new file no longer has — those of ``dropped_rollouts`` (the run never made
+    them) and the rest (turns of re-recorded rollouts the run did not request)."""
+    present = {i.rollout for i in written}
+    gone = sorted(r for r in index.by_rollout if r is not None and r not in present)
+    kept = len(written) - new
+    dropped = len(index.by_key) - kept
+    in_gone = sum(len(index.by_rollout[r]) for r in gone)
+    return {"holds": len(written), "rerecorded": new, "kept": kept, "dropped": dropped,
+            "dropped_rollouts": gone, "dropped_in_rollouts": in_gone,
+            "rollouts": len({r for r in present if r is not None})}

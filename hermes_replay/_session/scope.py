@@ -21,11 +21,16 @@ from typing import Any
 from hermes_replay import _active
 from hermes_replay._cassette.model import ROLLOUT_ID_RULE, rollout_id_problem
 
-__all__ = ["ROLLOUT_ID_RULE", "RolloutScope", "current_rollout", "rollout", "rollout_id_problem"]
+__all__ = ["ROLLOUT_ID_RULE", "RolloutScope", "current_rollout", "current_stage", "rollout",
+           "rollout_id_problem", "scoring"]
 
 _CURRENT: contextvars.ContextVar[RolloutScope | None] = contextvars.ContextVar(
     "hermes_replay_rollout", default=None
 )
+# "agent" while the agent loop runs, "reward" inside ``scoring()``: a judge's request is then
+# recorded, matched and reported as a reward call, never as the agent's next turn
+_STAGE: contextvars.ContextVar[str] = contextvars.ContextVar("hermes_replay_stage",
+                                                             default="agent")
 
 @dataclass
 class RolloutScope:
@@ -63,3 +68,22 @@ def rollout(rollout_id: str) -> Iterator[RolloutScope]:
 def current_rollout() -> RolloutScope | None:
     """The scope of the running rollout, or None outside any rollout."""
     return _CURRENT.get()
+
+
+@contextmanager
+def scoring() -> Iterator[None]:
+    """Mark the LLM requests made inside the block as reward calls of the running rollout (an
+    LLM judge in ``compute_reward``): recorded with ``stage: "reward"``, replayed against the
+    recorded reward calls of that rollout only, and reported as ``reward call K of rollout
+    R`` — so a changed agent turn is one miss, not also the judge's. ``HermesAgentBaseEnv``
+    wraps ``compute_reward`` in it; other loops can too."""
+    token = _STAGE.set("reward")
+    try:
+        yield
+    finally:
+        _STAGE.reset(token)
+
+
+def current_stage() -> str:
+    """``"reward"`` inside ``scoring()``, else ``"agent"``."""
+    return _STAGE.get()

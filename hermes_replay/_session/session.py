@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -30,6 +31,11 @@ from hermes_replay._cassette import (
 )
 from hermes_replay._cassette.load import load_cassette
 from hermes_replay._cassette.matching import Matcher
+from hermes_replay._cassette.model import STAGES_KEY
+from hermes_replay._cassette.normalizers import as_header
+from hermes_replay._cassette.normalizers import expand as expand_normalizers
+from hermes_replay._cassette.normalizers import from_header as normalizers_from_header
+from hermes_replay._cassette.normalizers import specs as normalizer_specs
 from hermes_replay._errors import (
     CassetteError,
     CassetteMiss,
@@ -97,10 +103,12 @@ class Session(WireHandling, Results):
 
     Options: ``header`` (fields for the cassette header: env_name, env_file, command …);
     ``strict`` (replay fails on recordings never used); ``ignore_paths`` (e.g.
-    ``"body.metadata"``, ``"body.messages[*].name"``) and ``normalizers`` (``(regex, repl)``
-    applied to body strings) for matching; ``default_ignores=False`` to match on
-    ``user``/``metadata``/``stream_options`` too; ``llm_paths`` (POST path suffixes that
-    are LLM traffic; everything else passes through untouched and is never written);
+    ``"body.metadata"``, ``"body.messages[*].name"``) and ``normalizers`` (built-in names such
+    as ``"datetime"``, or ``(regex, repl)`` applied to body strings; added to the ones the
+    cassette's header keeps, and kept in the header of what record/auto write) for matching;
+    ``default_ignores=False`` to match on ``user``/``metadata``/``stream_options`` too;
+    ``llm_paths`` (POST path suffixes that are LLM traffic; everything else passes through
+    untouched and is never written);
     ``passthrough_hosts`` (hosts never intercepted); ``keep_headers`` (header names stored
     as they are; every other header is dropped or redacted); ``on_event`` (progress callback);
     ``worker`` (this worker's identity, also set by ``annotate(worker=…)``: recordings of other
@@ -152,7 +160,14 @@ class Session(WireHandling, Results):
         self.path = Path(path)
         self.mode: Mode = mode
         self.strict = strict
-        self.matcher = Matcher.build(ignore_paths, normalizers, default_ignores=default_ignores)
+        try:
+            #: the normalizers in force: the cassette's own (once loaded), then these
+            self.normalizers: list[Any] = normalizer_specs(normalizers)
+        except ValueError as exc:
+            raise ValueError(f"normalizers: {exc}") from None
+        self._given_normalizers = list(self.normalizers)
+        self.matcher = Matcher.build(ignore_paths, expand_normalizers(self.normalizers),
+                                     default_ignores=default_ignores)
         self.llm_paths = tuple(p.rstrip("/") for p in llm_paths)
         self.passthrough_hosts = frozenset(h.lower() for h in passthrough_hosts)
         self.keep_headers = frozenset(h.lower() for h in keep_headers)
@@ -173,6 +188,8 @@ class Session(WireHandling, Results):
         self._answered: dict[str | None, int] = {}
         self._new_outcomes: dict[str, dict[str, Any]] = {}
         self._miss_index: dict[tuple[str | None, int, str], Miss] = {}
+        self._root_misses: dict[str, Miss] = {}  # a rollout's first agent-turn miss
+        self._reward_issued: dict[str, int] = {}  # reward calls issued, per rollout
         self._failed_attempts = 0
         self.live = Liveness()  # whether the endpoint answers (``_runner.dead_endpoint``)
         self._passthrough = 0
@@ -227,8 +244,11 @@ class Session(WireHandling, Results):
             self._known_generation = KNOWN.generation
             if self.mode == "record":
                 self._header = CassetteHeader()
+                # re-recording keeps the normalizers the cassette carried: they belong to it
+                self._use_normalizers(self._previous_normalizers())
             self._header = self._header.merged(
-                {**self._header_fields, "matcher": self.matcher.signature()})
+                {**self._header_fields, "matcher": self.matcher.signature(),
+                 "normalizers": as_header(self.normalizers), STAGES_KEY: True})
             try:
                 self._writer = CassetteWriter(self.path, self._header)
             except OSError as exc:
@@ -268,9 +288,38 @@ class Session(WireHandling, Results):
         """Load the cassette and index its recordings (see ``_session.index``)."""
         existing = load_cassette(self.path)
         self._header = existing.header
+        try:
+            stored = normalizers_from_header(existing.header.normalizers)
+        except ValueError as exc:
+            raise CassetteError(f"bad header: normalizers: {exc}", path=self.path, line=1,
+                                hint="fix or remove them with `hermes-replay normalize "
+                                f"{self.path} --list/--remove`") from None
+        self._use_normalizers(stored)
         self._index = RecordingIndex.build(existing, self.matcher)
         self.tools.load(existing)
         return existing
+
+    def _use_normalizers(self, stored: list[Any]) -> None:
+        """Match with the cassette's own normalizers (``stored``) and then the given ones."""
+        combined = normalizer_specs([*stored, *self._given_normalizers])
+        if combined == self.normalizers:
+            return
+        self.normalizers = combined
+        self.matcher = replace(self.matcher, normalizers=expand_normalizers(combined))
+        self.tools.normalize = self.matcher._normalize
+
+    def _previous_normalizers(self) -> list[Any]:
+        """The normalizers in the header of the cassette this recording will replace (none
+        if there is none, or it is unreadable: the recording then starts afresh)."""
+        import json
+
+        from hermes_replay._cassette.files import first_line
+
+        try:
+            header = json.loads(first_line(self.path)) if self.path.is_file() else {}
+            return normalizers_from_header(header.get("normalizers"))
+        except (OSError, ValueError, AttributeError, CassetteError):
+            return []
 
     def stop(self, exc: BaseException | None = None) -> None:
         from hermes_replay._session import intercept as _intercept

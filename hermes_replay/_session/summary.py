@@ -46,15 +46,34 @@ class OutcomeComparison:
         return self.recorded.get("reward") != self.replayed.get("reward")
 
 
-def rerecorded_line(rerecorded: dict[str, int]) -> str:
-    """What ``auto`` recorded anew, in one line (for every place that reports it)."""
+def rerecorded_line(rerecorded: dict[str, int], written: dict[str, Any] | None = None) -> str:
+    """What ``auto`` recorded anew, in one line (for every place that reports it); with
+    ``written`` (the session's count of what the new file holds) the counts add up to it."""
     if not rerecorded:
-        return "re-recorded nothing: every request was in the cassette"
-    shown = ", ".join(f"{r} ({n} turn{'s' if n != 1 else ''})"
-                      for r, n in list(rerecorded.items())[:8])
-    more = f" and {len(rerecorded) - 8} more" if len(rerecorded) > 8 else ""
-    return (f"re-recorded {sum(rerecorded.values())} turn(s) in {len(rerecorded)} rollout(s): "
-            f"{shown}{more}; every other recording kept as it was")
+        head = "re-recorded nothing: every request was in the cassette"
+    else:
+        shown = ", ".join(f"{r} ({n} turn{'s' if n != 1 else ''})"
+                          for r, n in list(rerecorded.items())[:8])
+        more = f" and {len(rerecorded) - 8} more" if len(rerecorded) > 8 else ""
+        head = (f"re-recorded {sum(rerecorded.values())} turn(s) in {len(rerecorded)} "
+                f"rollout(s): {shown}{more}")
+    if written is None:
+        return head + ("; every other recording kept as it was" if rerecorded else "")
+    line = (f"{head}; the new file holds {written['holds']} interaction(s) in "
+            f"{written['rollouts']} rollout(s): {written['rerecorded']} re-recorded + "
+            f"{written['kept']} kept as they were")
+    if not written["dropped"]:
+        return line + "; nothing dropped"
+    parts = []
+    gone = list(written.get("dropped_rollouts") or [])
+    if gone:
+        names = ", ".join(gone[:4]) + (f" and {len(gone) - 4} more" if len(gone) > 4 else "")
+        parts.append(f"{written['dropped_in_rollouts']} of {len(gone)} rollout(s) the command "
+                     f"no longer makes ({names})")
+    rest = written["dropped"] - written.get("dropped_in_rollouts", 0)
+    if rest:
+        parts.append(f"{rest} turn(s) of re-recorded rollouts this run did not request")
+    return line + f"; {written['dropped']} old recording(s) dropped: " + ", ".join(parts)
 
 
 @dataclass
@@ -82,6 +101,9 @@ class ReplaySummary:
     recorded_rollouts: int = 0
     never_ran: list[str] = field(default_factory=list)
     rerecorded: dict[str, int] = field(default_factory=dict)  # auto: rollout -> turns recorded
+    #: auto, once written: what the new file holds — ``holds`` = ``rerecorded`` + ``kept``;
+    #: ``dropped`` old recordings (``dropped_rollouts`` never ran); None until written
+    written: dict[str, Any] | None = None
     other_workers: int = 0  # recordings of other workers of a deployment (not this one's)
     worker: str | None = None  # this worker's identity, if it has one
     tools_replayed: int = 0  # tool calls answered from the cassette (nothing executed)
@@ -125,15 +147,17 @@ class ReplaySummary:
         for rollout, old, new in self.changed_rewards:
             yield f"reward changed: {rollout}: {old} -> {new}"
         if self.misses:
-            yield f"{len(self.misses)} miss(es): " + "; ".join(
-                f"{m.rollout or '<no rollout>'} turn {m.turn}" for m in self.misses[:10])
+            after = sum(1 for m in self.misses if getattr(m, "cause", None))
+            follow = f" ({after} follow from an earlier miss)" if after else ""
+            yield f"{len(self.misses)} miss(es){follow}: " + "; ".join(
+                m.short_where for m in self.misses[:10])
         if self.unused:
             yield f"{len(self.unused)} recording(s) never used"
         if self.never_ran:
             yield (f"{len(self.never_ran)} of {self.recorded_rollouts} recorded rollout(s) "
                    "never ran: " + ", ".join(self.never_ran[:10]))
         if self.mode == "auto":
-            yield rerecorded_line(self.rerecorded)
+            yield rerecorded_line(self.rerecorded, self.written)
         if self.other_workers:
             yield (f"worker {self.worker}: {self.other_workers} recording(s) of other workers "
                    "left to them")

@@ -32,7 +32,7 @@ from hermes_replay._session.index import Recording, RecordingIndex
 from hermes_replay._session.intercept import WireRequest, WireResponse
 from hermes_replay._session.lanes import task_lane
 from hermes_replay._session.liveness import Liveness, is_unanswered
-from hermes_replay._session.scope import current_rollout
+from hermes_replay._session.scope import current_rollout, current_stage
 from hermes_replay._session.summary import ReplayEvent
 from hermes_replay._session.traffic import TOOL_HTTP, is_recorded_endpoint
 
@@ -52,6 +52,7 @@ class _Exchange:
     response: WireResponse | None = None
     started: float = field(default_factory=time.perf_counter)
     done: bool = False
+    stage: str = "agent"  # "reward": made inside ``scoring()`` (a judge)
     lane: int | None = None  # creation number of the task that sent it (see ``lanes``)
 
     def finish(self, response: WireResponse) -> None:
@@ -95,6 +96,8 @@ class WireHandling:
     _lanes: dict[tuple[str | None, int], int | None]
     _answered: dict[str | None, int]
     _miss_index: dict[tuple[str | None, int, str], Miss]
+    _root_misses: dict[str, Miss]
+    _reward_issued: dict[str, int]
     _failed_attempts: int
     live: Liveness
     _passthrough: int
@@ -136,11 +139,12 @@ class WireHandling:
                 body=b'{"status":"ok","served_by":"hermes-replay"}'))
         scope = current_rollout()
         rollout = scope.id if scope is not None else None
+        stage = current_stage() if rollout is not None else "agent"
         if self.mode == "passthrough":
             with self._lock:
                 self._passthrough += 1
             return _Exchange(self, "passthrough", rollout)
-        if rollout is not None and self.mode in ("replay", "auto"):
+        if rollout is not None and stage == "agent" and self.mode in ("replay", "auto"):
             exact = self._exact_hit(rollout, wire)
             if exact is not None:
                 return exact
@@ -148,8 +152,13 @@ class WireHandling:
         fp = self.matcher.fingerprint(request)
         with self._lock:
             issue = self._issue(rollout)
+            reward: int | None = None  # 0-based number of this reward call in its rollout
+            if stage == "reward" and rollout is not None:
+                reward = self._reward_issued.get(rollout, 0)
+                self._reward_issued[rollout] = reward + 1
             if self.mode in ("replay", "auto"):
-                rec = self._find(rollout, fp)
+                rec = (self._find(rollout, fp) if reward is None or rollout is None
+                       else self._index.find_reward(rollout, reward, fp))
                 if rec is not None:
                     return self._hit(rec, rollout, issue, request, wire.method)
                 if self.mode == "replay" and rollout is None and is_health_ping(request):
@@ -158,7 +167,7 @@ class WireHandling:
                 if self.mode == "replay":
                     self.miss_events += 1
                     known = len(self._miss_index)
-                    miss = self._miss(rollout, request, fp)
+                    miss = self._miss(rollout, request, fp, reward)
                     if len(self._miss_index) > known:  # one event per miss, as counted
                         self._emit(ReplayEvent("miss", rollout, miss.seq, wire.method,
                                                request["url"], None, detail=miss.reason))
@@ -168,13 +177,16 @@ class WireHandling:
         if self.write_error is not None:  # nothing more can be written: stop the run now
             raise self.write_error
         self.live.sent(request["url"])
-        return _Exchange(self, "record", rollout, issue, request, fp, lane=task_lane())
+        return _Exchange(self, "record", rollout, issue, request, fp, stage=stage,
+                         lane=task_lane())
 
     def _exact_hit(self, rollout: str, wire: WireRequest) -> _Exchange | None:
         """The common case, cheaply: the request is byte for byte this turn's recording."""
         turn = self._cursor.get(rollout, 0)
         rec = self._index.by_key.get((rollout, turn))
-        if rec is None or rec.used or not same_request(wire, rec.inter.request):
+        # an agent request never takes a recorded reward call, even one byte for byte alike
+        if rec is None or rec.used or rec.reward_call is not None \
+                or not same_request(wire, rec.inter.request):
             return None
         with self._lock:
             if rec.used or self._cursor.get(rollout, 0) != turn:
@@ -192,8 +204,9 @@ class WireHandling:
              method: str) -> _Exchange:
         """Use ``rec`` for this request (caller holds the lock)."""
         rec.used = True
-        self._cursor[rollout] = self._cursor.get(rollout, 0) + 1
-        self._answered[rollout] = self._answered.get(rollout, 0) + 1
+        if rec.reward_call is None:  # the cursor and a rollout's turns count the agent's
+            self._cursor[rollout] = self._cursor.get(rollout, 0) + 1
+            self._answered[rollout] = self._answered.get(rollout, 0) + 1
         self._hits.append((rollout, issue, rec.inter))
         self._emit(ReplayEvent("hit", rollout, rec.inter.seq, method, request["url"],
                                rec.inter.response.get("status")))
@@ -209,12 +222,19 @@ class WireHandling:
     def _find(self, rollout: str | None, fp: str) -> Recording | None:
         return self._index.find(rollout, self._cursor.get(rollout, 0), fp)
 
-    def _miss(self, rollout: str | None, request: dict[str, Any], fp: str) -> Miss:
+    def _miss(self, rollout: str | None, request: dict[str, Any], fp: str,
+              reward: int | None = None) -> Miss:
         turn = self._cursor.get(rollout, 0)
-        key = (rollout, turn, fp)
+        # a reward call's key never collides with an agent turn's (negative numbers)
+        key = (rollout, turn if reward is None else -1 - reward, fp)
         if key not in self._miss_index:  # else: a retry of a request that already missed
-            self._miss_index[key] = self._index.diagnose(self.path, rollout, turn, request,
-                                                         self.matcher)
+            root = self._root_misses.get(rollout) if rollout is not None else None
+            miss = self._index.diagnose(self.path, rollout, turn, request, self.matcher,
+                                        reward_call=reward,
+                                        cause=root.where if root is not None else None)
+            if rollout is not None and root is None and reward is None:
+                self._root_misses[rollout] = miss  # what later misses of it follow from
+            self._miss_index[key] = miss
         return self._miss_index[key]
 
     def _recorded(self, ex: _Exchange, wire: WireResponse) -> None:
@@ -223,7 +243,8 @@ class WireHandling:
         kind = TOOL_HTTP if is_recorded_endpoint(ex.request["url"]) else interaction_kind(path)
         inter = Interaction(rollout=ex.rollout, seq=ex.issue, kind=kind,
                             request=ex.request, response=response, fingerprint=ex.fingerprint,
-                            duration_ms=(time.perf_counter() - ex.started) * 1000)
+                            duration_ms=(time.perf_counter() - ex.started) * 1000,
+                            stage="reward" if ex.stage == "reward" else None)
         with self._lock:
             if not self._active:  # a late response after the block ended: not written
                 self._emit(ReplayEvent("failed", ex.rollout, None, ex.request["method"],
@@ -233,7 +254,8 @@ class WireHandling:
                 self._derive_header(inter)
             self._new.append((ex.rollout, ex.issue, inter))
             self._lanes[(ex.rollout, ex.issue)] = ex.lane
-            self._answered[ex.rollout] = self._answered.get(ex.rollout, 0) + 1
+            if ex.stage != "reward":  # a judge's request is not one of the rollout's turns
+                self._answered[ex.rollout] = self._answered.get(ex.rollout, 0) + 1
             self._journal(lambda w: w.interaction(inter))
         self._emit(ReplayEvent("record", ex.rollout, ex.issue, ex.request["method"],
                                ex.request["url"], wire.status))

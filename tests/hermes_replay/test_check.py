@@ -31,7 +31,7 @@ MARKER = re.compile(r"#\s*check:\s*([a-z-]+)\s*$")
 EXPECTED_RULES = [
     "result-fields", "eval-agent-loop", "wandb-super", "ctx-cleanup", "tool-call-shape",
     "eval-buffers", "judge-once", "server-list", "server-type", "no-hardcoded-provider",
-    "toolsets",
+    "toolsets", "volatile-prompt",
 ]
 # What each rule's message must say: the part a user needs to recognise the problem.
 MESSAGE_FRAGMENTS = {
@@ -46,12 +46,13 @@ MESSAGE_FRAGMENTS = {
     "server-type": None,  # two broken files, two different messages: checked per file below
     "no-hardcoded-provider": "hard-coded",
     "toolsets": "offered every toolset",
+    "volatile-prompt": "into a prompt: a replay sends another request than the recording",
 }
 SERVER_TYPE_MESSAGES = {
     "server_type_vllm_env.py": "server_type='vllm' for external llm.example.com",
     "openrouter_health_env.py": "OpenRouter with health_check on",
 }
-WARN_RULES = {"eval-buffers", "judge-once", "tool-call-shape"}
+WARN_RULES = {"eval-buffers", "judge-once", "tool-call-shape", "volatile-prompt"}
 
 
 def markers(path: Path) -> set[tuple[str, int]]:
@@ -360,7 +361,8 @@ def test_table_lists_every_rule_and_the_fix_for_failures():
     line_no = next(n for r, n in markers(path))
     assert f"{path}:{line_no}: fail:" in lines[fail_at + 1]
     assert lines[fail_at + 2].strip().startswith("fix: walk `reversed(result.messages)`")
-    assert lines[-1].startswith("11 passed, 0 warning(s), 1 failed")
+    # every rule and the parse row, one of them failed
+    assert lines[-1].startswith(f"{len(EXPECTED_RULES)} passed, 0 warning(s), 1 failed")
 
 
 def test_json_schema(capsys):
@@ -430,3 +432,39 @@ def test_model_checks_warn_without_a_cassette_or_endpoint(tmp_path):
         assert dynamic[name].findings[0].message == NEEDS_MODEL
     assert "needs a cassette or an endpoint" in NEEDS_MODEL
     assert [r.kind for r in check_env(path, dynamic=False)] == ["static"] * (1 + len(RULES))
+
+
+def test_volatile_prompt_follows_a_judges_messages_through_assignments(tmp_path):
+    """A judge that builds ``messages`` in steps (the research_judge example does): the rule
+    follows each assignment once and ends — it used to re-take the same assignment forever and
+    hang ``check`` on that shipped example. The clock in the prompt is found at its line; the
+    ``time.time()`` that only times the call is not a prompt value."""
+    import signal
+
+    path = snippet(tmp_path, '''
+        import time
+        from datetime import datetime
+
+        class JudgeEnv(HermesAgentBaseEnv):
+            async def judge(self, answer):
+                started = time.time()
+                stamp = datetime.now().isoformat()
+                question = f"At {stamp}: is this right? {answer}"
+                messages = [{"role": "user", "content": question}]
+                messages = messages + [{"role": "system", "content": "be strict"}]
+                reply = await self.server.chat_completion(messages=messages, n=1)
+                self.elapsed = time.time() - started
+                return reply
+    ''')
+
+    def stuck(*_):
+        raise TimeoutError("the volatile-prompt rule did not end")
+
+    old = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(30)  # a defect would loop forever: fail instead of hanging the suite
+    try:
+        hits = static_hits(path)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert {h for h in hits if h[0] == "volatile-prompt"} == {("volatile-prompt", "warn", 8)}

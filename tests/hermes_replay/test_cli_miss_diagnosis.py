@@ -88,7 +88,18 @@ def test_record_missing_only_rerecords_what_changed_and_keeps_the_rest(
     turns = sum(len(after.rollouts[r].interactions) for r in new)
     assert requests_made == turns  # only what was missing went to the endpoint
     assert f"re-recorded {turns} turn(s) in 2 rollout(s): " in out
-    assert "every other recording kept as it was" in out
+    # the counts add up to what the new file holds: re-recorded + kept = its interactions,
+    # and the old recordings it no longer has are counted as dropped, never as "kept"
+    holds = len(after.interactions)
+    kept_turns = sum(len(after.rollouts[r].interactions) for r in kept)
+    assert holds == turns + kept_turns
+    assert (f"the new file holds {holds} interaction(s) in 4 rollout(s): {turns} re-recorded "
+            f"+ {kept_turns} kept as they were") in out
+    dropped = len(before.interactions) - kept_turns
+    gone = sorted(set(before.rollouts) - set(after.rollouts))
+    assert (f"{dropped} old recording(s) dropped: {dropped} of 2 rollout(s) the command no "
+            f"longer makes ({gone[0]}, {gone[1]})") in out
+    assert "every other recording kept" not in out and "unused:" not in out
     # and now the replay passes
     assert main(["replay", CASSETTE_REL, "--out", "again"]) == 0
 
@@ -108,7 +119,7 @@ def test_ignore_path_and_normalize_flags_turn_a_miss_into_a_hit(
     with pytest.raises(SystemExit) as usage:  # a usage error: exit 2, saying what is wanted
         main(["replay", CASSETTE_REL, "--out", "o", "--normalize", "no-equals-sign"])
     assert usage.value.code == 2
-    assert "expected REGEX=REPLACEMENT" in capsys.readouterr().err
+    assert "or REGEX=REPLACEMENT" in capsys.readouterr().err
 
 
 def test_tool_call_misses_count_once_in_progress_summary_error_and_result(

@@ -92,7 +92,7 @@ def test_changed_assistant_message_reports_first_diverging_turn(tmp_path, capsys
     code, out, _ = run_cli(capsys, PROCESS, copy)
     assert code == 1
     assert f"{rid} · turn 2 · response.message.content" in out
-    assert '+content: "I give up."' in out
+    assert '+response.message.content: "I give up."' in out  # every line names its field
     assert "--- A" in out and "+++ B" in out
     report = compare_paths(PROCESS, copy)
     assert [(d.rollout, d.turn) for d in report.divergences] == [(rid, 2)]
@@ -181,7 +181,7 @@ def test_json_schema(tmp_path, capsys):
     assert change["delta"] == pytest.approx(0.5 - change["a"])
     assert change["fields"]["turns"]["b"] == 9
     (div,) = doc["divergences"]
-    assert set(div) == {"rollout", "turn", "field", "diff"}
+    assert set(div) == {"rollout", "turn", "field", "diff", "changes"}  # changes: every field
     assert (div["rollout"], div["turn"]) == (rid, 1)
     assert div["field"].startswith("response.message")
     assert {"name", "a", "b", "delta"} <= set(doc["metrics"][0])

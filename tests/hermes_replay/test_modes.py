@@ -135,9 +135,12 @@ def test_sigkill_mid_recording_leaves_old_cassette_intact(tmp_path: Path) -> Non
     write_cassette(path, CassetteHeader(env_name="old"), [])
     before = path.read_bytes()
     helper_dirs = [str(Path(__file__).parent), str(Path(__file__).parents[1])]
+    # hermes_replay is imported before the helper folders join the path: tests/hermes_replay
+    # would otherwise shadow it as a namespace package when pytest runs from that folder
     script = textwrap.dedent(f"""
-        import sys; sys.path[:0] = {helper_dirs!r}
+        import sys
         import httpx, hermes_replay
+        sys.path[:0] = {helper_dirs!r}
         from _core_helpers import TinyServer
         with TinyServer() as server, httpx.Client() as client:
             with hermes_replay.cassette({str(path)!r}, "record"):
@@ -181,7 +184,8 @@ def test_outcomes_are_recorded_and_compared_on_replay(tmp_path: Path) -> None:
     header = lines_of(path)[0]
     assert header["env_name"] == "demo" and header["command"] == ["process"]
     assert header["tokenizer"] == {"name": "tiny", "fingerprint": "abc"}
-    assert header["extra"] == {"group_size": 2, "matcher": Matcher.build().signature()}
+    assert header["extra"] == {"group_size": 2, "matcher": Matcher.build().signature(),
+                               "stages": True}  # its recorder marks reward calls
     assert header["model"] == "m"
     assert header["base_url"] == base and header["endpoint_type"] == "openai"
     outcomes = [r for r in lines_of(path) if r["type"] == "outcome"]

@@ -30,14 +30,28 @@ def test_bad_ignore_path_flag_is_a_usage_error(bad, tmp_path, capsys):
     ({"ignore_paths": "body.metadata"}, r"ignore_paths must be a list of strings, e\.g\. "
                                         r"ignore_paths=\['body\.metadata'\]"),
     ({"ignore_paths": ["body..x"]}, r"is not a field path"),
-    ({"normalizers": "abc"}, r"normalizers must be a list of \(regex, replacement\) pairs"),
+    ({"normalizers": "abc"}, r"normalizers must be a list of built-in names or \(regex, "
+                             r"replacement\) pairs, e\.g\. normalizers=\['abc'\]"),
     ({"normalizers": [("(", "x")]}, r"'\(' is not a regex"),
-    ({"normalizers": ["ab"]}, r"normalizers holds 'ab'"),
+    ({"normalizers": ["ab"]}, r"no built-in normalizer 'ab'; the built-ins are uuid, datetime"),
+    ({"normalizers": [("a" * 501, "x")]}, r"501 characters long \(at most 500\)"),
+    ({"normalizers": [("a", 1)]}, r"a normalizer is a built-in name .* or a \(regex, "
+                                  r"replacement\) pair, not \('a', 1\)"),
     ({"strict": "yes"}, r"strict must be True or False"),
 ])
 def test_cassette_refuses_options_of_the_wrong_shape(tmp_path, options, expected):
     with pytest.raises(OptionError, match=expected):
         hermes_replay.cassette(tmp_path / "c.jsonl", mode="record", **options)
+
+
+def test_cassette_takes_built_in_names_and_pairs(tmp_path):
+    """Built-in names are normalizers too (issue 26): the same shapes as ``--normalize``."""
+    with hermes_replay.cassette(tmp_path / "c.jsonl", mode="record",
+                                normalizers=["datetime", (r"\bREQ-\d+", "<req>")]) as session:
+        assert session.matcher.canonical({"method": "POST", "url": "http://h/v1/x",
+                                          "body": {"p": "REQ-12 at 2026-12-02 22:14"}}) \
+            == session.matcher.canonical({"method": "POST", "url": "http://h/v1/x",
+                                          "body": {"p": "REQ-7 at 2027-01-09 08:01"}})
 
 
 def test_run_cassette_refuses_a_string_for_trust(tmp_path):
@@ -57,7 +71,8 @@ def test_x(replay_run):
 @pytest.mark.parametrize(("options", "expected"), [
     ('trust_cassette="no"', "*trust_cassette must be True or False, not 'no'*"),
     ('ignore_paths="a.b"', "*ignore_paths must be a list of strings*"),
-    ('normalizers="abc"', "*normalizers must be a list of (regex, replacement) pairs*"),
+    ('normalizers="abc"', "*normalizers must be a list of built-in names or (regex, "
+                          "replacement) pairs*"),
     ("ignore_path=['a.b']", "*unknown keyword 'ignore_path'; did you mean 'ignore_paths'?*"),
     ("colour=1", "*unknown keyword 'colour'; known: *"),
 ])

@@ -46,6 +46,16 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     return pytester
 
 
+def test_a_first_run_says_to_write_the_snapshot_once(project: pytest.Pytester) -> None:
+    first = project.runpytest("-p", "no:cacheprovider")
+    first.assert_outcomes(failed=1)
+    text = "\n".join(first.outlines)
+    assert "no snapshot yet: this is the test's first run. Run `pytest --snapshot-update` " \
+           "once" in text
+    project.runpytest("--snapshot-update", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    project.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
 def test_changed_reward_shows_as_a_diff_naming_the_rollout(project: pytest.Pytester) -> None:
     first = project.runpytest("--snapshot-update", "-p", "no:cacheprovider")
     first.assert_outcomes(passed=1)
@@ -65,11 +75,29 @@ def test_changed_reward_shows_as_a_diff_naming_the_rollout(project: pytest.Pytes
     text = env.read_text()
     assert '"efficiency": 0.2' in text
     env.write_text(text.replace('"efficiency": 0.2', '"efficiency": 0.1'))
+    old_rewards = {line.split()[0]: line.split()[1] for line in snap.splitlines()
+                   if line.startswith("  train-")}
     changed = project.runpytest("-p", "no:cacheprovider")
     changed.assert_outcomes(failed=1)
-    diff = [line for line in changed.outlines
-            if re.match(r"^E\s+[-+]\s+train-\S+\s+\d\.\d{4}\s", line)]
-    assert {line.split()[1] for line in diff} == {"-", "+"}, changed.outlines[-40:]
+    # one line per changed rollout, `rollout  old → new  Δ`, in the plugin's own section,
+    # which pytest never shortens: every changed rollout is there (not 2 of 4)
+    out = changed.outlines
+    start = next(i for i, line in enumerate(out)
+                 if re.match(r"^-+ hermes-replay reward snapshot -+$", line))
+    section = [line for line in out[start + 1:] if re.match(r"^\s+train-\S+\s+\d\.\d{4} → ",
+                                                             line)]
+    new_rewards = {line.split()[0]: line.split()[3] for line in section}
+    after = next(project.path.rglob("*.rollouts.txt")).read_text()  # (not rewritten)
+    assert after == snap
+    assert len(new_rewards) >= 6, out[-40:]  # more than pytest's 8-line explanation holds
+    assert "more: every change is in the 'hermes-replay reward snapshot' section below" in \
+        "\n".join(out)
+    for rid, reward in new_rewards.items():
+        line = next(x for x in section if x.split()[0] == rid)
+        assert line.split()[1] == old_rewards[rid]
+        assert line.split()[4] == f"{float(reward) - float(old_rewards[rid]):+.4f}"
+    assert out[start + 1].startswith(f"{len(new_rewards)} of {len(old_rewards)} rollout(s) "
+                                     "changed (snapshot → this run)")
 
     # --snapshot-update accepts the change in one step; the next run is green again.
     project.runpytest("--snapshot-update", "-p", "no:cacheprovider").assert_outcomes(passed=1)
@@ -191,9 +219,13 @@ def test_auto_mode_reports_what_it_rerecorded_and_keeps_the_old_file_until_it_su
     assert len(after.rollouts) == 4
     turns = sum(len(after.rollouts[r].interactions) for r in new)
     assert recorded_now == turns  # only what was missing went to the endpoint
+    holds = len(after.interactions)
+    dropped = len(before.interactions) - (holds - turns)  # item 1's old rollouts
     result.stdout.fnmatch_lines([
         "*hermes-replay --replay-mode auto*",
         f"test_calc.py::test_calc: *{CASSETTE_REL}: re-recorded {turns} turn(s) in 2 "
-        "rollout(s): *; every other recording kept as it was"])
+        f"rollout(s): *; the new file holds {holds} interaction(s) in 4 rollout(s): {turns} "
+        f"re-recorded + {holds - turns} kept as they were; {dropped} old recording(s) "
+        f"dropped: {dropped} of 2 rollout(s) the command no longer makes (*)"])
     # and the next plain run replays it offline
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)

@@ -1,0 +1,254 @@
+"""Normalizers: the volatile parts of a request (a date, a uuid, a temp path) rewritten before
+matching, so a replay on another day or machine still finds its recording.
+
+A normalizer is either a built-in *name* (``"datetime"``, ``"uuid"``, ``"tmp-path"``,
+``"epoch"``, ``"hex-id"``) or a custom ``(regex, replacement)`` pair. A cassette keeps its own
+in the header (``normalizers``: names as strings, custom ones as ``[regex, replacement]``), so
+every replay of it — CLI, folder, ``-j``, pytest, ``run_cassette``, ``--twice``, ``check`` —
+applies them with no flag; what a caller passes is added to them.
+
+Built-ins are applied first, in one fixed order (a uuid before the hex ids its last group
+would look like, a date-time before the date and time it contains), then custom ones in the
+order given. ``propose`` finds the built-ins a recording would need: values of their shapes in
+the parts of requests the environment builds (system and user messages, prompts) — never in
+model replies or tool results, which replay answers from the cassette.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["BUILTINS", "Builtin", "Proposal", "as_header", "expand", "from_header",
+           "parse_cli", "propose", "specs"]
+
+# Regexes come from cassettes too (data from outside): long ones are refused, so a hostile
+# header cannot hand the matcher an unbounded pattern to chew on.
+MAX_PATTERN = 500
+
+_MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|"
+          r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\b\.?")
+_WEEKDAY = (r"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|Mon|Tue|Wed|Thu|"
+            r"Fri|Sat|Sun)\b\.?")
+_DAY = r"\d{1,2}(?:st|nd|rd|th)?"
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A named normalizer: what it covers (for ``--list`` and proposals) and its rewrites."""
+
+    name: str
+    covers: str
+    rewrites: tuple[tuple[str, str], ...]
+
+
+def _tmp_roots() -> str:
+    roots = [r"/tmp", r"/var/tmp", r"/var/folders", r"/private/var/folders", r"/dev/shm"]
+    here = tempfile.gettempdir().rstrip("/\\")
+    if here and here not in roots:
+        roots.insert(0, re.escape(here))
+    return "|".join(roots)
+
+
+BUILTINS: dict[str, Builtin] = {b.name: b for b in (
+    Builtin("uuid", "uuids (8-4-4-4-12 hex)", (
+        (r"(?<![0-9A-Za-z])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+         r"[0-9a-fA-F]{12}(?![0-9A-Za-z])", "<uuid>"),
+    )),
+    Builtin("datetime", "dates and times: ISO 8601, 2026-12-02 22:14, Dec 2, 2026, "
+            "Wed, 02 Dec 2026, 12/02/2026, weekday names, 22:14, 10:14:05 PM", (
+        (r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?",
+         "<datetime>"),
+        # date(1) and ctime(): Wed Dec  2 00:53:10 UTC 2026
+        (rf"\b{_WEEKDAY}\s+{_MONTH}\s+\d{{1,2}}\s+\d\d:\d\d:\d\d(?:\s+[A-Z]{{2,5}})?\s+\d{{4}}\b",
+         "<datetime>"),
+        (rf"\b(?:{_WEEKDAY},?\s+)?{_MONTH}\s+{_DAY},?(?:\s+\d{{4}})?\b", "<date>"),
+        (rf"\b(?:{_WEEKDAY},?\s+)?{_DAY}\s+{_MONTH},?\s+\d{{4}}\b", "<date>"),
+        (rf"\b{_WEEKDAY},?\s+{_DAY}\s+{_MONTH}", "<date>"),
+        (r"\b\d{4}[-/.]\d\d[-/.]\d\d\b", "<date>"),
+        (r"\b\d{1,2}[/.]\d{1,2}[/.](?:\d{4}|\d\d)\b", "<date>"),
+        (r"\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b", "<weekday>"),
+        (r"\b\d{1,2}:\d\d(?::\d\d(?:[.,]\d+)?)?(?:\s?[AaPp]\.?[Mm]\b\.?)?", "<time>"),
+    )),
+    Builtin("epoch", "Unix times in seconds (10 digits, maybe fractional) or milliseconds "
+            "(13 digits)", (
+        (r"(?<![\d.])1\d{12}(?![\d])", "<epoch>"),
+        (r"(?<![\d.])1\d{9}(?:\.\d+)?(?![\d])", "<epoch>"),
+    )),
+    Builtin("tmp-path", "paths under the temp folder (/tmp/…, /var/folders/…, $TMPDIR)", (
+        (rf"(?:{_tmp_roots()})(?:/[^\s\"'`<>|;,)\]}}]+)+", "<tmp>"),
+    )),
+    Builtin("hex-id", "hex ids of 12 or more digits with letters and numbers (request ids, "
+            "hashes)", (
+        (r"(?<![0-9A-Za-z])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{12,}(?![0-9A-Za-z])",
+         "<hex>"),
+        (r"(?<![0-9A-Za-z])(?=[0-9A-F]*[0-9])(?=[0-9A-F]*[A-F])[0-9A-F]{12,}(?![0-9A-Za-z])",
+         "<hex>"),
+    )),
+)}
+
+#: a custom normalizer: ``(regex, replacement)``; a built-in: its name
+Spec = str | tuple[Any, str]
+
+
+def _check_pattern(pattern: Any) -> str:
+    if isinstance(pattern, re.Pattern):
+        pattern = pattern.pattern
+    if not isinstance(pattern, str) or not pattern:
+        raise ValueError(f"a normalizer's regex must be a non-empty string, not {pattern!r:.60}")
+    if len(pattern) > MAX_PATTERN:
+        raise ValueError(f"a normalizer's regex is {len(pattern)} characters long (at most "
+                         f"{MAX_PATTERN})")
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"{pattern!r} is not a regex: {exc}") from None
+    return pattern
+
+
+def _one(item: Any) -> Spec:
+    if isinstance(item, str):
+        if item not in BUILTINS:
+            raise ValueError(f"no built-in normalizer {item!r}; the built-ins are "
+                             f"{', '.join(BUILTINS)} (a custom one is a (regex, replacement) "
+                             "pair, REGEX=REPLACEMENT on the command line)")
+        return item
+    if isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[1], str):
+        if isinstance(item[0], re.Pattern):  # compiled by the caller: its flags stay
+            _check_pattern(item[0])
+            return (item[0], item[1])
+        return (_check_pattern(item[0]), item[1])
+    raise ValueError(f"a normalizer is a built-in name ({', '.join(BUILTINS)}) or a "
+                     f"(regex, replacement) pair, not {item!r:.80}")
+
+
+def specs(items: Iterable[Any]) -> list[Spec]:
+    """Checked, de-duplicated normalizers in order; ValueError names a bad one."""
+    out: list[Spec] = []
+    for item in items:
+        spec = _one(item)
+        if spec not in out:
+            out.append(spec)
+    return out
+
+
+def parse_cli(text: str) -> Spec:
+    """``--normalize NAME`` (a built-in) or ``--normalize REGEX=REPLACEMENT`` (split at the
+    first ``=``). ValueError says what is wrong and how to write it."""
+    if "=" not in text:
+        if text in BUILTINS:
+            return text
+        raise ValueError(f"{text!r}: expected a built-in name ({', '.join(BUILTINS)}) or "
+                         "REGEX=REPLACEMENT, e.g. 'datetime' or '\\bREQ-\\d+=<req>'")
+    pattern, _, replacement = text.partition("=")
+    if not pattern:
+        raise ValueError(f"{text!r}: the regex before '=' is empty")
+    return (_check_pattern(pattern), replacement)
+
+
+def expand(items: Sequence[Spec]) -> tuple[tuple[str, str], ...]:
+    """The ``(regex, replacement)`` rewrites of ``items``: built-ins first in their fixed
+    order, then custom ones as given."""
+    names = {i for i in items if isinstance(i, str)}
+    out = [pair for name in BUILTINS if name in names for pair in BUILTINS[name].rewrites]
+    out += [i for i in items if not isinstance(i, str)]
+    return tuple(out)
+
+
+def as_header(items: Sequence[Spec]) -> list[Any]:
+    """The header's JSON form: names as strings, custom ones as ``[regex, replacement]``."""
+    return [i if isinstance(i, str) else [getattr(i[0], "pattern", i[0]), i[1]] for i in items]
+
+
+def from_header(value: Any) -> list[Spec]:
+    """The header's ``normalizers``, checked (a cassette is data from outside); ValueError
+    names what is wrong."""
+    if value in (None, []):
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"normalizers must be a list, not {type(value).__name__}")
+    return specs(value)
+
+
+def describe(spec: Spec) -> str:
+    """One line for ``--list`` and messages."""
+    if isinstance(spec, str):
+        return f"{spec}  (built-in: {BUILTINS[spec].covers})"
+    return f"{getattr(spec[0], 'pattern', spec[0])}={spec[1]}"
+
+
+# --------------------------------------------------------------------------- proposals
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A built-in normalizer a recording needs: a value of its shape the environment put in a
+    request (``example``), where it was first seen."""
+
+    name: str
+    example: str  # the values seen, quoted: "'2026-12-02', '22:14'"
+    field: str
+    rollout: str | None
+    turn: int  # 1-based
+
+    def where(self) -> str:
+        who = f"rollout {self.rollout}" if self.rollout else "outside any rollout"
+        return f"{self.field} ({who}, turn {self.turn})"
+
+
+# the request parts the environment builds; model replies and tool results come from the
+# cassette on replay, so a date in those never makes a miss
+_BUILT_ROLES = ("system", "developer", "user")
+
+
+def _env_texts(body: Any) -> Iterator[tuple[str, str]]:
+    if not isinstance(body, dict):
+        return
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        for i, msg in enumerate(messages):
+            if not isinstance(msg, dict) or msg.get("role") not in _BUILT_ROLES:
+                continue
+            content = msg.get("content")
+            if isinstance(content, str):
+                yield f"body.messages[{i}].content", content
+            elif isinstance(content, list):
+                for k, part in enumerate(content):
+                    if isinstance(part, dict) and isinstance(part.get("text"), str):
+                        yield f"body.messages[{i}].content[{k}].text", part["text"]
+    for key in ("prompt", "instructions", "input"):
+        if isinstance(body.get(key), str):
+            yield f"body.{key}", body[key]
+
+
+def propose(interactions: Iterable[Any], canonical: Any, have: Sequence[Spec] = ()) -> list[
+        Proposal]:
+    """The built-ins not in ``have`` whose values appear in what the environment sent.
+
+    ``canonical`` is the matcher's ``canonical`` (ignored paths removed, the normalizers the
+    recording already keeps applied), so a value already taken care of is not proposed again.
+    Built-ins are tried in their fixed order on text the earlier ones already rewrote (the
+    last group of a uuid is no hex id)."""
+    found: dict[str, Proposal] = {}
+    seen: set[str] = set()
+    wanted = [b for name, b in BUILTINS.items() if name not in have]
+    compiled = [(b, [(re.compile(p), r) for p, r in b.rewrites]) for b in BUILTINS.values()]
+    for inter in interactions:
+        body = canonical(inter.request).get("body")
+        for where, text in _env_texts(body):
+            if text in seen:  # every turn repeats the system prompt: look once
+                continue
+            seen.add(text)
+            for builtin, rewrites in compiled:
+                examples: list[str] = []
+                for regex, repl in rewrites:
+                    examples += [m.group(0) for m in regex.finditer(text)]
+                    text = regex.sub(repl, text)
+                if examples and builtin in wanted and builtin.name not in found:
+                    shown = ", ".join(repr(e) for e in dict.fromkeys(examples[:6]))
+                    found[builtin.name] = Proposal(builtin.name, shown, where, inter.rollout,
+                                                   inter.seq + 1)
+    return [found[name] for name in BUILTINS if name in found]

@@ -222,3 +222,58 @@ def test_propose_looks_only_at_what_the_environment_built() -> None:
     assert parse_cli("uuid") == "uuid" and parse_cli("a=b=c") == ("a", "b=c")
     with pytest.raises(ValueError, match=r"expected a built-in name"):
         parse_cli("uuid4")
+
+
+PLUGIN_TEST = '''
+import pytest
+
+
+@pytest.mark.cassette("clock.jsonl")
+def test_clock(replay_run):
+    assert len(replay_run().rollouts) == 2
+'''
+
+
+def _ask_as_the_env_does(url: str) -> None:
+    """The env's requests, built now (the controlled clock's now), inside ``cassette()``."""
+    import datetime
+
+    import openai
+
+    client = openai.OpenAI(base_url=url.rsplit("/chat/completions", 1)[0], api_key="x",
+                           max_retries=0)
+    for item in ("2+2?", "3+3?"):
+        with hermes_replay.rollout(f"train-clock-{item[0]}-0"):
+            now = datetime.datetime.now()
+            system = f"You are terse. Today is {now:%Y-%m-%d}, the time is {now:%H:%M}."
+            client.chat.completions.create(model="m", messages=[
+                {"role": "system", "content": system}, {"role": "user", "content": item}])
+
+
+def test_the_pytest_plugin_and_a_cassette_block_apply_the_stored_normalizers(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replay paths the CLI test above does not take — a ``@pytest.mark.cassette`` test
+    and a bare ``hermes_replay.cassette()`` block — given no normalizer, apply the header's;
+    with it removed, both miss (so the passes came from the header)."""
+    monkeypatch.chdir(pytester.path)
+    (pytester.path / "pyproject.toml").write_text("")
+    (pytester.path / "envs").mkdir()
+    (pytester.path / "envs" / "clock_env.py").write_text(ENV)
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
+        monkeypatch.delenv(name, raising=False)
+    clock = Clock(monkeypatch)
+    assert _record("--normalize", "datetime") == 0
+    url = load_cassette("clock.jsonl").interactions[0].request["url"]
+    clock.advance(minutes=5)
+    pytester.makepyfile(test_clock=PLUGIN_TEST)
+
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    with hermes_replay.cassette("clock.jsonl", "replay") as session:
+        _ask_as_the_env_does(url)
+    assert not session.summary().misses
+
+    assert main(["normalize", "clock.jsonl", "--remove", "datetime"]) == 0
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(failed=1)
+    with pytest.raises(hermes_replay.CassetteMiss, match="rollout 'train-clock-2-0', turn 1"):
+        with hermes_replay.cassette("clock.jsonl", "replay"):
+            _ask_as_the_env_does(url)

@@ -49,6 +49,8 @@ class RunSummary:
         if self.cassette:
             head += f" · {self.cassette}"
         parts = [f"{self.rollouts} rollouts {what}", f"{self.turns} turns"]
+        if self.mode in ("record", "auto") and self.error:  # nothing replaced the cassette
+            parts[0] = f"0 rollouts {what}" + (f" ({self.rollouts} ran)" if self.rollouts else "")
         if self.mode in ("record", "auto"):
             parts.append(f"{self.recorded} interactions written")
         if self.mode == "replay":

@@ -35,6 +35,7 @@ from hermes_replay._cli._runner import (
     run_with_progress,
 )
 from hermes_replay._cli._worker import add_worker_flag, given_worker, worker_variable
+from hermes_replay._runner.dead_endpoint import DEFAULT_FIRST_ANSWER_TIMEOUT
 from hermes_replay._terminal.render import Style
 
 USAGE = (
@@ -101,6 +102,12 @@ def register(sub: Any) -> None:
                        "built-ins the recorded requests need")
     g = p.add_argument_group("endpoint (never assumed)")
     g.add_argument("--endpoint", metavar="URL", help="base URL, e.g. http://localhost:8000/v1")
+    g.add_argument(
+        "--first-answer-timeout", type=float, default=DEFAULT_FIRST_ANSWER_TIMEOUT,
+        metavar="SECONDS",
+        help="stop the recording when the endpoint has answered nothing this long after the "
+        f"first request (default {DEFAULT_FIRST_ANSWER_TIMEOUT:.0f}; 0: no limit). Refused "
+        "connections stop it at once either way")
     g.add_argument("--model", metavar="NAME", help="model name the endpoint serves")
     g.add_argument(
         "--server-type",
@@ -247,6 +254,7 @@ def run(args: argparse.Namespace) -> int:
         summary, result = run_with_progress(
             partial(run_env, env_file, [*public, *secret], cassette=cassette, mode=mode,
                     header=header, seed=args.seed, worker=worker,
+                    first_answer_timeout=args.first_answer_timeout,
                     shard_by_worker=shard == "auto",
                     **({"normalizers": list(args.normalize)} if args.normalize else {}),
                     **({"drop_unrun": True} if mode == "auto" else {})),

@@ -245,7 +245,11 @@ def _project_root(cassette: Path) -> Path | None:
     a recording inside a real project changes nothing."""
     where = cassette.resolve()
     cwd = Path.cwd().resolve()
-    start = cwd if where.is_relative_to(cwd) else where.parent
+    return _root_from(cwd if where.is_relative_to(cwd) else where.parent)
+
+
+def _root_from(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` with a marker, by ``_project_root``'s rules."""
     fallback: Path | None = None
     for folder in (start, *start.parents):
         if not any((folder / marker).exists() for marker in _PROJECT_MARKERS):
@@ -280,10 +284,14 @@ class UnsafeEnvFile(CassetteError):
 def find_env_file(env_file: str, cassette: Path) -> Path | None:
     """Where ``header.env_file`` (relative to where it was recorded) is now: looked up from the
     working directory, then from the project root (so replay works from anywhere in the
-    repository). Absolute paths, ``..``, symlinks leading out of that folder, files inside a
-    folder that holds cassettes and files that define no real atroposlib environment are
-    refused with ``UnsafeEnvFile``: replaying cassettes from a pull request must not run
-    code that arrived with them."""
+    repository). For a cassette kept outside the working directory (a download, a shared
+    folder), its own project is searched only if its root is a real one (a marker in the
+    folder that holds the recordings counts not), then the project the user stands in — the
+    working directory and its real root. Absolute
+    paths, ``..``, symlinks leading out of that folder, files inside a folder that holds
+    cassettes and files that define no real atroposlib environment are refused with
+    ``UnsafeEnvFile``: replaying cassettes from a pull request must not run code that arrived
+    with them."""
     rel = Path(env_file)
     if rel.is_absolute() or ".." in rel.parts:
         raise UnsafeEnvFile(
@@ -297,9 +305,23 @@ def find_env_file(env_file: str, cassette: Path) -> Path | None:
     root = _project_root(cassette)
     area = _cassette_area(cassette, root)
     cwd = Path.cwd().resolve()
-    bases = [cwd] if cassette.resolve().is_relative_to(cwd) else []
-    if root is not None and root not in bases:
+    inside = cassette.resolve().is_relative_to(cwd)
+    bases = [cwd] if inside else []
+    here: Path | None = None
+    # The cassette's own project — for one kept outside the working directory, only when its
+    # root is a real one: a marker beside the recordings themselves (a folder that holds
+    # cassettes) is what a downloaded folder plants to pose as a project, so it counts not.
+    if root is not None and root not in bases and (inside or not _holds_cassettes(root)):
         bases.append(root)
+    if not inside:
+        # A cassette kept elsewhere (a download, a shared folder, a CI artifact) with no
+        # project of its own, replayed from the project: the file is looked for in the project
+        # the user stands in — the working directory and its real root.
+        here = _root_from(cwd)
+        if (here is None or cwd.is_relative_to(here)) and cwd not in bases:
+            bases.append(cwd)
+        if here is not None and here not in bases:
+            bases.append(here)
     for base in bases:
         candidate = base / rel
         if not candidate.is_file():
@@ -310,7 +332,11 @@ def find_env_file(env_file: str, cassette: Path) -> Path | None:
                 f"the cassette {cassette} names env file {env_file}: under {base} it is a link "
                 f"to {real}, outside the project; replay refuses to run it"
             )
-        holder = next((f for f in area if real.is_relative_to(f)), None)
+        # (a folder above the whole base — the cassette's, when the project lies below it —
+        # holds none of the project's files as recordings)
+        from_here = not inside and base != root  # the working directory's project
+        holder = next((f for f in area if real.is_relative_to(f)
+                       and not (from_here and base.is_relative_to(f))), None)
         if holder is not None:
             raise UnsafeEnvFile(
                 f"the cassette {cassette} names env file {env_file}, which lies in {holder}, a "
@@ -321,7 +347,7 @@ def find_env_file(env_file: str, cassette: Path) -> Path | None:
                 "-- MODE …"
             )
         try:
-            check_env_file(candidate, root or base)
+            check_env_file(candidate, (here or base) if from_here else (root or base))
         except NotAnEnvFile as exc:
             raise UnsafeEnvFile(f"the cassette {cassette} names {exc}") from None
         return candidate

@@ -27,6 +27,7 @@ from hermes_replay._errors import (
     RecordingFailed,
     UnknownFlags,
 )
+from hermes_replay._runner.dead_endpoint import DEFAULT_FIRST_ANSWER_TIMEOUT
 from hermes_replay._runner.flags import checked_flags
 from hermes_replay._runner.plan import flag_value
 from hermes_replay._runner.result import RolloutOutcome, RunResult, is_group_record
@@ -94,10 +95,11 @@ def run_cassette(
     env_file = find_env_file(header.env_file, Path(path))
     if env_file is None:
         raise CassetteError(
-            f"the recorded env file {header.env_file} was not found from the working directory "
-            "or the cassette's project root (the folder with pyproject.toml/.git)", path=path,
-            line=1, hint="run from the directory it was recorded in, or re-record from where "
-                         "the environment lives")
+            f"the recorded env file {header.env_file} was not found in the working directory "
+            f"({Path.cwd()}), its project root, or the cassette's project root (the folder "
+            "with pyproject.toml/.git)", path=path, line=1,
+            hint="run from the project the environment lives in (the env file is looked for "
+                 "there, never beside a cassette kept elsewhere), or re-record from there")
     argv = redirect_outputs(
         replay_argv(list(header.command or []), None if command is None else list(command)),
         out)
@@ -141,6 +143,7 @@ def run_env(
     trust_cassette: bool = False,
     seed: int | None = None,
     max_misses: int = DEFAULT_MAX_MISSES,
+    first_answer_timeout: float = DEFAULT_FIRST_ANSWER_TIMEOUT,
     **options: Any,
 ) -> RunResult:
     """Run ``env_file`` with ``argv`` (``[mode, flags…]``) inside a cassette session.
@@ -156,8 +159,13 @@ def run_env(
     them on the host. Before the environment starts, ``random`` and numpy are seeded
     (``_runner.seed``): with ``seed``, else the recorded seed, else (recording) a new one, which the
     header keeps.
+
+    A recording whose endpoint does not answer (connections refused, or no answer to the first
+    request within ``first_answer_timeout`` seconds) is stopped at once (``_runner.dead_endpoint``);
+    a failed recording leaves no ``groups.jsonl``/``.html`` of its own behind.
     """
     import hermes_replay
+    from hermes_replay._runner.dead_endpoint import dead_endpoint_guard
     from hermes_replay._runner.envrun import (
         OutcomeCollector,
         library_output_with_env,
@@ -166,6 +174,7 @@ def run_env(
     )
     from hermes_replay._runner.netblock import block_network as _block
     from hermes_replay._runner.plain_env import plain_env_support
+    from hermes_replay._runner.run_outputs import groups_files_written, remove_outputs
     from hermes_replay._runner.scrub_outputs import scrubbed_run
     from hermes_replay._runner.stall import stall_guard
     from hermes_replay._runner.wandb import capture_wandb
@@ -180,6 +189,7 @@ def run_env(
     code = 0
     error: HermesReplayError | None = None
     captured: Any = None
+    outputs: list[Path] = []
     path = cassette if cassette is not None else Path("(passthrough)")
     try:
         with ExitStack() as stack:
@@ -203,6 +213,10 @@ def run_env(
                 stack.enter_context(stall_guard(session, max_misses=max_misses))
             else:  # live: real keys around, so what it prints and writes is scrubbed
                 stack.enter_context(scrubbed_run(argv))
+            if mode in ("record", "auto"):  # a dead endpoint stops the run (RecordingFailed)
+                outputs = stack.enter_context(groups_files_written())
+                stack.enter_context(dead_endpoint_guard(
+                    session, first_answer_timeout=first_answer_timeout))
             code = run_env_file(env_file, argv)
             if mode in ("record", "auto"):
                 # Raising inside the block makes the session keep the old cassette and leave
@@ -214,6 +228,8 @@ def run_env(
             code = UnknownFlags.exit_code
             if mode in ("record", "auto"):
                 _drop_empty_journal(path)
+    if mode in ("record", "auto") and (error is not None or code != 0):
+        remove_outputs(outputs)  # a failed recording's groups files would look like data
     if mode == "replay" and error is None and session is not None and cassette is not None:
         from hermes_replay._runner.verdict import replay_verdict
 

@@ -46,6 +46,7 @@ from hermes_replay._errors import (
 from hermes_replay._secrets.known import KNOWN
 from hermes_replay._secrets.redact import KEPT_HEADERS, redact_fields, redact_json
 from hermes_replay._session.index import RecordingIndex
+from hermes_replay._session.liveness import Liveness
 from hermes_replay._session.options import check_options
 from hermes_replay._session.results import Results
 from hermes_replay._session.scope import RolloutScope, current_rollout
@@ -190,6 +191,7 @@ class Session(WireHandling, Results):
         self._root_misses: dict[str, Miss] = {}  # a rollout's first agent-turn miss
         self._reward_issued: dict[str, int] = {}  # reward calls issued, per rollout
         self._failed_attempts = 0
+        self.live = Liveness()  # whether the endpoint answers (``_runner.dead_endpoint``)
         self._passthrough = 0
         self._tokenizer_error: TokenizerMismatch | None = None
         self._known_generation = 0

@@ -31,6 +31,7 @@ from hermes_replay._session.health import health_reply, is_health_ping
 from hermes_replay._session.index import Recording, RecordingIndex
 from hermes_replay._session.intercept import WireRequest, WireResponse
 from hermes_replay._session.lanes import task_lane
+from hermes_replay._session.liveness import Liveness, is_unanswered
 from hermes_replay._session.scope import current_rollout, current_stage
 from hermes_replay._session.summary import ReplayEvent
 from hermes_replay._session.traffic import TOOL_HTTP, is_recorded_endpoint
@@ -58,6 +59,7 @@ class _Exchange:
         if self.done or self.action != "record":
             return
         self.done = True
+        self.session.live.answered()
         if is_failed_attempt(response.status):
             self.session._failed(self, f"HTTP {response.status}")
         else:
@@ -67,6 +69,9 @@ class _Exchange:
         if self.done or self.action != "record":
             return
         self.done = True
+        if is_unanswered(error):
+            assert error is not None
+            self.session.live.unanswered(self.request.get("url", ""), error)
         self.session._failed(self, type(error).__name__ if error else "incomplete stream")
 
 class WireHandling:
@@ -94,6 +99,7 @@ class WireHandling:
     _root_misses: dict[str, Miss]
     _reward_issued: dict[str, int]
     _failed_attempts: int
+    live: Liveness
     _passthrough: int
     _trace_path: Path | None
     _trace: list[dict[str, Any]]
@@ -172,6 +178,7 @@ class WireHandling:
                     raise RequestNotRecorded(miss)
         if self.write_error is not None:  # nothing more can be written: stop the run now
             raise self.write_error
+        self.live.sent(request["url"])
         return _Exchange(self, "record", rollout, issue, request, fp, stage=stage,
                          lane=task_lane())
 

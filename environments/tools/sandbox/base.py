@@ -97,6 +97,13 @@ class SandboxBackend(abc.ABC):
         never follow links or block (``local``)."""
         return self.read_file(path).encode()
 
+    def read_head(self, path: str, limit: int) -> tuple[bytes, int]:
+        """The first ``limit`` bytes of a file and its size in bytes: what a tool that shows
+        only the start of a file needs, without holding the rest (``local`` reads no more;
+        this default reads the file whole)."""
+        data = self.read_file(path).encode()
+        return data[:limit], len(data)
+
     @abc.abstractmethod
     def write_file(self, path: str, content: str) -> str:
         """Write text (creating parent directories); return the sandbox path written."""

@@ -1,0 +1,122 @@
+"""Stop a recording whose endpoint does not answer, at once and naming it, instead of retrying.
+
+Against a server that is down, every request fails to connect, and three retry layers (the
+openai SDK's, atroposlib's tenacity, the env's own) try again with backoff for each rollout:
+the probe saw 216 failed attempts over 77 s, then "4 rollouts recorded". Nothing recorded
+against a dead endpoint is worth waiting for, so a watchdog reads the session's ``live``
+counts (``_session.liveness``) and stops the run when ``max_unanswered`` requests in a row could
+not connect (refused, unreachable, connect timed out), or when the first request got none within
+``first_answer_timeout`` seconds (a port that accepts and never answers). It interrupts the
+main thread as Ctrl-C would (``finally`` blocks and sandbox cleanup run, the previous cassette
+is kept), and the interrupt becomes ``RecordingFailed`` naming the endpoint and the next step.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from hermes_replay._errors import RecordingFailed
+
+__all__ = ["DEFAULT_FIRST_ANSWER_TIMEOUT", "DEFAULT_MAX_UNANSWERED", "dead_endpoint_guard"]
+
+DEFAULT_MAX_UNANSWERED = 6  # a couple of rollouts' SDK retries: a blip recovers before this
+DEFAULT_FIRST_ANSWER_TIMEOUT = 120.0
+
+
+def _where(url: str) -> str:
+    """The endpoint a request went to, without credentials or the request's own path."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port:
+        netloc += f":{parts.port}"
+    path = parts.path
+    for suffix in ("/chat/completions", "/completions", "/generate"):
+        if path.endswith(suffix):
+            path = path[: -len(suffix)]
+            break
+    return urlunsplit((parts.scheme, netloc, path, "", ""))
+
+
+class _Watch:
+    def __init__(self, session: Any, max_unanswered: int, first_answer_timeout: float) -> None:
+        self.live = session.live
+        self.max_unanswered = max_unanswered
+        self.first_answer_timeout = first_answer_timeout
+        self.reason: str | None = None
+        self.timeout = False
+        self.stop = threading.Event()
+        self.main = threading.main_thread().ident
+
+    def run(self) -> None:
+        while not self.stop.wait(0.1):
+            live = self.live
+            where = _where(live.last_url) if live.last_url else "the endpoint"
+            if self.max_unanswered > 0 and live.unanswered_in_a_row >= self.max_unanswered:
+                self._trip(f"{where} did not answer: {live.unanswered_in_a_row} requests in a "
+                           f"row could not connect ({live.last_error})", timeout=False)
+            elif (self.first_answer_timeout > 0 and live.answers == 0
+                  and live.first_sent is not None
+                  and time.monotonic() - live.first_sent > self.first_answer_timeout):
+                self._trip(f"{where} sent no answer in {self.first_answer_timeout:.0f} s "
+                           "(the first request is still waiting)", timeout=True)
+
+    def _trip(self, reason: str, *, timeout: bool) -> None:
+        if self.reason is None:
+            self.reason = reason
+            self.timeout = timeout
+        if self.main is not None:  # again every tick until the run ends: a loop may swallow one
+            signal.pthread_kill(self.main, signal.SIGINT)
+
+
+@contextmanager
+def dead_endpoint_guard(session: Any, *, max_unanswered: int = DEFAULT_MAX_UNANSWERED,
+                        first_answer_timeout: float = DEFAULT_FIRST_ANSWER_TIMEOUT
+                        ) -> Iterator[None]:
+    """Watch a recording ``session`` while the block runs; see the module docstring.
+
+    As ``stall_guard``: only where Ctrl-C works as usual (main thread, Python's default SIGINT
+    handler); a SIGINT that arrives after the block ended is ignored."""
+    if getattr(session, "mode", None) not in ("record", "auto") \
+            or threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler \
+            or os.name != "posix":
+        yield
+        return
+    watch = _Watch(session, max_unanswered, first_answer_timeout)
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if not watch.stop.is_set():
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    thread = threading.Thread(target=watch.run, name="hermes-replay-dead-endpoint",
+                              daemon=True)
+    thread.start()
+    try:
+        yield
+    except KeyboardInterrupt:
+        if watch.reason is None:
+            raise
+        from hermes_replay._secrets.redact import redact_text
+
+        nothing = "nothing was recorded" if session.live.answers == 0 else \
+            "it had answered before"
+        hint = ("if the model really takes longer for a first reply, pass "
+                "--first-answer-timeout SECONDS (0: no limit)" if watch.timeout else
+                "check that the server is running and that --endpoint names it")
+        raise RecordingFailed(redact_text(
+            f"{watch.reason}; {nothing}, so the run was stopped instead of retrying.\n"
+            f"  next step: {hint} (e.g. `curl {_where(session.live.last_url) or 'URL'}"
+            "/models`), then record again"), cassette=session.path) from None
+    finally:
+        watch.stop.set()
+        thread.join()
+        signal.signal(signal.SIGINT, previous)

@@ -1,0 +1,123 @@
+"""Recording against a dead endpoint fails fast, names it, and leaves nothing behind (issue 25,
+item 25).
+
+Before the fix, a recording against a port that refuses connections ran every rollout through
+every retry layer (77 s and 216 failed attempts for the probe; 108 for the calc env here), then
+printed "4 rollouts recorded · 0 interactions" and left ``data/groups.jsonl``/``.html`` in the
+project. A port that accepts and never answers hung for the client's timeout (20 minutes in
+atroposlib's default) times its retries. Through ``hermes-replay record`` with the calc env, in
+this process, against real sockets on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _calc_project import ENV_REL, PROCESS_ARGS, write_project
+
+from hermes_replay._errors import RecordingFailed
+from hermes_replay.cli import main
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from environments.tools import registry
+
+    # the env registers its own tool at import: gone again after the test
+    monkeypatch.setattr(registry, "_TOOLS", dict(registry._TOOLS))
+    monkeypatch.setattr(registry, "_TASK_CLEANUPS", list(registry._TASK_CLEANUPS))
+    monkeypatch.delitem(sys.modules, "calc_tool_env", raising=False)
+    monkeypatch.chdir(write_project(tmp_path))
+    return tmp_path
+
+
+def _refusing_port() -> int:
+    """A port on 127.0.0.1 nothing listens on (bound, then closed: connections are refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A port that accepts connections and never sends a byte back."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except (TimeoutError, OSError):
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield int(server.getsockname()[1])
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    server.close()
+
+
+def _record(url: str, *flags: str) -> int:
+    return main(["record", ENV_REL, "--endpoint", url, "--model", "scripted", "--server-type",
+                 "openai", *flags, "--", *PROCESS_ARGS])
+
+
+def test_refused_connections_stop_the_recording_at_once(project: Path, capsys) -> None:
+    earlier = project / "data" / "groups.jsonl"  # an earlier run's output: not this run's
+    earlier.parent.mkdir()
+    earlier.write_text('{"earlier": true}\n', encoding="utf-8")
+    url = f"http://127.0.0.1:{_refusing_port()}/v1"
+    assert _record(url) == 1
+    out, _ = capsys.readouterr()
+    assert f"error: {url} did not answer: " in out, out
+    assert "could not connect (ConnectError)" in out
+    assert "next step: check that the server is running and that --endpoint names it" in out
+    assert "0 rollouts recorded" in out  # not "4 rollouts recorded · 0 interactions"
+    assert not (project / "cassettes" / "calc_tool_env" / "process.jsonl").exists()
+    # this run's groups_1.jsonl/.html are gone; the earlier file is untouched
+    assert sorted(p.name for p in earlier.parent.iterdir()) == ["groups.jsonl"]
+    assert earlier.read_text(encoding="utf-8") == '{"earlier": true}\n'
+
+
+def test_a_refused_recording_makes_few_attempts(project: Path) -> None:
+    """The count, through the library's runner (what ``run_cassette`` uses too): a handful of
+    failed attempts, where every retry layer used to run to its end (108 here)."""
+    from hermes_replay._runner.run import run_env
+
+    port = _refusing_port()
+    argv = [*PROCESS_ARGS, "--openai.base_url", f"http://127.0.0.1:{port}/v1",
+            "--openai.model_name", "scripted", "--openai.api_key", "x",
+            "--openai.server_type", "openai", "--openai.health_check", "false"]
+    result = run_env((project / ENV_REL).resolve(), argv,
+                     cassette=project / "c.jsonl", mode="record",
+                     log_path=project / "env.log")
+    assert isinstance(result.error, RecordingFailed), result.error
+    assert f"127.0.0.1:{port}/v1 did not answer" in str(result.error)
+    assert result.summary is not None
+    assert 6 <= result.summary.failed_attempts <= 12, result.summary.failed_attempts
+    assert result.summary.recorded == 0
+
+
+def test_an_endpoint_that_never_answers_is_stopped_after_the_first_answer_timeout(
+        project: Path, silent_port: int, capsys) -> None:
+    url = f"http://127.0.0.1:{silent_port}/v1"
+    assert _record(url, "--first-answer-timeout", "2") == 1
+    out, _ = capsys.readouterr()
+    assert f"error: {url} sent no answer in 2 s (the first request is still waiting)" in out
+    assert "pass --first-answer-timeout SECONDS" in out
+    assert "0 rollouts recorded" in out
+    assert not (project / "data" / "groups.jsonl").exists()
+    assert not (project / "data" / "groups.html").exists()

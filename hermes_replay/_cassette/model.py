@@ -111,6 +111,11 @@ class Interaction(BaseModel):
     def key(self) -> tuple[str | None, int]:
         return (self.rollout, self.seq)
 
+    @property
+    def url(self) -> str:
+        """The request's URL (a deferred interaction knows it without decoding its body)."""
+        return str(self.request.get("url", ""))
+
 
 @dataclass
 class RolloutRecord:

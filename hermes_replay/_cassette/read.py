@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from hermes_replay._cassette.model import (
 from hermes_replay._cassette.toolcalls import ToolCall
 from hermes_replay._errors import CassetteError
 
-__all__ = ["load_cassette", "paused_gc"]
+__all__ = ["NOT_FOUND", "Records", "load_cassette", "paused_gc", "text_lines"]
 
 _RERECORD = "re-record it with `hermes-replay record …` (or mode='record')"
 
@@ -44,6 +44,20 @@ def load_cassette(path: str | Path) -> Cassette:
     """
     path = Path(path)
     is_partial = path.name.endswith(".partial")
+    lines, truncated_tail = text_lines(path)
+    with paused_gc():
+        records = Records(path, is_partial=is_partial)
+        for number, line in enumerate(lines, start=1):
+            last = is_partial and truncated_tail and number == len(lines)
+            record = records.parse(number, line, last_of_partial=last)
+            if record is not _SKIP:
+                records.add(number, line, record)
+        return records.cassette()
+
+
+def text_lines(path: Path) -> tuple[list[str], bool]:
+    """The file's lines as text (no final empty line), and whether its last line was cut off
+    (no newline after it). Missing, unreadable or non-UTF-8 files raise ``CassetteError``."""
     if not path.exists():
         hint = f"check the path, or {_RERECORD} (mode='auto' records it)"
         if partial_path(path).exists():
@@ -69,8 +83,7 @@ def load_cassette(path: str | Path) -> Cassette:
     truncated_tail = bool(lines) and lines[-1] != ""
     if lines and lines[-1] == "":
         lines.pop()
-    with paused_gc():
-        return _parse(path, lines, is_partial=is_partial, truncated_tail=truncated_tail)
+    return lines, truncated_tail
 
 
 @contextmanager
@@ -90,95 +103,131 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _parse(path: Path, lines: list[str], *, is_partial: bool, truncated_tail: bool) -> Cassette:
-    bodies: dict[tuple[str, int], Any] = {}
+_SKIP = object()  # ``Records.parse``: nothing to add (a blank line, a partial's cut-off tail)
+NOT_FOUND = object()  # ``Records``' ``earlier``: no such turn before this line
 
-    def lookup(rollout: str, seq: int) -> Any:
-        if (rollout, seq) not in bodies:
-            raise DecodeError(f"refers to turn {seq} of rollout {rollout!r}, not found earlier")
-        return bodies[(rollout, seq)]
 
-    decoder = BodyDecoder(lookup)
-    parse_json = json.JSONDecoder(object_hook=decoder.object_hook).decode  # built once
-    header: CassetteHeader | None = None
-    interactions: list[Interaction] = []
-    rollouts: dict[str, RolloutRecord] = {}
-    seen: dict[tuple[str | None, int], int] = {}
-    tool_calls: list[ToolCall] = []
-    seen_tools: dict[tuple[str | None, int], int] = {}
-    numbers: dict[int, int] = {}  # id(interaction) -> line, until keys are final
-    for number, line in enumerate(lines, start=1):
+class Records:
+    """The records of one file read in order, and what they build: every rule a line must
+    keep and the ``CassetteError`` (file:line) for one that breaks it.
+
+    ``load_cassette`` feeds it every line; the replay's deferred reader
+    (``_cassette.deferred``) feeds it the lines it does not defer, and its own decoder, so both
+    readers hold lines to the same rules. A delta's earlier turn is looked up in ``bodies``
+    first, then through the decoder's own lookup.
+    """
+
+    def __init__(self, path: Path, *, is_partial: bool,
+                 make_decoder: Callable[[Callable[[str, int], Any]], BodyDecoder] = BodyDecoder,
+                 earlier: Callable[[str, int], Any] | None = None) -> None:
+        self.path, self.is_partial = path, is_partial
+        self.bodies: dict[tuple[str, int], Any] = {}
+
+        def lookup(rollout: str, seq: int) -> Any:
+            if (rollout, seq) in self.bodies:
+                return self.bodies[(rollout, seq)]
+            found = earlier(rollout, seq) if earlier is not None else NOT_FOUND
+            if found is NOT_FOUND:
+                raise DecodeError(f"refers to turn {seq} of rollout {rollout!r}, not found "
+                                  "earlier")
+            return found
+
+        self.decoder = make_decoder(lookup)
+        self._json = json.JSONDecoder(object_hook=self.decoder.object_hook).decode  # built once
+        self.header: CassetteHeader | None = None
+        self.interactions: list[Any] = []
+        self.rollouts: dict[str, RolloutRecord] = {}
+        self.seen: dict[tuple[str | None, int], int] = {}
+        self.tool_calls: list[ToolCall] = []
+        self.seen_tools: dict[tuple[str | None, int], int] = {}
+        self.numbers: dict[int, int] = {}  # id(interaction) -> line, until keys are final
+
+    def parse(self, number: int, line: str, *, last_of_partial: bool = False) -> Any:
+        """The line's JSON (blobs resolved), or ``_SKIP``."""
         if not line.strip():
-            continue
+            return _SKIP
         try:
-            record = parse_json(line)
+            return self._json(line)
         except DecodeError as exc:  # raised by the blob hook: the JSON itself is fine
-            raise CassetteError(f"bad {_kind_of(line)} record: {_short(exc)}", path=path,
-                                line=number, hint="restore the file from git, or "
-                                + _RERECORD) from exc
+            raise self.bad(number, f"bad {_kind_of(line)} record: {_short(exc)}") from exc
         except (ValueError, RecursionError) as exc:  # also: nesting too deep, huge numbers
-            if is_partial and truncated_tail and number == len(lines):
-                break  # the write the crash interrupted; everything before it is whole
+            if last_of_partial:
+                return _SKIP  # the write the crash interrupted; everything before it is whole
             why = exc.msg if isinstance(exc, json.JSONDecodeError) else _short(exc)
-            raise CassetteError(f"not valid JSON ({why})", path=path, line=number,
+            raise CassetteError(f"not valid JSON ({why})", path=self.path, line=number,
                                 hint="the file is damaged; restore it from git, or "
                                 + _RERECORD) from exc
+
+    def bad(self, number: int, what: str) -> CassetteError:
+        return CassetteError(what, path=self.path, line=number,
+                             hint="restore the file from git, or " + _RERECORD)
+
+    def add(self, number: int, line: str, record: Any) -> None:
+        """Take one parsed record (line 1: the header)."""
         kind = record.get("type") if isinstance(record, dict) else None
-        if header is None:
-            header = _read_header(path, number, record)
-            continue
+        if self.header is None:
+            self.header = _read_header(self.path, number, record)
+            return
         try:
             if kind == "blob":
-                decoder.add_blob(str(record["id"]), record["value"])
+                self.decoder.add_blob(str(record["id"]), record["value"])
             elif kind == "interaction":
-                inter = _read_interaction(record, decoder)
-                if inter.key in seen and not is_partial:
-                    raise DecodeError(f"duplicate recording for rollout {inter.rollout!r} turn "
-                                      f"{inter.seq} (first at line {seen[inter.key]})")
-                seen[inter.key] = number
-                numbers[id(inter)] = number
+                inter = _read_interaction(record, self.decoder)
+                self.add_interaction(number, inter)
                 if inter.rollout is not None:
-                    bodies[(inter.rollout, inter.seq)] = inter.request.get("body")
-                    rollouts.setdefault(inter.rollout, RolloutRecord(inter.rollout))
-                interactions.append(inter)
+                    self.bodies[(inter.rollout, inter.seq)] = inter.request.get("body")
             elif kind == "tool":
                 call = _read_tool_call(record)
-                if call.key in seen_tools and not is_partial:
+                if call.key in self.seen_tools and not self.is_partial:
                     raise DecodeError(f"duplicate tool call {call.seq} of rollout "
-                                      f"{call.rollout!r} (first at line {seen_tools[call.key]})")
-                seen_tools[call.key] = number
+                                      f"{call.rollout!r} (first at line "
+                                      f"{self.seen_tools[call.key]})")
+                self.seen_tools[call.key] = number
                 if call.rollout is not None:
-                    rollouts.setdefault(call.rollout, RolloutRecord(call.rollout))
-                tool_calls.append(call)
+                    self.rollouts.setdefault(call.rollout, RolloutRecord(call.rollout))
+                self.tool_calls.append(call)
             elif kind == "outcome":
                 fields = {k: v for k, v in record.items() if k not in ("type", "rollout")}
                 rid = _rollout_id(record["rollout"])
-                rollouts.setdefault(rid, RolloutRecord(rid)).outcome.update(fields)
+                self.rollouts.setdefault(rid, RolloutRecord(rid)).outcome.update(fields)
             elif kind == "annotate":
-                header = header.merged(dict(record.get("fields") or {}))
+                self.header = self.header.merged(dict(record.get("fields") or {}))
             else:
                 raise DecodeError(f"unknown record type {kind!r}")
         except (DecodeError, KeyError, TypeError, ValueError, ValidationError) as exc:
-            raise CassetteError(f"bad {kind or 'record'} record: {_short(exc)}", path=path,
-                                line=number, hint="restore the file from git, or "
-                                + _RERECORD) from exc
-    if header is None and is_partial:  # killed before its header line was whole
-        return Cassette(path, CassetteHeader(), [], {}, complete=False)
-    if header is None:
-        raise CassetteError("empty file: no header line", path=path, line=1,
-                            hint=_RERECORD[0].upper() + _RERECORD[1:])
-    if is_partial:
-        interactions = _renumber(interactions, numbers)
-    lines = {inter.key: numbers[id(inter)] for inter in interactions}
-    for inter in interactions:
+            raise self.bad(number, f"bad {kind or 'record'} record: {_short(exc)}") from exc
+
+    def add_interaction(self, number: int, inter: Any) -> None:
+        """File one interaction (or a deferred one: anything with ``key`` and ``rollout``)."""
+        if inter.key in self.seen and not self.is_partial:
+            raise DecodeError(f"duplicate recording for rollout {inter.rollout!r} turn "
+                              f"{inter.seq} (first at line {self.seen[inter.key]})")
+        self.seen[inter.key] = number
+        self.numbers[id(inter)] = number
         if inter.rollout is not None:
-            rollouts[inter.rollout].interactions.append(inter)
-    tool_calls.sort(key=lambda c: (c.rollout or "", c.seq))
-    for call in tool_calls:
-        if call.rollout is not None:
-            rollouts[call.rollout].tool_calls.append(call)
-    return Cassette(path, header, interactions, rollouts, complete=not is_partial,
-                    tool_calls=tool_calls, lines=lines)
+            self.rollouts.setdefault(inter.rollout, RolloutRecord(inter.rollout))
+        self.interactions.append(inter)
+
+    def cassette(self) -> Cassette:
+        """The cassette the records make (after the last line)."""
+        path, header, interactions = self.path, self.header, self.interactions
+        if header is None and self.is_partial:  # killed before its header line was whole
+            return Cassette(path, CassetteHeader(), [], {}, complete=False)
+        if header is None:
+            raise CassetteError("empty file: no header line", path=path, line=1,
+                                hint=_RERECORD[0].upper() + _RERECORD[1:])
+        if self.is_partial:
+            interactions = _renumber(interactions, self.numbers)
+        lines = {inter.key: self.numbers[id(inter)] for inter in interactions}
+        for inter in interactions:
+            if inter.rollout is not None:
+                self.rollouts[inter.rollout].interactions.append(inter)
+        self.tool_calls.sort(key=lambda c: (c.rollout or "", c.seq))
+        for call in self.tool_calls:
+            if call.rollout is not None:
+                self.rollouts[call.rollout].tool_calls.append(call)
+        return Cassette(path, header, interactions, self.rollouts, complete=not self.is_partial,
+                        tool_calls=self.tool_calls, lines=lines)
 
 
 def _kind_of(line: str) -> str:

@@ -202,17 +202,27 @@ def _excluded() -> list[Path]:
     return [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), here]
 
 
+# (module file, user roots) -> whether it is the user's. Resolving every module's path (2,000
+# of them once the stack is imported) was a fifth of a forked run's CPU, paid twice per run;
+# the warm process fills this before each fork, so a child resolves only what it imported.
+_USERS: dict[tuple[str, tuple[Path, ...]], bool] = {}
+
+
 def _is_users(file: str | None, roots: Sequence[Path], excluded: Sequence[Path]) -> bool:
     if not file:
         return False
-    path = Path(file).resolve()
-    return (any(path.is_relative_to(r) for r in roots)
-            and not any(path.is_relative_to(x) for x in excluded))
+    key = (file, tuple(roots))
+    known = _USERS.get(key)
+    if known is None:
+        path = Path(file).resolve()
+        known = _USERS[key] = (any(path.is_relative_to(r) for r in roots)
+                               and not any(path.is_relative_to(x) for x in excluded))
+    return known
 
 
 def user_module_files(roots: Sequence[Path]) -> list[str]:
     """Files of the imported modules that are the user's (what a run depended on)."""
-    excluded = _excluded()
+    excluded, roots = _excluded(), [Path(r).resolve() for r in roots]  # as the warm's
     return sorted({str(Path(m.__file__).resolve()) for m in list(sys.modules.values())
                    if _is_users(getattr(m, "__file__", None), roots, excluded)})
 
@@ -263,6 +273,7 @@ def _serve(result_fd: int, roots: list[Path]) -> None:
                         failed = _import_all(frame[1])
                         _send(result_fd, ("ready", time.perf_counter() - started, failed))
                     elif frame[0] == "run":
+                        _purge_user_modules(roots)  # and each module's verdict kept (_USERS)
                         gc.freeze()  # the children need not copy pages to collect these
                         read, pid = _fork_child(frame[2], frame[3], roots, result_fd, cmd_fd,
                                                 list(children))
@@ -312,8 +323,7 @@ def _fork_child(func: Callable[..., Any], args: tuple[Any, ...], roots: Sequence
         for fd in (close[0], close[1], *close[2]):
             os.close(fd)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        _keep_bytecode()
-        _purge_user_modules(roots)
+        _keep_bytecode()  # (the user's modules were purged just before the fork)
         before = set(sys.modules)
         try:
             payload: tuple[str, Any] = ("ok", func(*args))

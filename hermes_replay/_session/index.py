@@ -84,7 +84,7 @@ class RecordingIndex:
         for recs in index.by_rollout.values():
             for rec in recs:
                 index._by_fp.setdefault((rec.inter.rollout, rec.fingerprint), []).append(rec)
-                index._hosts.add(urlsplit(rec.inter.request.get("url", "")).netloc.lower())
+                index._hosts.add(urlsplit(rec.inter.url).netloc.lower())
         return index
 
     def knows_host(self, netloc: str) -> bool:

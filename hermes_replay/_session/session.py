@@ -19,7 +19,8 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 from hermes_replay._cassette import (
     Cassette,
@@ -29,6 +30,7 @@ from hermes_replay._cassette import (
     partial_path,
     paused_gc,
 )
+from hermes_replay._cassette.deferred import DeferredReader, read_deferred
 from hermes_replay._cassette.load import load_cassette
 from hermes_replay._cassette.matching import Matcher
 from hermes_replay._cassette.model import STAGES_KEY
@@ -55,6 +57,9 @@ from hermes_replay._session.tools import ToolCallsDrifted, ToolLedger
 from hermes_replay._session.wire import WireHandling
 from hermes_replay._session.workers import check_name
 from hermes_replay._tokenizers.store import TokenizerMismatch, mismatch, stored_dir, with_store
+
+if TYPE_CHECKING:
+    from hermes_replay._session.intercept import WireRequest
 
 __all__ = ["DEFAULT_LLM_PATHS", "MODES", "Observer", "Session", "cassette"]
 
@@ -179,6 +184,9 @@ class Session(WireHandling, Results):
         self._writer: CassetteWriter | None = None
         self._header = CassetteHeader()
         self._index = RecordingIndex()
+        # replay reads bodies on first use (``_cassette.deferred``): what it found damaged
+        # after start fails the request and the session's exit
+        self._deferred: DeferredReader | None = None
         self._recorded_outcomes: dict[str, dict[str, Any]] = {}
         self._issued: dict[str | None, int] = {}
         self._cursor: dict[str | None, int] = {}
@@ -257,6 +265,20 @@ class Session(WireHandling, Results):
         self._active = True
         _intercept.activate(self)  # binds this session to this context (``_active``)
 
+    def begin(self, wire: WireRequest) -> Any:
+        try:
+            return super().begin(wire)
+        except CassetteError as exc:
+            if self._deferred is None or self._deferred.error is None:
+                raise
+            # a recording's line is damaged: this request fails as a miss does (no retry
+            # layer sees it; agent loops end the rollout), and the session's exit raises it
+            scope = current_rollout()
+            rollout = scope.id if scope is not None else None
+            raise RequestNotRecorded(Miss(str(self.path), rollout, self._cursor.get(rollout, 0),
+                                          wire.method, urlsplit(wire.url).path,
+                                          str(exc))) from exc
+
     def _write_failed(self, exc: OSError, path: Path) -> CassetteError:
         """One clear error for a failed write (disk full, permissions): which file, why."""
         why = exc.strerror or str(exc)
@@ -285,8 +307,14 @@ class Session(WireHandling, Results):
             pass
 
     def _load_index(self) -> Cassette:
-        """Load the cassette and index its recordings (see ``_session.index``)."""
-        existing = load_cassette(self.path)
+        """Load the cassette and index its recordings (see ``_session.index``). A replay
+        defers each body's decoding to its first use when it can (``_cassette.deferred``)."""
+        reader = read_deferred(self.path, self.matcher.signature()) \
+            if self.mode == "replay" else None
+        if reader is not None and reader.cassette is not None:
+            self._deferred, existing = reader, reader.cassette
+        else:
+            existing = load_cassette(self.path)
         self._header = existing.header
         try:
             stored = normalizers_from_header(existing.header.normalizers)
@@ -345,6 +373,11 @@ class Session(WireHandling, Results):
             self._write_trace(self._trace_path)
         if self.mode != "replay":
             return
+        if self._deferred is not None:
+            # a damaged line fails the replay, named, also if the run never reached it
+            damaged = self._deferred.check_all() if exc is None else self._deferred.error
+            if damaged is not None:
+                raise damaged from exc
         if exc is None and self._tokenizer_error is not None:
             raise self._tokenizer_error  # raised at annotate too, unless the env swallowed it
         if isinstance(exc, RequestNotRecorded):

@@ -232,7 +232,7 @@ class GroupIdentity:
 def _answered(rollout_id: str) -> int | None:
     """The model requests answered inside ``rollout_id``'s scope: a plain rollout's turns."""
     session = _active.current()
-    answered = getattr(session, "answered", None)
+    answered = getattr(session, "answered_in", None)
     return answered(rollout_id) if callable(answered) else None
 
 

@@ -106,7 +106,9 @@ class WireHandling:
     _emit: Callable[[ReplayEvent], None]
     _journal: Callable[[Callable[[CassetteWriter], None]], None]
 
-    def answered(self, rollout: str) -> int | None:
+    # not ``answered``: that name is ``Results.answered`` (the session's progress, which the
+    # stall guard reads); a method of this class by that name shadowed it and killed the guard
+    def answered_in(self, rollout: str) -> int | None:
         """How many of ``rollout``'s requests were answered (recorded, or replayed from the
         cassette) — failed attempts not counted; None when passing through (nothing counted)."""
         if self.mode == "passthrough":

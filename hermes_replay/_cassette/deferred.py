@@ -37,7 +37,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from hermes_replay._cassette.format import BodyDecoder, DecodeError
-from hermes_replay._cassette.model import Cassette, Interaction
+from hermes_replay._cassette.model import Cassette, CassetteHeader, Interaction
 from hermes_replay._cassette.read import (
     NOT_FOUND,
     Records,
@@ -113,7 +113,8 @@ class DeferredReader:
     requests may come from several threads). ``cassette`` is None when the file must be read
     whole instead (see the module docstring)."""
 
-    def __init__(self, path: Path, lines: list[str], matcher_signature: str) -> None:
+    def __init__(self, path: Path, lines: list[str],
+                 matcher_signature: str | Callable[[CassetteHeader], str]) -> None:
         self.path = path
         self._signature = matcher_signature
         self._lines: dict[int, str] = {}  # line number -> text, until decoded
@@ -171,7 +172,9 @@ class DeferredReader:
                 return None  # an interaction in another layout: read the file whole
             records.add(number, line, record)
             header = records.header
-            if number == 1 and (header is None or header.extra.get("matcher") != self._signature):
+            if number == 1 and (header is None or header.extra.get("matcher") != (
+                    self._signature if isinstance(self._signature, str)
+                    else self._signature(header))):
                 return None  # the fingerprints are recomputed from every body: read it whole
         return records.cassette()
 
@@ -297,9 +300,12 @@ class DeferredReader:
         return self.error
 
 
-def read_deferred(path: str | Path, matcher_signature: str) -> DeferredReader | None:
+def read_deferred(path: str | Path, matcher_signature: str | Callable[[CassetteHeader], str]
+                  ) -> DeferredReader | None:
     """A deferred reading of the cassette at ``path`` for a replay whose matcher has
-    ``matcher_signature``, or None when it must be read whole (see the module docstring).
+    ``matcher_signature`` (or the signature that function gives for the file's header: the
+    header's normalizers join the matcher), or None when it must be read whole (see the
+    module docstring).
     A damaged line found at start raises ``CassetteError`` as ``load_cassette`` would."""
     path = Path(path)
     if path.is_dir() or path.name.endswith(".partial"):

@@ -309,7 +309,7 @@ class Session(WireHandling, Results):
     def _load_index(self) -> Cassette:
         """Load the cassette and index its recordings (see ``_session.index``). A replay
         defers each body's decoding to its first use when it can (``_cassette.deferred``)."""
-        reader = read_deferred(self.path, self.matcher.signature()) \
+        reader = read_deferred(self.path, self._signature_for) \
             if self.mode == "replay" else None
         if reader is not None and reader.cassette is not None:
             self._deferred, existing = reader, reader.cassette
@@ -326,6 +326,20 @@ class Session(WireHandling, Results):
         self._index = RecordingIndex.build(existing, self.matcher)
         self.tools.load(existing)
         return existing
+
+    def _signature_for(self, header: CassetteHeader) -> str:
+        """The signature of the matcher this replay will use with ``header``'s normalizers
+        (what its stored fingerprints must have been made by to be trusted); "" if they do
+        not read (the file is then read whole, and that names what is wrong)."""
+        try:
+            combined = normalizer_specs([*normalizers_from_header(header.normalizers),
+                                         *self._given_normalizers])
+            if combined == self.normalizers:
+                return self.matcher.signature()
+            return replace(self.matcher,
+                           normalizers=expand_normalizers(combined)).signature()
+        except ValueError:
+            return ""
 
     def _use_normalizers(self, stored: list[Any]) -> None:
         """Match with the cassette's own normalizers (``stored``) and then the given ones."""

@@ -140,3 +140,19 @@ def test_lines_in_another_layout_are_read_whole(sample: tuple[list[str], str],
     with hermes_replay.cassette(path, "replay", strict=True) as session:
         assert session._deferred is None
         run_rollouts(base, rollouts=2, turns=3)
+
+
+def test_a_cassette_with_its_own_normalizers_is_deferred_too(tmp_path: Path) -> None:
+    """The header's normalizers join the replay's matcher: its stored fingerprints are that
+    matcher's, so the file need not be read whole."""
+    from hermes_replay.scripted_endpoint import ScriptedEndpoint
+
+    path = tmp_path / "n.jsonl"
+    with ScriptedEndpoint(script="generic", seed=0) as ep:
+        with hermes_replay.cassette(path, "record", normalizers=["uuid"]):
+            run_rollouts(ep.base_url, rollouts=1, turns=2)
+        base = ep.base_url
+    assert load_cassette(path).header.normalizers == ["uuid"]
+    with hermes_replay.cassette(path, "replay", strict=True) as session:
+        assert session._deferred is not None
+        run_rollouts(base, rollouts=1, turns=2)

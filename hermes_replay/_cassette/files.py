@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import IO
+from typing import IO, BinaryIO
 
 from hermes_replay._errors import CassetteError
 
@@ -91,11 +92,30 @@ def wants_compression(path: str | Path) -> bool:
     return Path(path).name.endswith(ZST)
 
 
+def open_regular(path: str | Path) -> BinaryIO:
+    """``open(path, "rb")`` for a regular file only. A FIFO, socket or device where a
+    cassette should be is refused without blocking (a FIFO's open and read wait for a writer
+    forever): a cassette is data from outside, and ``show`` on it must end."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # O_NONBLOCK: a FIFO's open returns
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) \
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file"
+            raise CassetteError(f"{kind}, not a regular file", path=Path(path),
+                                hint="a cassette is a .jsonl / .jsonl.zst file; pass that")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def is_compressed(path: str | Path) -> bool:
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             return fh.read(4) == ZSTD_MAGIC
-    except OSError:
+    except (OSError, CassetteError):
         return False
 
 
@@ -131,7 +151,7 @@ def read_bytes(path: Path) -> bytes:
 def read_lines(path: Path) -> list[bytes]:
     """The file's lines as ``bytes.split(b"\n")`` gives them (a last ``b""`` when it ends with a
     newline), decompressed as a stream if it is zstd; ``CassetteError`` past the size caps."""
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         start = fh.read(4)
         if start != ZSTD_MAGIC:
             lines = (start + fh.read()).split(b"\n")
@@ -203,7 +223,7 @@ def _decompressed_lines(path: Path, fh: IO[bytes]) -> list[bytes]:
 def read_head(path: Path, limit: int = 1 << 20) -> bytes:
     """At most ``limit`` bytes of the start of the (decompressed) file — enough for the header
     line; never decompresses the whole of a large cassette."""
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         start = fh.read(4)
         fh.seek(0)
         if start != ZSTD_MAGIC:

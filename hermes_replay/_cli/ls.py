@@ -92,7 +92,7 @@ def render(cassette: Any, style: Style) -> str:
 def run(args: argparse.Namespace) -> int:
     from hermes_replay import CassetteError, load_cassette
     from hermes_replay._cli.replay import NOTHING_RECORDED
-    from hermes_replay._runner.plan import find_cassettes
+    from hermes_replay._runner.plan import find_cassettes, special_file_problem
 
     path: Path = args.path
     if not path.exists():
@@ -102,6 +102,10 @@ def run(args: argparse.Namespace) -> int:
             return 0
         print(f"hermes-replay ls: {path} does not exist. Next step: pass a cassette file or a "
               "folder of cassettes.", file=sys.stderr)
+        return 2
+    problem = special_file_problem(path)
+    if problem is not None:
+        print(f"hermes-replay ls: {problem}", file=sys.stderr)
         return 2
     cassettes = find_cassettes(path)
     if not cassettes:

@@ -59,7 +59,7 @@ from hermes_replay._cli._runner import (
 )
 from hermes_replay._cli._shard import Shard, ShardError, parse_shard, shard_from_slurm, take_shard
 from hermes_replay._cli._worker import add_worker_flag, given_worker, worker_variable
-from hermes_replay._runner.plan import find_cassettes, replay_argv
+from hermes_replay._runner.plan import find_cassettes, replay_argv, special_file_problem
 from hermes_replay._runner.stall import DEFAULT_MAX_MISSES
 from hermes_replay._terminal.render import Progress, Style, fmt_reward, table
 
@@ -317,6 +317,10 @@ def replay_all(
             "a folder of cassettes (default ./cassettes).",
             file=sys.stderr,
         )
+        return 2
+    problem = special_file_problem(target)
+    if problem is not None:
+        print(f"hermes-replay replay: {problem}", file=sys.stderr)
         return 2
     from hermes_replay._cassette.merge import is_merged_shard
 

@@ -131,6 +131,24 @@ def redirect_outputs(argv: list[str], out_dir: Path) -> list[str]:
     return result
 
 
+def special_file_problem(target: Path) -> str | None:
+    """Why ``target`` cannot hold cassettes when it exists but is neither a regular file nor a
+    folder (a FIFO, a socket, a device): reading one would block or never end, and finding
+    "no cassettes" there must not pass as an empty project."""
+    import stat
+
+    try:
+        mode = target.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+    return (f"{target} is {kind}, not a cassette file or a folder of cassettes. Next step: "
+            "pass a .jsonl / .jsonl.zst cassette or the folder that holds them")
+
+
 def find_cassettes(target: Path) -> list[Path]:
     """Cassettes at ``target``: the file itself, or every ``*.jsonl`` / ``*.jsonl.zst`` under
     it with a header."""

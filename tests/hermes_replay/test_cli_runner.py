@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import io
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from hermes_replay._cli._run_summary import RunSummary
 from hermes_replay._cli._runner import redact_command
@@ -286,3 +289,27 @@ def test_progress_counts_any_unit() -> None:
     p.item_done(turns=8, misses=1)
     p.item_done(turns=4)
     assert stream.getvalue().splitlines()[-1].endswith("2/5 cassettes · 12 turns · 1 misses · 0s")
+
+
+@pytest.mark.parametrize("command", ["replay", "ls"])
+def test_a_fifo_given_as_cassettes_is_refused_not_an_empty_project(tmp_path: Path, capsys,
+                                                                     command: str) -> None:
+    """An empty folder is a project with nothing recorded yet (exit 0); a FIFO is no project
+    at all: reading it would block, and 'nothing recorded' there would pass a run that ran
+    nothing."""
+    fifo = tmp_path / "c.jsonl"
+    os.mkfifo(fifo)
+    assert main([command, str(fifo)]) == 2
+    err = capsys.readouterr().err
+    assert f"{fifo} is a FIFO" in err and "Next step" in err
+
+
+def test_show_of_a_fifo_ends_with_an_error_instead_of_waiting_for_a_writer(tmp_path: Path) -> None:
+    """Opening a FIFO for reading blocks until a writer comes: ``show`` hung forever on one.
+    Run as a process, so a regression shows as a timeout, not a stuck test session."""
+    fifo = tmp_path / "c.jsonl"
+    os.mkfifo(fifo)
+    proc = subprocess.run([sys.executable, "-m", "hermes_replay.cli", "show", str(fifo)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "a FIFO, not a regular file" in proc.stderr and "next step" in proc.stderr

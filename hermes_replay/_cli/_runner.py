@@ -252,9 +252,19 @@ def _quiet(log_path: Path | None, progress: Progress) -> Iterator[None]:
         with redirected_to(log_path):
             yield
         return
+    from hermes_replay._runner.fd_capture import captured_fds, terminal_stream
+
     out, err = progress.above(sys.stdout), progress.above(sys.stderr)
+    terminal = terminal_stream(sys.stderr)
+
+    def shown(text: str) -> None:  # what the env wrote below Python, scrubbed, on the terminal
+        terminal.write(text)
+        terminal.flush()
+
     try:
-        with redirect_stdout(out), redirect_stderr(err):
+        # -v shows the env's output, but a key an env echoes (os.system, a child process)
+        # must not reach a terminal or a CI log as it is: fds 1 and 2 are scrubbed here too
+        with captured_fds(shown), redirect_stdout(out), redirect_stderr(err):
             yield
     finally:
         out.flush()  # a last line without its newline

@@ -132,6 +132,26 @@ def test_record_logs_the_env_fds_scrubbed_and_keeps_the_terminal_clean(project: 
     _assert_logged_scrubbed(_log_named_in(proc.stderr))
 
 
+def test_verbose_record_shows_the_env_fds_scrubbed(project: Path) -> None:
+    """``-v`` shows the env's output on the terminal instead of logging it; what the env
+    writes below Python (with the key in it) is shown scrubbed, not as written."""
+    import subprocess
+
+    with ScriptedEndpoint(script="generic", seed=0) as endpoint:
+        proc = subprocess.run(
+            [sys.executable, "-m", "hermes_replay.cli", "record", ENV_REL, "-v",
+             "--endpoint", endpoint.base_url, "--model", "scripted", "--server-type", "openai",
+             "--api-key-env", "LOUD_TEST_API_KEY", "--", *ARGS],
+            capture_output=True, text=True, timeout=300, check=False, cwd=project)
+    shown = proc.stdout + proc.stderr
+    assert proc.returncode == 0, shown
+    for marker in MARKERS:
+        assert marker in shown, (marker, shown[-3000:])
+    assert KEY not in shown and KEY[10:] not in shown
+    assert "2 rollouts recorded" in proc.stdout
+    assert "environment output:" not in proc.stderr  # shown, not logged
+
+
 def test_replay_logs_the_env_fds_and_run_cassette_too(
         project: Path, capfd: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     from hermes_replay import run_cassette

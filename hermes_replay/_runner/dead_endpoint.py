@@ -13,9 +13,6 @@ is kept), and the interrupt becomes ``RecordingFailed`` naming the endpoint and 
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from hermes_replay._errors import RecordingFailed
+from hermes_replay._runner.watchdog import watchdog
 
 __all__ = ["DEFAULT_FIRST_ANSWER_TIMEOUT", "DEFAULT_MAX_UNANSWERED", "dead_endpoint_guard"]
 
@@ -45,35 +43,18 @@ def _where(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, path, "", ""))
 
 
-class _Watch:
-    def __init__(self, session: Any, max_unanswered: int, first_answer_timeout: float) -> None:
-        self.live = session.live
-        self.max_unanswered = max_unanswered
-        self.first_answer_timeout = first_answer_timeout
-        self.reason: str | None = None
-        self.timeout = False
-        self.stop = threading.Event()
-        self.main = threading.main_thread().ident
-
-    def run(self) -> None:
-        while not self.stop.wait(0.1):
-            live = self.live
-            where = _where(live.last_url) if live.last_url else "the endpoint"
-            if self.max_unanswered > 0 and live.unanswered_in_a_row >= self.max_unanswered:
-                self._trip(f"{where} did not answer: {live.unanswered_in_a_row} requests in a "
-                           f"row could not connect ({live.last_error})", timeout=False)
-            elif (self.first_answer_timeout > 0 and live.answers == 0
-                  and live.first_sent is not None
-                  and time.monotonic() - live.first_sent > self.first_answer_timeout):
-                self._trip(f"{where} sent no answer in {self.first_answer_timeout:.0f} s "
-                           "(the first request is still waiting)", timeout=True)
-
-    def _trip(self, reason: str, *, timeout: bool) -> None:
-        if self.reason is None:
-            self.reason = reason
-            self.timeout = timeout
-        if self.main is not None:  # again every tick until the run ends: a loop may swallow one
-            signal.pthread_kill(self.main, signal.SIGINT)
+def _unanswered(live: Any, max_unanswered: int, first_answer_timeout: float
+                ) -> tuple[str, bool] | None:
+    """Why the endpoint counts as dead (and whether it was the first-answer timeout), or None."""
+    where = _where(live.last_url) if live.last_url else "the endpoint"
+    if max_unanswered > 0 and live.unanswered_in_a_row >= max_unanswered:
+        return (f"{where} did not answer: {live.unanswered_in_a_row} requests in a row could "
+                f"not connect ({live.last_error})", False)
+    if (first_answer_timeout > 0 and live.answers == 0 and live.first_sent is not None
+            and time.monotonic() - live.first_sent > first_answer_timeout):
+        return (f"{where} sent no answer in {first_answer_timeout:.0f} s (the first request "
+                "is still waiting)", True)
+    return None
 
 
 @contextmanager
@@ -82,41 +63,27 @@ def dead_endpoint_guard(session: Any, *, max_unanswered: int = DEFAULT_MAX_UNANS
                         ) -> Iterator[None]:
     """Watch a recording ``session`` while the block runs; see the module docstring.
 
-    As ``stall_guard``: only where Ctrl-C works as usual (main thread, Python's default SIGINT
-    handler); a SIGINT that arrives after the block ended is ignored."""
-    if getattr(session, "mode", None) not in ("record", "auto") \
-            or threading.current_thread() is not threading.main_thread() \
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler \
-            or os.name != "posix":
+    As ``stall_guard``: only where Ctrl-C works as usual (``_runner.watchdog``); a SIGINT that
+    arrives after the block ended is ignored."""
+    if getattr(session, "mode", None) not in ("record", "auto"):
         yield
         return
-    watch = _Watch(session, max_unanswered, first_answer_timeout)
 
-    def on_sigint(signum: int, frame: Any) -> None:
-        if not watch.stop.is_set():
-            raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGINT, on_sigint)
-    thread = threading.Thread(target=watch.run, name="hermes-replay-dead-endpoint",
-                              daemon=True)
-    thread.start()
-    try:
-        yield
-    except KeyboardInterrupt:
-        if watch.reason is None:
-            raise
+    def failed(trip: tuple[str, bool]) -> RecordingFailed:
         from hermes_replay._secrets.redact import redact_text
 
+        reason, timed_out = trip
         nothing = "nothing was recorded" if session.live.answers == 0 else \
             "it had answered before"
         hint = ("if the model really takes longer for a first reply, pass "
-                "--first-answer-timeout SECONDS (0: no limit)" if watch.timeout else
+                "--first-answer-timeout SECONDS (0: no limit)" if timed_out else
                 "check that the server is running and that --endpoint names it")
-        raise RecordingFailed(redact_text(
-            f"{watch.reason}; {nothing}, so the run was stopped instead of retrying.\n"
+        return RecordingFailed(redact_text(
+            f"{reason}; {nothing}, so the run was stopped instead of retrying.\n"
             f"  next step: {hint} (e.g. `curl {_where(session.live.last_url) or 'URL'}"
-            "/models`), then record again"), cassette=session.path) from None
-    finally:
-        watch.stop.set()
-        thread.join()
-        signal.signal(signal.SIGINT, previous)
+            "/models`), then record again"), cassette=session.path)
+
+    live = session.live
+    with watchdog(lambda: _unanswered(live, max_unanswered, first_answer_timeout),
+                  error=failed, name="hermes-replay-dead-endpoint", interval=0.1):
+        yield

@@ -1,0 +1,110 @@
+"""The interrupt machinery the stall guard and the dead-endpoint guard share
+(``_runner.watchdog``): a trip becomes the guard's error, a user's own Ctrl-C stays a
+KeyboardInterrupt, a loop that swallows one interrupt gets another, and nothing of the guard
+outlives its block (handler restored, watchdog thread joined)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+
+from hermes_replay._runner.watchdog import can_interrupt_main, watchdog
+
+
+class Stuck(Exception):
+    pass
+
+
+def _require_default_handler() -> None:
+    # the guard stands down under any other SIGINT owner (see the module docstring); an earlier
+    # test that left its own handler installed would make every assertion below vacuous
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, \
+        f"SIGINT handler is {signal.getsignal(signal.SIGINT)!r}: the watchdog is off"
+    assert can_interrupt_main()
+
+
+def _guard_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "test-watchdog"]
+
+
+def test_a_trip_interrupts_the_block_and_becomes_the_guards_error() -> None:
+    _require_default_handler()
+    calls = 0
+
+    def check() -> str | None:
+        nonlocal calls
+        calls += 1
+        return "stuck for good" if calls >= 3 else None
+
+    ran_finally = False
+    with pytest.raises(Stuck, match="stuck for good"):
+        with watchdog(check, error=Stuck, name="test-watchdog", interval=0.01):
+            try:
+                time.sleep(30)
+            finally:
+                ran_finally = True  # cleanup in the block runs, as for a user's Ctrl-C
+    assert ran_finally and calls >= 3
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert _guard_threads() == []
+
+
+def test_a_loop_that_swallows_the_interrupt_is_interrupted_again() -> None:
+    _require_default_handler()
+    swallowed = 0
+    with pytest.raises(Stuck):
+        with watchdog(lambda: "stuck", error=Stuck, name="test-watchdog", interval=0.01):
+            while True:  # an env's retry loop that catches KeyboardInterrupt twice
+                try:
+                    time.sleep(30)
+                except KeyboardInterrupt:
+                    swallowed += 1
+                    if swallowed >= 2:
+                        raise
+    assert swallowed == 2
+
+
+def test_a_users_own_ctrl_c_stays_a_keyboard_interrupt() -> None:
+    _require_default_handler()
+    with pytest.raises(KeyboardInterrupt):
+        with watchdog(lambda: None, error=Stuck, name="test-watchdog", interval=0.01):
+            signal.raise_signal(signal.SIGINT)
+            time.sleep(30)
+
+
+def test_nothing_of_the_guard_outlives_its_block() -> None:
+    _require_default_handler()
+    with watchdog(lambda: None, error=Stuck, name="test-watchdog", interval=0.01):
+        assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+        assert len(_guard_threads()) == 1
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert _guard_threads() == []
+
+
+def test_off_where_it_cannot_own_sigint() -> None:
+    seen: list[bool] = []
+
+    def in_a_thread() -> None:
+        seen.append(can_interrupt_main())
+        with watchdog(lambda: "stuck", error=Stuck, name="test-watchdog", interval=0.01):
+            time.sleep(0.1)  # never interrupted: not the main thread
+        seen.append(True)
+
+    worker = threading.Thread(target=in_a_thread)
+    worker.start()
+    worker.join()
+    assert seen == [False, True]
+
+    def other_owner(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, other_owner)
+    try:
+        assert not can_interrupt_main()
+        with watchdog(lambda: "stuck", error=Stuck, name="test-watchdog", interval=0.01):
+            time.sleep(0.1)
+        assert signal.getsignal(signal.SIGINT) is other_owner  # left as it was
+    finally:
+        signal.signal(signal.SIGINT, previous)

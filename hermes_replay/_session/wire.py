@@ -55,11 +55,20 @@ class _Exchange:
     stage: str = "agent"  # "reward": made inside ``scoring()`` (a judge)
     lane: int | None = None  # creation number of the task that sent it (see ``lanes``)
 
+    heard: bool = False  # the endpoint's answer has begun (counted once in ``live``)
+
+    def answering(self) -> None:
+        """The answer's headers arrived: the endpoint is there, however long its body or stream
+        takes (a long streamed reasoning reply must not trip the first-answer deadline)."""
+        if self.action == "record" and not self.heard:
+            self.heard = True
+            self.session.live.answered()
+
     def finish(self, response: WireResponse) -> None:
         if self.done or self.action != "record":
             return
         self.done = True
-        self.session.live.answered()
+        self.answering()
         if is_failed_attempt(response.status):
             self.session._failed(self, f"HTTP {response.status}")
         else:

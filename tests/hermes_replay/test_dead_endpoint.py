@@ -11,14 +11,19 @@ this process, against real sockets on 127.0.0.1.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import socket
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import openai
 import pytest
 from _calc_project import ENV_REL, PROCESS_ARGS, write_project
+from _loopback_app import LoopbackApp
+from aiohttp import web
 
 from hermes_replay._errors import RecordingFailed
 from hermes_replay.cli import main
@@ -121,3 +126,54 @@ def test_an_endpoint_that_never_answers_is_stopped_after_the_first_answer_timeou
     assert "0 rollouts recorded" in out
     assert not (project / "data" / "groups.jsonl").exists()
     assert not (project / "data" / "groups.html").exists()
+
+
+class _SlowStream(LoopbackApp):
+    """Sends a streamed reply's headers at once, then its chunks over ``seconds``: a model
+    writing a long answer, not a dead one."""
+
+    def __init__(self, seconds: float, chunks: int = 5) -> None:
+        super().__init__()
+        self.seconds, self.chunks = seconds, chunks
+
+    def routes(self, app: web.Application) -> None:
+        app.router.add_post("/v1/chat/completions", self._stream)
+
+    async def _stream(self, request: web.Request) -> web.StreamResponse:
+        await request.read()
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for i in range(self.chunks):
+            await asyncio.sleep(self.seconds / self.chunks)
+            chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                     "choices": [{"index": 0, "delta": {"content": f"w{i} "},
+                                  "finish_reason": None}]}
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+
+def test_a_streamed_reply_longer_than_the_first_answer_timeout_is_recorded(
+        tmp_path: Path) -> None:
+    # the deadline is for an endpoint that never answers; a stream that has begun is an
+    # answer, however long it runs (before the fix, this recording was stopped at 1 s)
+    import hermes_replay
+    from hermes_replay._runner.dead_endpoint import dead_endpoint_guard
+
+    path = tmp_path / "c.jsonl"
+    with _SlowStream(seconds=2.5) as server:
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="x", max_retries=0)
+        with hermes_replay.cassette(path, "record") as session, \
+                dead_endpoint_guard(session, first_answer_timeout=1), \
+                hermes_replay.rollout("r0"):
+            stream = client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "write a lot"}], stream=True)
+            text = "".join(part.choices[0].delta.content or "" for part in stream)
+    assert text == "w0 w1 w2 w3 w4 "
+    assert session.live.answers == 1  # counted once: at its headers, not again at its end
+    with hermes_replay.cassette(path, "replay", strict=True):
+        with hermes_replay.rollout("r0"):
+            again = client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "write a lot"}], stream=True)
+            assert "".join(p.choices[0].delta.content or "" for p in again) == text

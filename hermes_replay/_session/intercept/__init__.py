@@ -57,6 +57,9 @@ class Exchange(Protocol):
     action: Literal["replay", "record", "passthrough"]
     response: WireResponse | None  # set for "replay"
 
+    def answering(self) -> None:
+        """The answer has begun (its headers arrived); ``finish`` or ``fail`` follows at its end."""
+
     def finish(self, response: WireResponse) -> None: ...
 
     def fail(self, error: BaseException | None = None) -> None: ...

@@ -131,6 +131,7 @@ def install() -> bool:
             return resp
         try:
             resp = await original(self, method, str_or_url, **kwargs)
+            ex.answering()  # its headers are here: the endpoint answers, however long the body
             body = await resp.read()
         except BaseException as exc:
             ex.fail(exc)

@@ -142,6 +142,7 @@ class HttpxAdapter:
         return WireResponse(response.status_code, list(response.headers.multi_items()), **kw)
 
     def _capture_sync(self, response: Any, ex: Exchange) -> Any:
+        ex.answering()  # its headers are here: the endpoint answers, however long the body
         if _is_sse(response.headers):
             tee = self._streams[1](response.stream, ex, self._wire(response, chunks=[]))
             return self._build(response.status_code, list(response.headers.multi_items()), tee,
@@ -155,6 +156,7 @@ class HttpxAdapter:
         return self._plain(response, body)
 
     async def _capture_async(self, response: Any, ex: Exchange) -> Any:
+        ex.answering()  # its headers are here: the endpoint answers, however long the body
         if _is_sse(response.headers):
             tee = self._streams[2](response.stream, ex, self._wire(response, chunks=[]))
             return self._build(response.status_code, list(response.headers.multi_items()), tee,

@@ -174,7 +174,18 @@ def needs_redaction(value: Any) -> bool:
         return False
     joined = "\n".join(fresh)  # no rule spans a newline-free marker across two strings
     if might_hold_secret(joined) or KNOWN.might_occur(joined):
-        return True
+        # A marker word ("token", "key", "signal") is common in agent traffic and seldom a
+        # secret. Judge the new strings by the full rules here, one by one, as
+        # ``redact_json`` would: if none changes, the body is kept as it is, instead of
+        # copied whole by ``redact_json`` only to find the same (most of a recorded
+        # request's redaction cost). The clean ones are remembered either way.
+        clean: list[str] = []
+        for text in dict.fromkeys(fresh):
+            if redact_text(text) != text:
+                _remember_clean(clean)
+                return True
+            clean.append(text)
+        fresh = clean
     _remember_clean(fresh)
     return False
 

@@ -29,6 +29,7 @@ from hermes_replay._secrets.sse import redact_events
 from hermes_replay._session.intercept import WireRequest, WireResponse
 
 __all__ = [
+    "BodyText",
     "header_fields_from",
     "interaction_kind",
     "same_request",
@@ -165,7 +166,55 @@ def stored_request(wire: WireRequest, keep_headers: frozenset[str] = KEPT_HEADER
 _REQUEST_STYLES = ("compact", "spaced+ascii")
 
 
-def same_request(wire: WireRequest, stored: dict[str, Any]) -> bool:
+class BodyText:
+    """The compact JSON text of a rollout's recorded request bodies, one turn after another.
+
+    Why: the exact-hit check serialised each recorded body whole, and turn N's body repeats
+    the tool schemas and every message of turns 0..N-1 — most of a replayed request's own
+    cost. In a decoded cassette those repeated values are the *same objects* (a delta keeps
+    the previous turn's list items, a blob is shared), so the text of a list item that is
+    the very object of the previous body is reused and only the new items are serialised.
+    The bytes are exactly ``json.dumps(body, ensure_ascii=False, separators=(",", ":"))``:
+    without indentation that text is the items' texts joined, and a recorded body is never
+    changed in place (every reader copies).
+    """
+
+    __slots__ = ("_lists",)
+
+    def __init__(self) -> None:
+        # top-level key -> (the list it held last time, the text of each of its items)
+        self._lists: dict[str, tuple[list[Any], list[str]]] = {}
+
+    def dump(self, body: dict[str, Any]) -> bytes:
+        dumps = _COMPACT.encode
+        parts: list[str] = []
+        lists: dict[str, tuple[list[Any], list[str]]] = {}
+        for key, value in body.items():
+            if not isinstance(key, str):  # never from JSON; ``json.dumps`` converts such keys
+                return _dump(body, "compact")
+            if isinstance(value, list):
+                old_items, old_texts = self._lists.get(key, ((), []))
+                same = 0
+                for new_item, old_item in zip(value, old_items, strict=False):
+                    if new_item is not old_item:
+                        break
+                    same += 1
+                texts = old_texts[:same] + [dumps(item) for item in value[same:]]
+                lists[key] = (value, texts)
+                text = "[" + ",".join(texts) + "]"
+            else:
+                text = dumps(value)
+            parts.append(dumps(key) + ":" + text)
+        self._lists = lists
+        return ("{" + ",".join(parts) + "}").encode("utf-8")
+
+
+# what ``_dump(value, "compact")`` runs (one encoder, made once)
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def same_request(wire: WireRequest, stored: dict[str, Any], text: BodyText | None = None,
+                 ) -> bool:
     """True if ``wire`` is, byte for byte, a request that ``stored`` is the stored form of.
 
     The replay fast path: then ``stored_request(wire)`` would equal ``stored`` and so would
@@ -173,6 +222,7 @@ def same_request(wire: WireRequest, stored: dict[str, Any]) -> bool:
     hashing of the live request (most of what replaying a request cost) are skipped. It
     compares with what is *in the cassette*, so a hand-edited recording is judged by its
     edited content, and nothing new is stored. False means only "take the full path".
+    ``text``: the rollout's ``BodyText``, which serialises the compact form faster.
     """
     if wire.method.upper() != stored.get("method"):
         return False
@@ -183,6 +233,9 @@ def same_request(wire: WireRequest, stored: dict[str, Any]) -> bool:
     if not isinstance(body, (dict, list)):
         return False
     data = _decompress(wire.body, _header(wire.headers, "content-encoding"))
+    if text is not None and isinstance(body, dict):
+        compact = text.dump(body)  # the first of ``_REQUEST_STYLES``
+        return compact == data or _dump(body, _REQUEST_STYLES[1]) == data
     return any(_dump(body, style) == data for style in _REQUEST_STYLES)
 
 

@@ -19,6 +19,7 @@ from hermes_replay._cassette.matching import Matcher, field_changes, field_repor
 from hermes_replay._cassette.model import reward_calls, stages_marked
 from hermes_replay._errors import Miss
 from hermes_replay._secrets.redact import redact_text
+from hermes_replay._session.convert import BodyText
 from hermes_replay._session.traffic import TOOL_HTTP
 
 __all__ = ["Recording", "RecordingIndex"]
@@ -36,6 +37,8 @@ class Recording:
     unchecked: bool = False
     edited: Edited | None = None  # set when that check found the body edited
     reward_call: int | None = None  # K of "reward call K" (see ``reward_calls``)
+    # the compact text of the rollout's previous turn, handed on by its exact hit (``wire``)
+    body_text: BodyText | None = None
 
     def lines(self, matcher: Matcher) -> list[str]:
         if self._lines is None:

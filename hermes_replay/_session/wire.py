@@ -19,6 +19,7 @@ from hermes_replay._cassette import CassetteHeader, CassetteWriter, Interaction
 from hermes_replay._cassette.matching import Matcher
 from hermes_replay._errors import CassetteError, Miss, RequestNotRecorded
 from hermes_replay._session.convert import (
+    BodyText,
     header_fields_from,
     interaction_kind,
     is_failed_attempt,
@@ -200,13 +201,19 @@ class WireHandling:
         turn = self._cursor.get(rollout, 0)
         rec = self._index.by_key.get((rollout, turn))
         # an agent request never takes a recorded reward call, even one byte for byte alike
-        if rec is None or rec.used or rec.reward_call is not None \
-                or not same_request(wire, rec.inter.request):
+        if rec is None or rec.used or rec.reward_call is not None:
+            return None
+        # the previous turn's text, so only what this turn added is serialised (``BodyText``)
+        text, rec.body_text = rec.body_text or BodyText(), None
+        if not same_request(wire, rec.inter.request, text):
             return None
         with self._lock:
             if rec.used or self._cursor.get(rollout, 0) != turn:
                 return None  # a concurrent request of this rollout took it meanwhile
             issue = self._issue(rollout)
+            after = self._index.by_key.get((rollout, turn + 1))
+            if after is not None and not after.used:
+                after.body_text = text  # held only until that turn is asked for
             return self._hit(rec, rollout, issue, rec.inter.request, wire.method)
 
     def _issue(self, rollout: str | None) -> int:

@@ -14,6 +14,7 @@ concurrently, each inside ``hermes_replay.rollout(id)``. Only what answers the S
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import time
 from collections.abc import Callable
@@ -103,25 +104,55 @@ def capture_requests(rollouts: list[Rollout]) -> dict[tuple[str, int], httpx2.Re
     return transport.captured
 
 
+class GcClock:
+    """CPU seconds the cyclic garbage collector has spent so far in this process, and its
+    full (generation 2) collections, from ``gc.callbacks``.
+
+    Why: in a paired run a collection is paid by whichever mode happens to allocate when a
+    threshold is crossed, while the objects it walks are mostly the replay's (the decoded
+    recordings a replay keeps). The benchmark reads this clock per slice to say which
+    mode's slices paid for collections, and charges them to the replay."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.full = 0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.process_time()
+        else:
+            self.seconds += time.process_time() - self._started
+            self.full += info.get("generation") == 2
+
+
+GC = GcClock()
+gc.callbacks.append(GC)
+
+
 async def paired(clients: dict[str, openai.AsyncOpenAI], rollouts: list[Rollout],
                  check: bool = True, meter: Callable[[], float] | None = None,
-                 ) -> dict[str, tuple[float, float, float]]:
+                 ) -> dict[str, tuple[float, float, float, float, int]]:
     """Two modes side by side, one GRPO group at a time, in ABBA order.
 
     Both clients are built before timing and live in one event loop, so each mode's time
     is its requests and nothing else, and a burst of load on the shared machine hits both
     within the same second instead of one whole run. Returns (wall s, CPU s, ``meter``
-    delta) per mode; ``meter`` reads some other clock (an endpoint process's CPU).
+    delta, garbage-collector CPU s, full collections) per mode; ``meter`` reads some other
+    clock (an endpoint process's CPU).
     """
     first, second = clients
-    totals = {mode: [0.0, 0.0, 0.0] for mode in clients}
+    totals = {mode: [0.0, 0.0, 0.0, 0.0, 0] for mode in clients}
     read = meter or (lambda: 0.0)
     for i, group in enumerate(groups(rollouts)):
         for mode in ((first, second) if i % 2 == 0 else (second, first)):
             w0, c0, m0 = time.perf_counter(), time.process_time(), read()
+            g0, f0 = GC.seconds, GC.full
             await asyncio.gather(*(_rollout(clients[mode], ro, check) for ro in group))
             t = totals[mode]
             t[0] += time.perf_counter() - w0
             t[1] += time.process_time() - c0
             t[2] += read() - m0
-    return {mode: (t[0], t[1], t[2]) for mode, t in totals.items()}
+            t[3] += GC.seconds - g0
+            t[4] += GC.full - f0
+    return {mode: (t[0], t[1], t[2], t[3], int(t[4])) for mode, t in totals.items()}

@@ -101,7 +101,8 @@ def replay(path: Path, rollouts: list[Rollout]) -> tuple[float, float, float]:
 
 def replay_paired(path: Path, rollouts: list[Rollout]) -> tuple[float, dict[str, tuple]]:
     """Open a replay session on ``path``, then drive the floor and the replay group by group
-    (``_drivers.paired``): (session start s, {"floor"|"replay": (wall s, CPU s, 0)})."""
+    (``_drivers.paired``): (session start s, {"floor"|"replay": (wall s, CPU s, 0, GC CPU s,
+    full collections)})."""
     answers = _drivers.response_bytes(rollouts)
     t0 = time.perf_counter()
     session = hermes_replay.cassette(path, mode="replay", strict=True)

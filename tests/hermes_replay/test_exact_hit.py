@@ -133,3 +133,50 @@ def test_response_style_is_found_whatever_the_previous_server_wrote() -> None:
         raw = json.dumps(value, **kwargs).encode()
         assert _json_style(value, raw) == name
     assert _json_style(value, b'{"id":"x","choices":[{"text":"\\u00e9"}] }') is None
+
+
+def _compact(value: object) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def test_body_text_is_the_compact_json_of_every_turn_shared_items_or_not() -> None:
+    """``BodyText`` reuses the text of list items that are the previous turn's very objects;
+    whatever is shared, new, replaced or reordered, its bytes are ``json.dumps``' bytes."""
+    from hermes_replay._session.convert import BodyText
+
+    tools = [{"type": "function", "function": {"name": "t", "description": "é \u2028 \"q\""}}]
+    system = {"role": "system", "content": "Be brief. ünïcode"}
+    messages = [system, {"role": "user", "content": "2+2?"}]
+    text = BodyText()
+    bodies = []
+    for turn in range(4):
+        bodies.append({"messages": list(messages), "model": "m", "temperature": 1.0,
+                       "tools": tools, "n": 1, "stop": None, "x": [1, 2.5, True]})
+        messages.append({"role": "assistant", "content": f"turn {turn}", "tool_calls": []})
+    bodies.append({"messages": [messages[1], system], "tools": tools})  # reordered items
+    bodies.append({"messages": [dict(system, content="changed")], "tools": []})  # replaced
+    bodies.append({"tools": tools, "messages": messages})  # another key order
+    for body in bodies:
+        assert text.dump(body) == _compact(body)
+    assert BodyText().dump({1: "a"}) == _compact({1: "a"})  # a non-string key: json's way
+
+
+def test_a_turn_whose_shared_item_differs_in_the_live_request_is_no_fast_hit() -> None:
+    """Reusing text must not hide a difference: the live bytes are compared with the whole
+    recorded body, whichever parts of it came from the previous turn's text."""
+    from hermes_replay._session.convert import BodyText
+
+    shared = {"role": "user", "content": "2+2?"}
+    turn0 = {"messages": [shared], "model": "m"}
+    turn1 = {"messages": [shared, {"role": "assistant", "content": "4"}], "model": "m"}
+    url = "http://127.0.0.1:9/v1/chat/completions"
+    text = BodyText()
+
+    def stored(body: dict) -> dict:
+        return {"method": "POST", "url": url, "headers": {}, "body": body}
+
+    assert same_request(WireRequest("POST", url, [], _compact(turn0)), stored(turn0), text)
+    live = {"messages": [{"role": "user", "content": "2+3?"}, turn1["messages"][1]],
+            "model": "m"}
+    assert not same_request(WireRequest("POST", url, [], _compact(live)), stored(turn1), text)
+    assert same_request(WireRequest("POST", url, [], _compact(turn1)), stored(turn1), text)

@@ -162,7 +162,8 @@ def run_env(
 
     A recording whose endpoint does not answer (connections refused, or no answer to the first
     request within ``first_answer_timeout`` seconds) is stopped at once (``_runner.dead_endpoint``);
-    a failed recording leaves no ``groups.jsonl``/``.html`` of its own behind.
+    a failed recording leaves no ``groups.jsonl``/``.html`` of its own behind, and puts an
+    ``evaluate`` run's eval folder back as it was (``_runner.run_outputs``).
     """
     import hermes_replay
     from hermes_replay._runner.dead_endpoint import dead_endpoint_guard
@@ -174,7 +175,7 @@ def run_env(
     )
     from hermes_replay._runner.netblock import block_network as _block
     from hermes_replay._runner.plain_env import plain_env_support
-    from hermes_replay._runner.run_outputs import groups_files_written, remove_outputs
+    from hermes_replay._runner.run_outputs import RunOutputs, run_outputs
     from hermes_replay._runner.scrub_outputs import scrubbed_run
     from hermes_replay._runner.stall import stall_guard
     from hermes_replay._runner.wandb import capture_wandb
@@ -189,7 +190,7 @@ def run_env(
     code = 0
     error: HermesReplayError | None = None
     captured: Any = None
-    outputs: list[Path] = []
+    outputs: RunOutputs | None = None
     path = cassette if cassette is not None else Path("(passthrough)")
     try:
         with ExitStack() as stack:
@@ -214,7 +215,7 @@ def run_env(
             else:  # live: real keys around, so what it prints and writes is scrubbed
                 stack.enter_context(scrubbed_run(argv))
             if mode in ("record", "auto"):  # a dead endpoint stops the run (RecordingFailed)
-                outputs = stack.enter_context(groups_files_written())
+                outputs = stack.enter_context(run_outputs(argv))
                 stack.enter_context(dead_endpoint_guard(
                     session, first_answer_timeout=first_answer_timeout))
             code = run_env_file(env_file, argv)
@@ -228,8 +229,11 @@ def run_env(
             code = UnknownFlags.exit_code
             if mode in ("record", "auto"):
                 _drop_empty_journal(path)
-    if mode in ("record", "auto") and (error is not None or code != 0):
-        remove_outputs(outputs)  # a failed recording's groups files would look like data
+    if outputs is not None:  # a failed recording's files would look like data, or hide one
+        if error is not None or code != 0:
+            outputs.take_back()
+        else:
+            outputs.discard()
     if mode == "replay" and error is None and session is not None and cassette is not None:
         from hermes_replay._runner.verdict import replay_verdict
 

@@ -29,7 +29,13 @@ class ReplayStalled(HermesReplayError):
 
 
 class _Progress:
-    """The stall condition, polled by the watchdog thread; ``check`` returns why, once stuck."""
+    """The stall condition, polled by the watchdog thread; ``check`` returns why, once stuck.
+
+    ``check`` reads plain counters only, never anything behind the session's lock: a replay
+    that keeps missing holds that lock for most of each miss (matching, the nearest diff) and
+    retakes it at once, so a watchdog waiting on it could starve for seconds — long enough for
+    an env's retry loop to run thousands of misses (seen in CI: 10,000 unstopped). The last
+    miss is named on the main thread, once the run is interrupted."""
 
     def __init__(self, session: Any, max_misses: int, idle_seconds: float) -> None:
         self.session = session
@@ -46,21 +52,15 @@ class _Progress:
         if answered != self.answered:  # progress: start counting afresh
             self.answered, self.misses, self.since_miss = answered, misses, None
             return None
-        if misses == self.misses:
-            if self.since_miss is not None \
-                    and time.monotonic() - self.since_miss > self.idle_seconds:
-                return self._why(f"no request was answered from the cassette for "
-                                 f"{self.idle_seconds:.0f} s after a miss")
-            return None
-        self.since_miss = time.monotonic()
         if misses - self.misses >= self.max_misses:
-            return self._why(f"{misses - self.misses} requests in a row had no recording")
+            return f"{misses - self.misses} requests in a row had no recording"
+        if misses > self.misses:  # a miss since the last progress: the deadline runs from it
+            if self.since_miss is None:
+                self.since_miss = time.monotonic()
+            elif time.monotonic() - self.since_miss > self.idle_seconds:
+                return (f"no request was answered from the cassette for "
+                        f"{self.idle_seconds:.0f} s after a miss")
         return None
-
-    def _why(self, reason: str) -> str:
-        recorded = self.session.misses
-        last = f"; the last: {recorded[-1].describe().splitlines()[0]}" if recorded else ""
-        return reason + last
 
 
 @contextmanager
@@ -74,13 +74,20 @@ def stall_guard(session: Any, *, max_misses: int = DEFAULT_MAX_MISSES,
         yield
         return
 
-    def stalled(reason: str) -> ReplayStalled:
+    def stalled(reason: str) -> ReplayStalled:  # on the main thread, after the interrupt
+        recorded = session.misses
+        last = f"; the last: {recorded[-1].describe().splitlines()[0]}" if recorded else ""
         return ReplayStalled(
-            f"{session.path}: replay stopped — {reason}. Offline nothing changes, so "
+            f"{session.path}: replay stopped — {reason}{last}. Offline nothing changes, so "
             "it would never finish.\n  next step: see the misses above; re-record what is "
             "missing (`hermes-replay record …`), or raise the bound with --max-misses")
 
     progress = _Progress(session, max_misses, idle_seconds)
+    watchers = getattr(session, "miss_watchers", [])
     with watchdog(progress.check, error=stalled, name="hermes-replay-stall-guard",
-                  interval=0.2):
-        yield
+                  interval=0.2) as poke:
+        watchers.append(poke)  # the count trips at the miss itself, not at a tick
+        try:
+            yield
+        finally:
+            watchers.remove(poke)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 __all__ = ["Liveness", "is_unanswered"]
@@ -40,6 +41,8 @@ class Liveness:
     last_url: str = ""
     last_error: str = ""
     first_sent: float | None = None  # time.monotonic() of the first live request
+    # called after each unanswered request (the dead-endpoint guard's poke, ``_runner.watchdog``)
+    watchers: list[Callable[[], None]] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def sent(self, url: str) -> None:
@@ -57,3 +60,5 @@ class Liveness:
         with self._lock:
             self.unanswered_in_a_row += 1
             self.last_url, self.last_error = url, type(error).__name__
+        for watcher in self.watchers:
+            watcher()

@@ -204,6 +204,8 @@ class Session(WireHandling, Results):
         self._tokenizer_error: TokenizerMismatch | None = None
         self._known_generation = 0
         self.miss_events = 0  # every miss, retries included (``misses`` lists distinct ones)
+        # called at every miss event (the stall guard's poke: ``_runner.watchdog`` says why)
+        self.miss_watchers: list[Callable[[], None]] = []
         self.write_error: CassetteError | None = None  # disk full etc.: the first one
         self.tools = ToolLedger(self.path, mode, tools, dict(tool_overrides or {}),
                                 normalize=self.matcher._normalize, lock=self._lock)

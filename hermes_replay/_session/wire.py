@@ -78,10 +78,11 @@ class _Exchange:
         if self.done or self.action != "record":
             return
         self.done = True
-        if is_unanswered(error):
+        self.session._failed(self, type(error).__name__ if error else "incomplete stream")
+        if is_unanswered(error):  # counted above first: this may stop the run (its guard)
             assert error is not None
             self.session.live.unanswered(self.request.get("url", ""), error)
-        self.session._failed(self, type(error).__name__ if error else "incomplete stream")
+
 
 class WireHandling:
     """The request path of ``Session`` (a mixin: the state is the session's)."""
@@ -93,6 +94,7 @@ class WireHandling:
     passthrough_hosts: frozenset[str]
     keep_headers: frozenset[str]
     miss_events: int
+    miss_watchers: list[Callable[[], None]]
     write_error: CassetteError | None
     _lock: threading.RLock
     _active: bool
@@ -183,6 +185,8 @@ class WireHandling:
                         self._emit(ReplayEvent("miss", rollout, miss.seq, wire.method,
                                                request["url"], None, detail=miss.reason))
                     self._traced(rollout, issue, request)
+                    for watcher in self.miss_watchers:  # the miss is counted and kept: check
+                        watcher()
                     # ends this request now: no retry layer (all catch Exception) sees it
                     raise RequestNotRecorded(miss)
         if self.write_error is not None:  # nothing more can be written: stop the run now

@@ -26,6 +26,7 @@ from _loopback_app import LoopbackApp
 from aiohttp import web
 
 from hermes_replay._errors import RecordingFailed
+from hermes_replay._runner.dead_endpoint import DEFAULT_MAX_UNANSWERED
 from hermes_replay.cli import main
 
 
@@ -97,6 +98,29 @@ def test_refused_connections_stop_the_recording_at_once(project: Path, capsys) -
     assert earlier.read_text(encoding="utf-8") == '{"earlier": true}\n'
 
 
+@pytest.mark.parametrize("earlier_run", [True, False], ids=["earlier-run", "new-folder"])
+def test_a_failed_evaluate_recording_puts_the_eval_folder_back(project: Path,
+                                                               earlier_run: bool) -> None:
+    # atroposlib's evaluate writes evaluate_config.yaml before anything runs (over an earlier
+    # run's); a failed recording must neither leave it as if it were a run's, nor lose that one
+    evals = project / "evals"
+    earlier = {"evaluate_config.yaml": "env:\n  earlier: true\n",
+               "metrics.json": '{"eval/mean_reward": 0.25}', "notes.txt": "mine\n"}
+    if earlier_run:
+        evals.mkdir()
+        for name, text in earlier.items():
+            (evals / name).write_text(text, encoding="utf-8")
+    url = f"http://127.0.0.1:{_refusing_port()}/v1"
+    code = main(["record", ENV_REL, "--endpoint", url, "--model", "scripted", "--server-type",
+                 "openai", "--cassette", "cassettes/calc_tool_env/evaluate.jsonl", "--",
+                 "evaluate", "--env.eval_size", "2", "--env.data_dir_to_save_evals", "evals"])
+    assert code == 1
+    if earlier_run:
+        assert {p.name: p.read_text(encoding="utf-8") for p in evals.iterdir()} == earlier
+    else:
+        assert not evals.exists(), sorted(p.name for p in evals.rglob("*"))
+
+
 def test_a_refused_recording_makes_few_attempts(project: Path) -> None:
     """The count, through the library's runner (what ``run_cassette`` uses too): a handful of
     failed attempts, where every retry layer used to run to its end (108 here)."""
@@ -112,7 +136,9 @@ def test_a_refused_recording_makes_few_attempts(project: Path) -> None:
     assert isinstance(result.error, RecordingFailed), result.error
     assert f"127.0.0.1:{port}/v1 did not answer" in str(result.error)
     assert result.summary is not None
-    assert 6 <= result.summary.failed_attempts <= 12, result.summary.failed_attempts
+    # the guard trips at the fifth refused request itself (its poke), not at a later tick
+    assert result.summary.failed_attempts == DEFAULT_MAX_UNANSWERED, \
+        result.summary.failed_attempts
     assert result.summary.recorded == 0
 
 

@@ -1,10 +1,12 @@
 """The interrupt machinery the stall guard and the dead-endpoint guard share
 (``_runner.watchdog``): a trip becomes the guard's error, a user's own Ctrl-C stays a
 KeyboardInterrupt, a loop that swallows one interrupt gets another, and nothing of the guard
-outlives its block (handler restored, watchdog thread joined)."""
+outlives its block (handler restored, watchdog thread joined); a poke trips at once, where a
+tick may come seconds late."""
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -65,6 +67,39 @@ def test_a_loop_that_swallows_the_interrupt_is_interrupted_again() -> None:
                         raise
     assert swallowed == 2
 
+
+
+def test_a_poke_trips_at_the_change_itself_not_at_a_tick() -> None:
+    # The loop below keeps the GIL to itself except for os.urandom's instant without it, which
+    # (CPython) starves a waiting thread for seconds: a guard that only ticks lets it run on.
+    # The poke, called where the count changes, stops it at the change. No tick comes at all
+    # here (an hour apart), so only the poke can stop the loop.
+    _require_default_handler()
+    count = 0
+    with pytest.raises(Stuck, match="5 in a row"):
+        with watchdog(lambda: "5 in a row" if count >= 5 else None, error=Stuck,
+                      name="test-watchdog", interval=3600) as poke:
+            while count < 100_000:
+                count += 1
+                os.urandom(16)
+                sum(range(2000))
+                poke()
+    assert count == 5
+
+
+def test_a_poke_from_another_thread_interrupts_the_main_thread() -> None:
+    _require_default_handler()
+    tripped = threading.Event()
+    with pytest.raises(Stuck):
+        with watchdog(lambda: "stuck" if tripped.is_set() else None, error=Stuck,
+                      name="test-watchdog", interval=3600) as poke:
+            def worker() -> None:
+                poke()  # not tripped yet: nothing happens
+                tripped.set()
+                poke()
+            threading.Thread(target=worker).start()
+            time.sleep(30)
+    assert _guard_threads() == []
 
 def test_a_users_own_ctrl_c_stays_a_keyboard_interrupt() -> None:
     _require_default_handler()

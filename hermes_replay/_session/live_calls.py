@@ -4,7 +4,7 @@ Re-scoring a recorded run with a changed judge: the policy's requests replay fro
 cassette (and must still match: a miss is a miss), while the requests a pattern selects — the
 reward calls (``scoring()``), or calls by model name or URL, for plain envs whose judge is
 not marked — are sent to a live endpoint, and what it answered is written into a *new*
-cassette (``Session(rescored=...)``); the input cassette is never written.
+cassette (``Session.write_rescored``); the input cassette is never written.
 
 Where a live call goes is always an endpoint the user named (``base_url``), never the address
 the cassette recorded: a cassette is data from outside (DESIGN 7), and letting it choose the
@@ -19,6 +19,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -95,8 +96,11 @@ class LiveCalls:
     api_key_env: str | None = None
     key: str | None = field(default=None, repr=False)
     sent: int = 0  # live requests begun (retries included)
-    answered: int = 0  # live requests answered (2xx/3xx), written to the new cassette
+    answered: int = 0  # live requests answered (2xx), written to the new cassette
     seen: dict[str, set[str]] = field(default_factory=lambda: {"models": set(), "hosts": set()})
+    # per live call (rollout, fingerprint): why its last attempt failed; removed when one answers
+    _failed: dict[tuple[str | None, str], str] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def build(cls, spec: LiveCalls | Mapping[str, Any],
@@ -127,24 +131,67 @@ class LiveCalls:
             if not key:
                 raise ValueError(f"live: the environment variable {var} (api_key_env) is not "
                                  "set or empty; export the judge endpoint's key in it")
+        if key is not None:  # known from the start: no echo of it is ever written
+            from hermes_replay._secrets.known import KNOWN
+
+            KNOWN.add(key, "live-api-key")
         return cls(patterns, base_url.rstrip("/"), str(var) if var else None, key)
+
+    def to_spec(self) -> dict[str, Any]:
+        """Plain data for a worker process (the key is read again there, from its env)."""
+        return {"patterns": [p.describe() for p in self.patterns], "base_url": self.base_url,
+                "api_key_env": self.api_key_env}
+
+    def host_port(self) -> tuple[str, int]:
+        """The one host (and port) a live call may connect to (``_runner.netblock``)."""
+        parts = urlsplit(self.base_url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return (parts.hostname or "").lower(), port
+
+    # ------------------------------------------------------------------ outcomes
+
+    def began(self) -> None:
+        with self._lock:
+            self.sent += 1
+
+    def succeeded(self, rollout: str | None, fingerprint: str) -> None:
+        with self._lock:
+            self.answered += 1
+            self._failed.pop((rollout, fingerprint), None)
+
+    def failed(self, rollout: str | None, fingerprint: str, why: str) -> None:
+        """An attempt got no usable answer; a retry that answers clears it."""
+        with self._lock:
+            self._failed[(rollout, fingerprint)] = why
+
+    def unanswered(self) -> list[str]:
+        """The live calls whose every attempt failed: ``rollout R: why``."""
+        with self._lock:
+            return [f"rollout {r or '-'}: {why}" for (r, _), why in self._failed.items()]
 
     # ------------------------------------------------------------------ selection
 
     def selects(self, stage: str, wire: WireRequest) -> bool:
         """Is this intercepted LLM request one of those that go live?"""
+        self.seen["hosts"].add(urlsplit(wire.url).netloc)
+        if all(p.kind == "reward" for p in self.patterns):
+            if stage == "reward":
+                return True
+            if len(self.seen["models"]) >= 20:  # enough to name in an error
+                return False
         try:  # parsed for every pattern kind: the models seen name the fix of a bad pattern
             model = _model_of(json.loads(wire.body or b"null"))
         except (ValueError, UnicodeDecodeError):
             model = None
         if model is not None:
             self.seen["models"].add(model)
-        self.seen["hosts"].add(urlsplit(wire.url).netloc)
         return any(p.selects(stage, wire.url, model) for p in self.patterns)
 
     def selects_recorded(self, request: Mapping[str, Any], stage: str | None) -> bool:
         """Would a recorded request be sent live? (Those are replaced by the live answers,
         never reported as unused recordings.)"""
+        if all(p.kind == "reward" for p in self.patterns):  # the stage alone: no body read
+            return stage == "reward"
         url = str(request.get("url", ""))
         model = _model_of(request.get("body"))
         return any(p.selects(stage or "agent", url, model) for p in self.patterns)
@@ -157,9 +204,7 @@ class LiveCalls:
         models = ", ".join(sorted(self.seen["models"])) or "none"
         hosts = ", ".join(sorted(self.seen["hosts"])) or "none"
         return (f"no LLM request of the run matched --llm {self.describe()}, so nothing was "
-                f"re-scored (the requests named the models: {models}; hosts: {hosts}). Next "
-                "step: pick the judge's calls with model=NAME or url=HOST, or `reward` when "
-                "the env makes them inside compute_reward (HermesAgentBaseEnv does)")
+                f"re-scored (the requests named the models: {models}; hosts: {hosts})")
 
     # ------------------------------------------------------------------ the live request
 
@@ -180,8 +225,9 @@ class LiveCalls:
     def header_fields(self) -> dict[str, Any]:
         """What the new cassette's header says about how it was made (no key, no value of
         the variable: its name only)."""
+        # not "api_key_env": a field named like a credential is one to `verify`
         return {"live": [p.describe() for p in self.patterns], "endpoint": self.base_url,
-                "api_key_env": self.api_key_env}
+                "authorized_by": f"${self.api_key_env}" if self.api_key_env else None}
 
 
 def base_url_problem(url: str) -> str | None:

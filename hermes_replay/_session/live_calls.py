@@ -137,11 +137,6 @@ class LiveCalls:
             KNOWN.add(key, "live-api-key")
         return cls(patterns, base_url.rstrip("/"), str(var) if var else None, key)
 
-    def to_spec(self) -> dict[str, Any]:
-        """Plain data for a worker process (the key is read again there, from its env)."""
-        return {"patterns": [p.describe() for p in self.patterns], "base_url": self.base_url,
-                "api_key_env": self.api_key_env}
-
     def host_port(self) -> tuple[str, int]:
         """The one host (and port) a live call may connect to (``_runner.netblock``)."""
         parts = urlsplit(self.base_url)

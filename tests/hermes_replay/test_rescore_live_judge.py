@@ -124,6 +124,8 @@ def test_rescore_k_sends_only_the_judge_live_and_reports_its_spread(project: Pat
     row = json.loads((out / "replay.json").read_text())["rows"][0]["summary"]
     stats = row["rescore"]
     recorded = {rid: rec.outcome["reward"] for rid, rec in load_cassette(cassette).rollouts.items()}
+    # every policy turn answered from the cassette: none missed, none left unused
+    assert (row["misses"], row["unused"], row["rollouts"]) == (0, 0, len(recorded))
     assert set(stats) == set(recorded)
     expected = [s / 10 for s in SCORES]
     for rid, s in stats.items():
@@ -342,3 +344,109 @@ def test_the_network_block_lets_exactly_the_live_host_through() -> None:
     with netblock.block_network():
         assert not netblock._is_allowed(("10.1.2.3", 8000))
         assert not netblock._resolvable("judge.internal")
+
+
+# ----------------------------------------------------------------------------- the session
+
+
+def _judge_prompt(answer: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": "Grade it. Reply ONLY with JSON: {\"score\": n}."},
+            {"role": "user", "content": f"Answer to grade: {answer}\nScore 0-10 as JSON."}]
+
+
+def _record_plain(path: Path, base_url: str) -> None:
+    """A plain loop (no ``scoring()``): per rollout a policy turn with model ``policy`` and a
+    judge call with model ``judge`` — the judge is told apart only by its model name."""
+    import openai
+
+    import hermes_replay
+
+    client = openai.OpenAI(base_url=base_url, api_key="sk-placeholder", max_retries=0)
+    with hermes_replay.cassette(path, "record"):
+        for rid in ("plain-r-0", "plain-r-1"):
+            with hermes_replay.rollout(rid):
+                client.chat.completions.create(
+                    model="policy", temperature=0, messages=[
+                        {"role": "user", "content": f"Say something about {rid}."}])
+                client.chat.completions.create(model="judge", temperature=0,
+                                               messages=_judge_prompt(rid))
+
+
+def test_a_judge_told_apart_by_model_goes_live_and_the_rescored_cassette_replays(
+        tmp_path: Path) -> None:
+    import openai
+
+    import hermes_replay
+
+    recorded = tmp_path / "plain.jsonl"
+    with ScriptedEndpoint(script="generic", seed=0) as ep:
+        _record_plain(recorded, ep.base_url)
+        base_url = ep.base_url
+    judge = _RunJudge(per_run=2)
+    rescored = tmp_path / "plain.rescored.jsonl"
+    client = openai.OpenAI(base_url=base_url, api_key="sk-placeholder", max_retries=0)
+    with ScriptedEndpoint(script=judge.script(), seed=0) as live_ep:
+        spec = {"patterns": ["model=jud*"], "base_url": live_ep.base_url, "api_key_env": "K"}
+        live = LiveCalls.build(spec, {"K": KEY})
+        with netblock.block_network(allow=[live.host_port()]), \
+                hermes_replay.cassette(recorded, "replay", live=live) as session:
+            for rid in ("plain-r-0", "plain-r-1"):
+                with hermes_replay.rollout(rid):
+                    client.chat.completions.create(  # the recorded endpoint is gone: replayed
+                        model="policy", temperature=0, messages=[
+                            {"role": "user", "content": f"Say something about {rid}."}])
+                    reply = client.chat.completions.create(model="judge", temperature=0,
+                                                           messages=_judge_prompt(rid))
+                    assert json.loads(reply.choices[0].message.content)["score"] == SCORES[0]
+        assert session.unused == [] and session.misses == []  # the judge's recordings: replaced
+        session.write_rescored(rescored)
+        assert [b["model"] for _, b in live_ep.requests] == ["judge", "judge"]
+        assert set(live_ep.authorizations) == {f"Bearer {KEY}"}
+    assert live.sent == live.answered == 2 and live.unanswered() == []
+    new = load_cassette(rescored)
+    assert [(i.rollout, i.seq, i.request["body"]["model"]) for i in new.interactions] == [
+        ("plain-r-0", 0, "policy"), ("plain-r-0", 1, "judge"),
+        ("plain-r-1", 0, "policy"), ("plain-r-1", 1, "judge")]
+    assert KEY not in rescored.read_text()
+    # offline, from the new cassette alone: the judge now answers what the live one said
+    with netblock.block_network(), hermes_replay.cassette(rescored, "replay", strict=True):
+        for rid in ("plain-r-0", "plain-r-1"):
+            with hermes_replay.rollout(rid):
+                client.chat.completions.create(model="policy", temperature=0, messages=[
+                    {"role": "user", "content": f"Say something about {rid}."}])
+                reply = client.chat.completions.create(model="judge", temperature=0,
+                                                       messages=_judge_prompt(rid))
+                assert json.loads(reply.choices[0].message.content)["score"] == SCORES[0]
+
+
+def test_aiohttp_calls_go_live_rewritten_too(tmp_path: Path) -> None:
+    """vLLM/SGLang servers of atroposlib post over aiohttp: a live call made there goes to the
+    named endpoint with the named key as well."""
+    import asyncio
+
+    import aiohttp
+
+    import hermes_replay
+
+    recorded = tmp_path / "aio.jsonl"
+    body = {"model": "judge", "temperature": 0, "messages": _judge_prompt("aiohttp")}
+
+    async def ask(url: str) -> dict:
+        async with aiohttp.ClientSession(headers={"Authorization": "Bearer placeholder"}) as s:
+            async with s.post(url, json=body) as resp:
+                return await resp.json()
+
+    with ScriptedEndpoint(script="generic", seed=0) as ep:
+        url = ep.base_url + "/chat/completions"
+        with hermes_replay.cassette(recorded, "record"), hermes_replay.rollout("aio-0"):
+            asyncio.run(ask(url))
+    judge = _RunJudge(per_run=1)
+    with ScriptedEndpoint(script=judge.script(), seed=0) as live_ep:
+        live = {"patterns": ["model=judge"], "base_url": live_ep.base_url, "api_key_env": "K"}
+        with hermes_replay.cassette(recorded, "replay",
+                                    live=LiveCalls.build(live, {"K": KEY})) as session, \
+                hermes_replay.rollout("aio-0"):
+            answer = asyncio.run(ask(url))
+        assert json.loads(answer["choices"][0]["message"]["content"])["score"] == SCORES[0]
+        assert live_ep.authorizations == [f"Bearer {KEY}"]
+        assert session.live_calls is not None and session.live_calls.answered == 1

@@ -9,6 +9,8 @@
      │                           ignore): raised before the environment parses anything
      ├── ReplayFailed            replay: the env exited non-zero or raised, or recorded rollouts
      │                           never ran — a replay that did not really run never passes
+     ├── LiveCallsFailed         replay with live calls (``--llm live=…``): the pattern selected
+     │                           no call, or a live call got no answer — nothing was re-scored
      └── CassetteMiss            replay: requests had no matching recording (raised when the
           │                      ``cassette()`` block exits, listing every miss with a diff)
           └── UnusedRecordings   replay with ``strict=True``: recordings were never requested
@@ -26,8 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CassetteError", "CassetteMiss", "HermesReplayError", "Miss", "RecordingFailed",
-           "ReplayFailed", "RequestNotRecorded", "UnknownFlags", "UnusedRecordings", "miss_text"]
+__all__ = ["CassetteError", "CassetteMiss", "HermesReplayError", "LiveCallsFailed", "Miss",
+           "RecordingFailed", "ReplayFailed", "RequestNotRecorded", "UnknownFlags",
+           "UnusedRecordings", "miss_text"]
 
 
 class HermesReplayError(Exception):
@@ -97,6 +100,16 @@ class RecordingFailed(HermesReplayError):
         super().__init__(
             f"{reason}; the previous cassette (if any) was left as it was, completed "
             f"interactions are in {cassette}.partial")
+
+
+class LiveCallsFailed(HermesReplayError):
+    """A replay that sends calls live (re-scoring with a live judge) did not re-score: its
+    patterns selected no call, or live calls got no answer (the env then scored those rollouts
+    without its judge). No rescored cassette is written; the replayed one is never touched."""
+
+    def __init__(self, reason: str, *, cassette: str | Path, hint: str) -> None:
+        self.reason, self.cassette, self.hint = reason, str(cassette), hint
+        super().__init__(f"{cassette}: {reason}\n  next step: {hint}")
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -173,12 +173,23 @@ def _reward_section(item: pytest.Item, report: pytest.TestReport) -> None:
                                 "\n\n".join("\n".join(lines) for lines in found)))
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(wrapper=True)
 def pytest_assertrepr_compare(config: pytest.Config, op: str, left: Any,
-                              right: Any) -> list[str] | None:
+                              right: Any) -> Generator[None, list[list[str]], list[list[str]]]:
     """``assert run == snapshot(extension_class=RolloutSnapshotExtension)``: one line per
     changed rollout (``rollout  old → new  Δ``) instead of syrupy's two-line text diff; the
-    whole list is the report section above (``_reward_section``)."""
+    whole list is the report section above (``_reward_section``).
+
+    A wrapper, put first in the results: syrupy's own hook is ``tryfirst`` too, and between two
+    of those the plugin registered last wins — which depends on the order the environment's
+    entry points are found in (``python -m pytest`` from a checkout with an ``.egg-info`` put
+    syrupy's first, and the user saw syrupy's diff)."""
+    explanations = yield
+    ours = _reward_explanation(left, right)
+    return explanations if ours is None else [ours, *explanations]
+
+
+def _reward_explanation(left: Any, right: Any) -> list[str] | None:
     import sys
 
     if "hermes_replay.snapshot" not in sys.modules:

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hermes_replay._pyast import parse
+
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
 
@@ -32,7 +34,7 @@ class EnvSource:
         self.path = Path(path)
         self.display = display or str(path)
         self.text = self.path.read_text(encoding="utf-8") if text is None else text
-        self.tree = ast.parse(self.text, filename=self.display)
+        self.tree = parse(self.text, self.display)
         self.classes: dict[str, ClassInfo] = {}
         # Module-level helpers: followed like methods (evaluate -> run_eval_item(...) -> loop).
         self.module_functions: dict[str, FunctionNode] = {

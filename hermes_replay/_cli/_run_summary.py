@@ -41,6 +41,10 @@ class RunSummary:
     handled: list[str] = field(default_factory=list)  # plain env machine defaults, once each
     worker: str | None = None  # --executor ray: "<node id>:<pid>" of the actor that ran it
     retried: str | None = None  # --executor ray: why this replay is its second attempt
+    live: str | None = None  # --llm live=…: which calls went live, and where
+    rescored_cassette: str | None = None  # --llm live=…: the new cassette it wrote
+    #: --rescore K: rollout -> {"recorded", "rewards" (K), "mean", "stdev", "min", "max"}
+    rescore: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def lines(self, style: Style) -> list[str]:
         what = {"record": "recorded", "replay": "replayed", "passthrough": "ran live",
@@ -88,6 +92,7 @@ class RunSummary:
                 out.extend("  " + sanitize(line) for line in text.splitlines()[:14])
             if len(self.tool_drift) > 5:
                 out.append(f"    … and {len(self.tool_drift) - 5} more")
+        out.extend(self._live_lines(style))
         for rid, (old, new) in sorted(self.changed.items()):
             out.append(
                 "  " + style("reward changed", "yellow")
@@ -106,4 +111,22 @@ class RunSummary:
             out.append(f"  environment exit code {self.exit_code}")
         if self.log and (self.error or self.exit_code):
             out.append(f"  environment output: {self.log}")
+        return out
+
+    def _live_lines(self, style: Style) -> list[str]:
+        """What a re-scoring run adds: where the live calls went, the new cassette, and per
+        rollout the recorded reward beside the K new ones (mean ± stdev, min–max)."""
+        out: list[str] = []
+        if self.live:
+            out.append("  live: " + sanitize(self.live))
+        if self.rescored_cassette:
+            out.append("  rescored cassette: " + sanitize(self.rescored_cassette))
+        if self.rescore:
+            runs = max(len(s.get("rewards") or []) for s in self.rescore.values())
+            out.append(f"  re-scored {runs} time(s): rollout, recorded -> mean ± stdev "
+                       "[min–max]")
+            for rid, s in self.rescore.items():
+                spread = (f"{fmt_reward(s.get('mean'))} ± {fmt_reward(s.get('stdev'))} "
+                          f"[{fmt_reward(s.get('min'))}–{fmt_reward(s.get('max'))}]")
+                out.append(f"    {sanitize(rid)}: {fmt_reward(s.get('recorded'))} -> {spread}")
         return out

@@ -42,6 +42,7 @@ from hermes_replay._cli._executor import (
     check_executor_args,
     executor_options,
 )
+from hermes_replay._cli._live import add_live_args, live_options, refused_with, rescore_stats
 from hermes_replay._cli._manifest import Manifest, ManifestRow, write_manifest
 from hermes_replay._cli._parallel import default_jobs
 from hermes_replay._cli._run_summary import RunSummary
@@ -139,6 +140,7 @@ def register(sub: Any) -> None:
         "job: from SLURM_ARRAY_TASK_ID/COUNT/MIN); join the out folders with "
         "`hermes-replay results`")
     add_executor_args(p)
+    add_live_args(p)
     p.add_argument(
         "-v", "--verbose",
         action="store_true",
@@ -156,6 +158,15 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        live = live_options(args)
+    except ValueError as exc:
+        print(f"hermes-replay replay: {exc}", file=sys.stderr)
+        return 2
+    refused = refused_with(args) if live else None
+    if refused:
+        print(f"hermes-replay replay: {refused}", file=sys.stderr)
+        return 2
     if args.env_args is not None:
         return _run_env(args)
     if str(args.target).endswith(".py"):
@@ -199,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
     return replay_all(Path(args.target), out=args.out, strict=args.strict,
                       fail_on_change=args.fail_on_change, verbose=args.verbose,
                       options=matching_options(args), report=args.report, jobs=args.jobs,
-                      shard=shard, executor=executor_options(args), **tools)
+                      shard=shard, executor=executor_options(args), **tools, **live)
 
 
 def _guards(args: argparse.Namespace) -> dict[str, Any]:
@@ -482,16 +493,77 @@ def replay_cassette(
         )
         return fail, "serve"
     out_dir = out_dir.resolve()
-    log = None if verbose else out_dir / "env.log"
-    summary, _ = run_with_progress(
-        partial(run_cassette, cassette, out_dir=out_dir, strict=strict, **tools),
-        mode="replay", cassette=cassette, log_path=log, verbose=verbose,
-        label=f"replaying {cassette.parent.name}/{cassette.name}",
-        normalizers=tools.get("normalizers"))
+    if tools.get("live") is not None:
+        summary = _rescore_cassette(cassette, out_dir, strict, verbose, dict(tools))
+    else:
+        log = None if verbose else out_dir / "env.log"
+        summary, _ = run_with_progress(
+            partial(run_cassette, cassette, out_dir=out_dir, strict=strict, **tools),
+            mode="replay", cassette=cassette, log_path=log, verbose=verbose,
+            label=f"replaying {cassette.parent.name}/{cassette.name}",
+            normalizers=tools.get("normalizers"))
     summary.cassette = str(cassette)
     if summary.log:
         summary.log = _shown(Path(summary.log))
     return summary, command[0]
+
+
+def _rescore_cassette(cassette: Path, out_dir: Path, strict: bool, verbose: bool,
+                      tools: dict[str, Any]) -> RunSummary:
+    """``--llm live=…`` (and ``--rescore K``): the cassette replayed K times (default 1) with
+    the selected calls live. Run 1 writes ``<out>/<rel>/`` and ``<out>/<rel>.rescored.jsonl``,
+    run k ≥ 2 ``<out>/<rel>/rescore-k/`` and ``<out>/<rel>.rescored-k.jsonl``. The row is run
+    1's (the first failing run's, if one failed: the rest are then not run), plus per rollout
+    the recorded reward beside the K new ones."""
+    from hermes_replay._runner.run import run_cassette
+
+    runs = int(tools.pop("rescore", None) or 1)
+    spec = tools["live"]
+    rewards: list[dict[str, float | None]] = []
+    recorded: dict[str, float | None] = {}
+    summary: RunSummary | None = None
+    first_cassette: Path | None = None
+    for k in range(1, runs + 1):
+        run_out = out_dir if k == 1 else out_dir / f"rescore-{k}"
+        suffix = "" if k == 1 else f"-{k}"
+        rescored = out_dir.parent / f"{out_dir.name}.rescored{suffix}.jsonl"
+        log = None if verbose else run_out / "env.log"
+        label = f"re-scoring {cassette.parent.name}/{cassette.name}" + (
+            f" ({k}/{runs})" if runs > 1 else "")
+        this, result = run_with_progress(
+            partial(run_cassette, cassette, out_dir=run_out, strict=strict, rescored=rescored,
+                    **tools),
+            mode="replay", cassette=cassette, log_path=log, verbose=verbose, label=label,
+            normalizers=tools.get("normalizers"))
+        failed = bool(this.error or this.exit_code or this.misses or result is None)
+        if summary is None or failed:
+            summary = this
+        if failed:
+            break
+        assert result is not None
+        recorded = dict(result.recorded_rewards)
+        rewards.append(dict(result.rewards))
+        if k == 1:
+            first_cassette = rescored
+    assert summary is not None
+    patterns = ", ".join(f"live={p}" for p in spec["patterns"])
+    summary.live = f"{patterns} -> {spec['base_url']}"
+    if summary.error or summary.exit_code or summary.misses:
+        return summary
+    summary.rescored_cassette = _shown(first_cassette) if first_cassette else None
+    if runs > 1:
+        summary.rescore = rescore_stats(recorded, rewards)
+        # a reward "changed" when the mean of the K new ones is not the recorded one
+        summary.changed = {rid: (s["recorded"], s["mean"])
+                           for rid, s in summary.rescore.items()
+                           if rid in recorded and _differs(s["recorded"], s["mean"])}
+    return summary
+
+
+def _differs(old: float | None, new: float | None) -> bool:
+    if old is None or new is None:
+        return (old is None) != (new is None)
+    return abs(old - new) > 1e-9
 
 
 def _shown(path: Path) -> str:
@@ -520,4 +592,11 @@ def _final_table(rows: list[_Row], style: Style) -> str:
                      fmt_reward(s.mean_reward), len(s.changed), status])
     headers = ["cassette", "mode", "rollouts", "turns", "misses", "unused", "mean reward",
                "changed", "status"]
-    return table(headers, body, align="llrrrrrrl", style=style)
+    align = "llrrrrrrl"
+    if any(r.summary.rescore for r in rows):  # --rescore K: the judge's spread per cassette
+        headers.insert(-1, "judge stdev")
+        align = align[:-1] + "rl"
+        for line, r in zip(body, rows, strict=True):
+            spreads = [v["stdev"] for v in r.summary.rescore.values() if v.get("stdev") is not None]
+            line.insert(-1, fmt_reward(sum(spreads) / len(spreads)) if spreads else "-")
+    return table(headers, body, align=align, style=style)

@@ -19,10 +19,11 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from hermes_replay._errors import RecordingFailed
+from hermes_replay._errors import HermesReplayError, LiveCallsFailed, RecordingFailed
 from hermes_replay._runner.watchdog import watchdog
 
-__all__ = ["DEFAULT_FIRST_ANSWER_TIMEOUT", "DEFAULT_MAX_UNANSWERED", "dead_endpoint_guard"]
+__all__ = ["DEFAULT_FIRST_ANSWER_TIMEOUT", "DEFAULT_MAX_UNANSWERED", "dead",
+           "dead_endpoint_guard", "live_replay_guard"]
 
 DEFAULT_MAX_UNANSWERED = 6  # a couple of rollouts' SDK retries: a blip recovers before this
 DEFAULT_FIRST_ANSWER_TIMEOUT = 120.0
@@ -57,6 +58,61 @@ def _unanswered(live: Any, max_unanswered: int, first_answer_timeout: float
     return None
 
 
+def dead(session: Any, trip: tuple[str, bool]) -> HermesReplayError:
+    """The error of a dead endpoint (built on the main thread, after the interrupt): a
+    recording's, or the live endpoint of a replay that re-scores (``live_calls``)."""
+    from hermes_replay._secrets.redact import redact_text
+
+    reason, timed_out = trip
+    curl = f"`curl {_where(session.live.last_url) or 'URL'}/models`"
+    if getattr(session, "live_calls", None) is not None:
+        return LiveCallsFailed(redact_text(
+            f"the live endpoint: {reason}; the run was stopped instead of scoring without "
+            "it"), cassette=session.path, hint=redact_text(
+            "check that the server is running and that --live-base-url names it (e.g. "
+            f"{curl}), then replay again"))
+    nothing = "nothing was recorded" if session.live.answers == 0 else \
+        "it had answered before"
+    hint = ("if the model really takes longer for a first reply, pass "
+            "--first-answer-timeout SECONDS (0: no limit)" if timed_out else
+            "check that the server is running and that --endpoint names it")
+    return RecordingFailed(redact_text(
+        f"{reason}; {nothing}, so the run was stopped instead of retrying.\n"
+        f"  next step: {hint} (e.g. {curl}), then record again"), cassette=session.path)
+
+
+@contextmanager
+def live_replay_guard(session: Any, *, max_misses: int,
+                      first_answer_timeout: float = DEFAULT_FIRST_ANSWER_TIMEOUT,
+                      max_unanswered: int = DEFAULT_MAX_UNANSWERED) -> Iterator[None]:
+    """A replay that sends calls live (``--llm live=…``) needs both guards — the stall guard
+    for its replayed calls, this one for its live endpoint — and only one watchdog can own
+    SIGINT at a time (``_runner.watchdog``), so one watchdog checks both."""
+    from hermes_replay._runner.stall import DEFAULT_IDLE_SECONDS, Progress, stalled
+
+    progress = Progress(session, max_misses, DEFAULT_IDLE_SECONDS) if max_misses > 0 else None
+    live = session.live
+
+    def check() -> tuple[str, Any] | None:
+        why = progress.check() if progress is not None else None
+        if why is not None:
+            return "stall", why
+        gone = _unanswered(live, max_unanswered, first_answer_timeout)
+        return ("dead", gone) if gone is not None else None
+
+    def error(trip: tuple[str, Any]) -> HermesReplayError:
+        return stalled(session, trip[1]) if trip[0] == "stall" else dead(session, trip[1])
+
+    with watchdog(check, error=error, name="hermes-replay-live-replay", interval=0.1) as poke:
+        session.miss_watchers.append(poke)
+        live.watchers.append(poke)
+        try:
+            yield
+        finally:
+            session.miss_watchers.remove(poke)
+            live.watchers.remove(poke)
+
+
 @contextmanager
 def dead_endpoint_guard(session: Any, *, max_unanswered: int = DEFAULT_MAX_UNANSWERED,
                         first_answer_timeout: float = DEFAULT_FIRST_ANSWER_TIMEOUT
@@ -68,24 +124,10 @@ def dead_endpoint_guard(session: Any, *, max_unanswered: int = DEFAULT_MAX_UNANS
     if getattr(session, "mode", None) not in ("record", "auto"):
         yield
         return
-
-    def failed(trip: tuple[str, bool]) -> RecordingFailed:
-        from hermes_replay._secrets.redact import redact_text
-
-        reason, timed_out = trip
-        nothing = "nothing was recorded" if session.live.answers == 0 else \
-            "it had answered before"
-        hint = ("if the model really takes longer for a first reply, pass "
-                "--first-answer-timeout SECONDS (0: no limit)" if timed_out else
-                "check that the server is running and that --endpoint names it")
-        return RecordingFailed(redact_text(
-            f"{reason}; {nothing}, so the run was stopped instead of retrying.\n"
-            f"  next step: {hint} (e.g. `curl {_where(session.live.last_url) or 'URL'}"
-            "/models`), then record again"), cassette=session.path)
-
     live = session.live
     with watchdog(lambda: _unanswered(live, max_unanswered, first_answer_timeout),
-                  error=failed, name="hermes-replay-dead-endpoint", interval=0.1) as poke:
+                  error=lambda trip: dead(session, trip), name="hermes-replay-dead-endpoint",
+                  interval=0.1) as poke:
         live.watchers.append(poke)  # the count trips at the failed request, not at a tick
         try:
             yield

@@ -17,6 +17,8 @@ import ast
 import sys
 from pathlib import Path
 
+from hermes_replay._pyast import parse
+
 __all__ = ["ENV_BASES", "NotAnEnvFile", "check_env_file", "env_classes"]
 
 ENV_BASES = frozenset({"BaseEnv", "HermesAgentBaseEnv"})  # the names users know (docs, errors)
@@ -96,8 +98,7 @@ class _Reader:
     def tree(self, path: Path) -> ast.Module | None:
         if path not in self._trees:
             try:
-                self._trees[path] = ast.parse(path.read_text(encoding="utf-8"),
-                                              filename=str(path))
+                self._trees[path] = parse(path.read_text(encoding="utf-8"), str(path))
             except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
                 self._trees[path] = None
         return self._trees[path]

@@ -20,12 +20,14 @@ from contextlib import contextmanager, nullcontext, redirect_stderr, redirect_st
 from pathlib import Path
 from typing import Any
 
+from hermes_replay._pyast import parse
+
 __all__ = ["OutcomeCollector", "module_of", "redirected_to", "run_env_file"]
 
 
 def _has_relative_imports(path: Path) -> bool:
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = parse(path.read_text(encoding="utf-8"), str(path))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
         return False
     return any(isinstance(node, ast.ImportFrom) and node.level > 0 for node in ast.walk(tree))

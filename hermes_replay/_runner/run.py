@@ -24,6 +24,7 @@ from typing import Any
 from hermes_replay._errors import (
     CassetteError,
     HermesReplayError,
+    LiveCallsFailed,
     RecordingFailed,
     UnknownFlags,
 )
@@ -144,6 +145,7 @@ def run_env(
     seed: int | None = None,
     max_misses: int = DEFAULT_MAX_MISSES,
     first_answer_timeout: float = DEFAULT_FIRST_ANSWER_TIMEOUT,
+    rescored: Path | None = None,
     **options: Any,
 ) -> RunResult:
     """Run ``env_file`` with ``argv`` (``[mode, flags…]``) inside a cassette session.
@@ -164,9 +166,15 @@ def run_env(
     request within ``first_answer_timeout`` seconds) is stopped at once (``_runner.dead_endpoint``);
     a failed recording leaves no ``groups.jsonl``/``.html`` of its own behind, and puts an
     ``evaluate`` run's eval folder back as it was (``_runner.run_outputs``).
+
+    ``live={"patterns": [...], "base_url": URL, "api_key_env": VAR}`` (replay only) sends the
+    calls the patterns select to that endpoint while the rest replay (``_session.live_calls``):
+    the network block lets exactly that host through, the dead-endpoint guard watches it, a
+    run whose patterns selected nothing or whose live calls got no answer fails
+    (``LiveCallsFailed``), and a clean run writes what it ran to ``rescored``.
     """
     import hermes_replay
-    from hermes_replay._runner.dead_endpoint import dead_endpoint_guard
+    from hermes_replay._runner.dead_endpoint import dead_endpoint_guard, live_replay_guard
     from hermes_replay._runner.envrun import (
         OutcomeCollector,
         library_output_with_env,
@@ -192,13 +200,23 @@ def run_env(
     captured: Any = None
     outputs: RunOutputs | None = None
     path = cassette if cassette is not None else Path("(passthrough)")
+    live_calls = None
+    if options.get("live") is not None:
+        from hermes_replay._session.live_calls import LiveCalls
+
+        try:
+            live_calls = options["live"] = LiveCalls.build(options["live"])
+        except ValueError as exc:
+            raise LiveCallsFailed(str(exc), cassette=path,
+                                  hint="fix the --llm/--live-* flags") from None
     try:
         with ExitStack() as stack:
             # Replay is offline: keep wandb off the network (the user's own setting wins).
             stack.enter_context(_env_default("WANDB_MODE",
                                              "disabled" if mode == "replay" else None))
             if block_network if block_network is not None else mode == "replay":
-                stack.enter_context(_block())
+                stack.enter_context(_block(
+                    allow=[live_calls.host_port()] if live_calls is not None else ()))
             captured = stack.enter_context(capture_wandb())
             stack.enter_context(tool_isolation(mode, trust_cassette))
             session = stack.enter_context(hermes_replay.cassette(path, mode=mode, **options))  # type: ignore[arg-type]
@@ -210,7 +228,10 @@ def run_env(
             stack.enter_context(output if output is not None else redirected_to(log_path))
             stack.enter_context(library_output_with_env())
             stack.enter_context(checked_flags())  # a misspelt flag stops the run here
-            if mode == "replay":  # a run that keeps missing is stopped (ReplayStalled)
+            if live_calls is not None:  # that, and a dead live endpoint stops it, naming it
+                stack.enter_context(live_replay_guard(
+                    session, max_misses=max_misses, first_answer_timeout=first_answer_timeout))
+            elif mode == "replay":  # a run that keeps missing is stopped (ReplayStalled)
                 stack.enter_context(stall_guard(session, max_misses=max_misses))
             else:  # live: real keys around, so what it prints and writes is scrubbed
                 stack.enter_context(scrubbed_run(argv))
@@ -240,6 +261,15 @@ def run_env(
         log = log_path if log_path is not None and log_path.is_file() else None
         error = replay_verdict(cassette, session.summary(), code, env_file, argv, log,
                                as_recorded=as_recorded)
+        if error is None and live_calls is not None:
+            from hermes_replay._runner.verdict import live_verdict
+
+            error = live_verdict(cassette, live_calls)
+        if error is None and live_calls is not None and rescored is not None:
+            try:
+                session.write_rescored(rescored)
+            except HermesReplayError as exc:
+                error = exc
     result = _result(argv, code, error, session, collector, captured, cassette, env_name)
     result.handled = list(plain.handled) if plain is not None else []
     if raise_errors and error is not None:

@@ -18,7 +18,8 @@ from typing import Any
 from hermes_replay._errors import HermesReplayError
 from hermes_replay._runner.watchdog import watchdog
 
-__all__ = ["DEFAULT_IDLE_SECONDS", "DEFAULT_MAX_MISSES", "ReplayStalled", "stall_guard"]
+__all__ = ["DEFAULT_IDLE_SECONDS", "DEFAULT_MAX_MISSES", "Progress", "ReplayStalled",
+           "stall_guard", "stalled"]
 
 DEFAULT_MAX_MISSES = 25
 DEFAULT_IDLE_SECONDS = 120.0
@@ -28,7 +29,7 @@ class ReplayStalled(HermesReplayError):
     """Replay stopped: requests kept missing the cassette and nothing made progress."""
 
 
-class _Progress:
+class Progress:
     """The stall condition, polled by the watchdog thread; ``check`` returns why, once stuck.
 
     ``check`` reads plain counters only, never anything behind the session's lock: a replay
@@ -63,6 +64,16 @@ class _Progress:
         return None
 
 
+def stalled(session: Any, reason: str) -> ReplayStalled:
+    """The error of a stalled replay (built on the main thread, after the interrupt)."""
+    recorded = session.misses
+    last = f"; the last: {recorded[-1].describe().splitlines()[0]}" if recorded else ""
+    return ReplayStalled(
+        f"{session.path}: replay stopped — {reason}{last}. Offline nothing changes, so "
+        "it would never finish.\n  next step: see the misses above; re-record what is "
+        "missing (`hermes-replay record …`), or raise the bound with --max-misses")
+
+
 @contextmanager
 def stall_guard(session: Any, *, max_misses: int = DEFAULT_MAX_MISSES,
                 idle_seconds: float = DEFAULT_IDLE_SECONDS) -> Iterator[None]:
@@ -74,18 +85,10 @@ def stall_guard(session: Any, *, max_misses: int = DEFAULT_MAX_MISSES,
         yield
         return
 
-    def stalled(reason: str) -> ReplayStalled:  # on the main thread, after the interrupt
-        recorded = session.misses
-        last = f"; the last: {recorded[-1].describe().splitlines()[0]}" if recorded else ""
-        return ReplayStalled(
-            f"{session.path}: replay stopped — {reason}{last}. Offline nothing changes, so "
-            "it would never finish.\n  next step: see the misses above; re-record what is "
-            "missing (`hermes-replay record …`), or raise the bound with --max-misses")
-
-    progress = _Progress(session, max_misses, idle_seconds)
+    progress = Progress(session, max_misses, idle_seconds)
     watchers = getattr(session, "miss_watchers", [])
-    with watchdog(progress.check, error=stalled, name="hermes-replay-stall-guard",
-                  interval=0.2) as poke:
+    with watchdog(progress.check, error=lambda reason: stalled(session, reason),
+                  name="hermes-replay-stall-guard", interval=0.2) as poke:
         watchers.append(poke)  # the count trips at the miss itself, not at a tick
         try:
             yield

@@ -14,11 +14,12 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from hermes_replay._errors import ReplayFailed
+from hermes_replay._errors import LiveCallsFailed, ReplayFailed
 from hermes_replay._secrets.redact import redact_text
+from hermes_replay._session.live_calls import LiveCalls
 from hermes_replay._session.summary import ReplaySummary
 
-__all__ = ["log_tail", "replay_verdict"]
+__all__ = ["live_verdict", "log_tail", "replay_verdict"]
 
 TAIL_LINES = 12
 
@@ -80,3 +81,30 @@ def replay_verdict(cassette: Path, summary: ReplaySummary, exit_code: int,
     return ReplayFailed(_shown(cassette), what, exit_code=exit_code, never_ran=never_ran,
                         recorded=summary.recorded_rollouts, log=log, log_tail=log_tail(log),
                         hint=hint)
+
+
+def live_verdict(cassette: Path, live: LiveCalls) -> LiveCallsFailed | None:
+    """``LiveCallsFailed`` if a replay that sent calls live did not re-score ``cassette``: its
+    patterns selected no call (a typo in a model name re-scores nothing, silently, otherwise),
+    or live calls got no answer (the env scored those rollouts without its judge: an
+    ``except`` around the judge, as research_judge_env has, hides that from the rewards)."""
+    where = _shown(cassette)
+    if live.sent == 0:
+        return LiveCallsFailed(
+            live.nothing_selected(), cassette=where,
+            hint="pick the judge's calls with model=NAME or url=HOST (`hermes-replay show "
+            f"{where}` lists each request's model and URL), or `reward` when the env makes "
+            "them inside compute_reward (HermesAgentBaseEnv does); a cassette whose rollouts "
+            "never reached the judge has nothing to re-score")
+    failed = live.unanswered()
+    if failed:
+        shown = "; ".join(failed[:3]) + (f" and {len(failed) - 3} more" if len(failed) > 3
+                                         else "")
+        key = (f" and that ${live.api_key_env} holds its key" if live.api_key_env else
+               " (it may need a key: --live-api-key-env VAR)")
+        return LiveCallsFailed(
+            f"{len(failed)} live call(s) to {live.base_url} got no answer ({shown}), so "
+            "those rollouts were scored without it", cassette=where,
+            hint=f"check that the endpoint answers (curl {live.base_url}/models){key}, then "
+            f"replay {where} again")
+    return None

@@ -61,6 +61,10 @@ class Results:
         """Recordings never requested that were this worker's to request, and how many
         belong to other workers (caller holds the lock)."""
         keys = self._index.unused()
+        live = getattr(self, "live_calls", None)
+        if live is not None:  # sent live instead: replaced, not left unused
+            keys = [k for k in keys if not live.selects_recorded(
+                self._index.by_key[k].inter.request, self._index.by_key[k].inter.stage)]
         mine = self._mine(keys)
         return mine, len(keys) - len(mine)
 
@@ -70,16 +74,22 @@ class Results:
             return keys
         return [k for k in keys if k[0] is None or owner(k[0]) == self.worker]
 
-    def _final_contents(self) -> tuple[list[Interaction], dict[str, dict[str, Any]],
-                                       list[ToolCall]]:
-        """What a clean close writes: this run's interactions (record), or the union (auto)."""
+    def _final_contents(self, union: bool | None = None
+                        ) -> tuple[list[Interaction], dict[str, dict[str, Any]], list[ToolCall]]:
+        """What a clean close writes: this run's interactions (record), or the union (auto;
+        ``union=True``: a replay's rescored cassette, where every rollout that ran is this
+        run's — its recorded calls as used and its live answers — and the rest as recorded)."""
+        rescored = bool(union) and self.mode == "replay"
+        union = self.mode == "auto" if union is None else union
         touched = {r for r, _, _ in self._new if r is not None}
+        if rescored:
+            touched |= {r for r, _, _ in self._hits if r is not None} | set(self._new_outcomes)
         out: list[Interaction] = []
         outcomes: dict[str, dict[str, Any]] = {}
         if self.mode == "auto" and self.drop_unrun:
             # a rollout of the old file this run never made is stale: gone, as in ``record``
             touched |= set(self.summary().never_ran)
-        if self.mode == "auto":
+        if union:
             # untouched rollouts keep every old recording and outcome; scope-less recordings
             # are matched by fingerprint, so all old ones stay and new ones are appended
             for rollout, recs in self._index.by_rollout.items():
@@ -93,6 +103,9 @@ class Results:
             entries.setdefault(rollout, []).append((issue, inter))
         for rollout, issue, inter in self._hits:
             if rollout is not None and rollout in touched:
+                rec = self._index.by_key.get(inter.key) if rescored else None
+                if rec is not None:  # stored with this session's fingerprint (the header's)
+                    inter = inter.model_copy(update={"fingerprint": rec.fingerprint})
                 entries.setdefault(rollout, []).append((issue, inter))
         for rollout, items in entries.items():
             items.sort(key=lambda item: item[0])
@@ -108,7 +121,7 @@ class Results:
         if self.mode == "auto":
             self._written = _accounting(self._index, out, len(self._new))
         touched |= {c.rollout for c in self.tools.new if c.rollout is not None}
-        return out, outcomes, self.tools.final(touched)
+        return out, outcomes, self.tools.final(touched, union=union)
 
     def _rescrubbed(self, interactions: list[Interaction], outcomes: dict[str, dict[str, Any]],
                     tool_calls: list[Any]) -> tuple[list[Interaction], dict[str, dict[str, Any]],

@@ -59,10 +59,21 @@ def rollout(rollout_id: str) -> Iterator[RolloutScope]:
     try:
         yield scope
     finally:
-        _CURRENT.reset(token)
+        _reset(_CURRENT, token)
         session = _active.current()
         if session is not None:
             session.rollout_finished(scope)
+
+
+def _reset(var: contextvars.ContextVar[Any], token: contextvars.Token[Any]) -> None:
+    """``var.reset(token)``, except in a coroutine that the garbage collector closes after an
+    interrupted ``asyncio.run`` abandoned its task: its ``finally`` runs outside the context it
+    set the value in, there is nothing to restore, and the ValueError would only be printed as
+    an "exception ignored" under the run's real error."""
+    try:
+        var.reset(token)
+    except ValueError:
+        pass
 
 
 def current_rollout() -> RolloutScope | None:
@@ -81,7 +92,7 @@ def scoring() -> Iterator[None]:
     try:
         yield
     finally:
-        _STAGE.reset(token)
+        _reset(_STAGE, token)
 
 
 def current_stage() -> str:

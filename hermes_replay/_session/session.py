@@ -48,6 +48,7 @@ from hermes_replay._errors import (
 from hermes_replay._secrets.known import KNOWN
 from hermes_replay._secrets.redact import KEPT_HEADERS, redact_fields, redact_json
 from hermes_replay._session.index import RecordingIndex
+from hermes_replay._session.live_calls import LiveCalls
 from hermes_replay._session.liveness import Liveness
 from hermes_replay._session.options import check_options
 from hermes_replay._session.results import Results
@@ -150,6 +151,7 @@ class Session(WireHandling, Results):
         drop_unrun: bool = False,
         worker: str | None = None,
         shard_by_worker: bool = False,
+        live: LiveCalls | Mapping[str, Any] | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown cassette mode {mode!r}; choose one of {', '.join(MODES)}")
@@ -219,6 +221,13 @@ class Session(WireHandling, Results):
         self._observers: list[Observer] = []
         self.worker = check_name(worker) if worker else None
         self._shard_by_worker = shard_by_worker
+        #: the calls sent live on replay (``live=``): see ``_session.live_calls``
+        self.live_calls: LiveCalls | None = None
+        if live is not None:
+            if mode != "replay":
+                raise ValueError(f"live= re-scores a replay; it takes mode='replay', not "
+                                 f"{mode!r} (record/auto already send every call live)")
+            self.live_calls = LiveCalls.build(live)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -249,6 +258,8 @@ class Session(WireHandling, Results):
             # progress can show totals ("3/12 rollouts"): seq carries the rollout count
             self._emit(ReplayEvent("loaded", None, len(self.recorded_rollouts), "",
                                    str(self.path)))
+        if self.live_calls is not None:  # the live key is known since build(): scrubbed
+            self._known_generation = KNOWN.generation
         if self.mode in ("record", "auto"):
             KNOWN.add_environ()  # what a tool printing its environment would show
             self._known_generation = KNOWN.generation
@@ -411,6 +422,33 @@ class Session(WireHandling, Results):
         unused_tools = self._mine(self.tools.unused)
         if self.strict and (self.tools.drift or unused_tools):
             raise ToolCallsDrifted(self.tools.drift, unused_tools, self.path)
+
+    def write_rescored(self, path: str | Path) -> Path:
+        """Write what this replay ran — the recorded policy calls it used and what the live
+        calls answered, with this run's rewards — as a new cassette at ``path`` (atomically;
+        the input cassette is never written). It replays offline like any recording."""
+        from hermes_replay._cassette.write import write_cassette
+
+        if self.live_calls is None:
+            raise RuntimeError("write_rescored: this session sent nothing live (live=None)")
+        target = Path(path)
+        if target.resolve() == self.path.resolve():
+            raise CassetteError("the rescored cassette would replace the one replayed",
+                                path=target, hint="write it elsewhere (the CLI writes "
+                                "<out>/<cassette>.rescored.jsonl)")
+        with self._lock:
+            contents = self._final_contents(union=True)
+            self._header = self._header.merged({
+                "matcher": self.matcher.signature(), "normalizers": as_header(self.normalizers),
+                STAGES_KEY: True,
+                "rescored": {**self.live_calls.header_fields(), "from": str(self.path)}})
+            interactions, outcomes, calls = self._rescrubbed(*contents)
+            header = self._header
+        try:
+            write_cassette(target, header, interactions, outcomes, calls)
+        except OSError as exc:
+            raise self._write_failed(exc, target) from None
+        return target
 
     # ------------------------------------------------------------------ tool calls
 

@@ -302,10 +302,11 @@ class ToolLedger:
     def replayed(self) -> int:
         return len(self.hits)
 
-    def final(self, touched: set[str]) -> list[ToolCall]:
-        """What a clean close writes: this run's calls (record), or the union (auto)."""
+    def final(self, touched: set[str], union: bool | None = None) -> list[ToolCall]:
+        """What a clean close writes: this run's calls (record), or the union (auto, and a
+        replay's rescored cassette: ``union=True``)."""
         out: list[ToolCall] = []
-        if self.mode == "auto":
+        if self.mode == "auto" if union is None else union:
             for rollout, recs in self.by_rollout.items():
                 if rollout is None or rollout not in touched:
                     out.extend(r.call for r in recs)

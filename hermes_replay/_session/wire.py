@@ -32,6 +32,7 @@ from hermes_replay._session.health import health_reply, is_health_ping
 from hermes_replay._session.index import Recording, RecordingIndex
 from hermes_replay._session.intercept import WireRequest, WireResponse
 from hermes_replay._session.lanes import task_lane
+from hermes_replay._session.live_calls import LiveCalls
 from hermes_replay._session.liveness import Liveness, is_unanswered
 from hermes_replay._session.scope import current_rollout, current_stage
 from hermes_replay._session.summary import ReplayEvent
@@ -57,6 +58,9 @@ class _Exchange:
     lane: int | None = None  # creation number of the task that sent it (see ``lanes``)
 
     heard: bool = False  # the endpoint's answer has begun (counted once in ``live``)
+    #: set for a call sent live on replay (``--llm live=…``): what goes out instead of the
+    #: request — to the endpoint the user named, with their key (``_session.live_calls``)
+    outgoing: WireRequest | None = None
 
     def answering(self) -> None:
         """The answer's headers arrived: the endpoint is there, however long its body or stream
@@ -70,7 +74,9 @@ class _Exchange:
             return
         self.done = True
         self.answering()
-        if is_failed_attempt(response.status):
+        if self.outgoing is not None:
+            self.session._live_answer(self, response)
+        elif is_failed_attempt(response.status):
             self.session._failed(self, f"HTTP {response.status}")
         else:
             self.session._recorded(self, response)
@@ -79,10 +85,14 @@ class _Exchange:
         if self.done or self.action != "record":
             return
         self.done = True
-        self.session._failed(self, type(error).__name__ if error else "incomplete stream")
+        why = type(error).__name__ if error else "incomplete stream"
+        self.session._failed(self, why)
+        if self.outgoing is not None:
+            self.session._live_failed(self, f"{why} from {self.outgoing.url}")
         if is_unanswered(error):  # counted above first: this may stop the run (its guard)
             assert error is not None
-            self.session.live.unanswered(self.request.get("url", ""), error)
+            url = self.outgoing.url if self.outgoing is not None else self.request.get("url", "")
+            self.session.live.unanswered(url, error)
 
 
 class WireHandling:
@@ -112,6 +122,7 @@ class WireHandling:
     _reward_issued: dict[str, int]
     _failed_attempts: int
     live: Liveness
+    live_calls: LiveCalls | None
     _passthrough: int
     _trace_path: Path | None
     _trace: list[dict[str, Any]]
@@ -158,6 +169,8 @@ class WireHandling:
             with self._lock:
                 self._passthrough += 1
             return _Exchange(self, "passthrough", rollout)
+        if self.live_calls is not None and self.live_calls.selects(stage, wire):
+            return self._go_live(rollout, stage, wire)
         if rollout is not None and stage == "agent" and self.mode in ("replay", "auto"):
             exact = self._exact_hit(rollout, wire)
             if exact is not None:
@@ -195,6 +208,45 @@ class WireHandling:
         self.live.sent(request["url"])
         return _Exchange(self, "record", rollout, issue, request, fp, stage=stage,
                          lane=task_lane())
+
+    def _go_live(self, rollout: str | None, stage: str, wire: WireRequest) -> _Exchange:
+        """Send a selected call to the live endpoint (``--llm live=…``); its recording, if
+        any, is left unused and replaced by the answer in the rescored cassette."""
+        assert self.live_calls is not None
+        request = stored_request(wire, self.keep_headers)
+        fp = self.matcher.fingerprint(request)
+        outgoing = self.live_calls.outgoing(wire, self.llm_paths)
+        with self._lock:
+            issue = self._issue(rollout)
+            if stage == "reward" and rollout is not None:
+                self._reward_issued[rollout] = self._reward_issued.get(rollout, 0) + 1
+            else:  # an agent-stage judge (a plain env's): its recorded turn is the one skipped
+                turn = self._cursor.get(rollout, 0)
+                rec = self._index.by_key.get((rollout, turn))
+                if rec is not None and not rec.used and rec.reward_call is None \
+                        and self.live_calls.selects_recorded(rec.inter.request, rec.inter.stage):
+                    rec.used = True
+                    self._cursor[rollout] = turn + 1
+        self.live_calls.began()
+        self.live.sent(outgoing.url)
+        return _Exchange(self, "record", rollout, issue, request, fp, stage=stage,
+                         lane=task_lane(), outgoing=outgoing)
+
+    def _live_answer(self, ex: _Exchange, wire: WireResponse) -> None:
+        """A live call's answer: a 2xx is kept for the rescored cassette; anything else is a
+        call with no answer (the env may have scored the rollout without its judge)."""
+        assert self.live_calls is not None
+        if 200 <= wire.status < 300:
+            self.live_calls.succeeded(ex.rollout, ex.fingerprint)
+            self._recorded(ex, wire)
+        else:
+            self._failed(ex, f"HTTP {wire.status}")
+            self._live_failed(ex, f"HTTP {wire.status} from "
+                                  f"{ex.outgoing.url if ex.outgoing else '?'}")
+
+    def _live_failed(self, ex: _Exchange, why: str) -> None:
+        if self.live_calls is not None:
+            self.live_calls.failed(ex.rollout, ex.fingerprint, why)
 
     def _exact_hit(self, rollout: str, wire: WireRequest) -> _Exchange | None:
         """The common case, cheaply: the request is byte for byte this turn's recording."""
@@ -272,7 +324,7 @@ class WireHandling:
                 self._emit(ReplayEvent("failed", ex.rollout, None, ex.request["method"],
                                        ex.request["url"], wire.status, detail="after close"))
                 return
-            if not self._new and not self._hits:
+            if not self._new and not self._hits and self.mode != "replay":
                 self._derive_header(inter)
             self._new.append((ex.rollout, ex.issue, inter))
             self._lanes[(ex.rollout, ex.issue)] = ex.lane

@@ -54,6 +54,9 @@ class ScriptedEndpoint:
         self._faults = FaultInjector(faults)
         self._engine = Engine(self.script, self._sampler, raw_tool_format)
         self.requests: list[tuple[str, Any]] = []
+        #: the Authorization header of each of those requests (None: none sent), so a test
+        #: can check which key a client really sent
+        self.authorizations: list[str | None] = []
         #: POST requests being answered right now, and the most there ever were at once (how a
         #: test sees that a client really sends in parallel, without timing anything)
         self.in_flight = 0
@@ -169,6 +172,7 @@ class ScriptedEndpoint:
     def reset(self) -> None:
         """Forget requests, sample counters, latency/fault draws and scheduled faults."""
         self.requests.clear()
+        self.authorizations.clear()
         self.max_in_flight = 0
         self._sampler.reset()
         self._faults.reset()
@@ -186,6 +190,7 @@ class ScriptedEndpoint:
             if not isinstance(body, dict):
                 return _error(400, f"request body of POST {request.path} must be a JSON object")
         self.requests.append((request.path, body))
+        self.authorizations.append(request.headers.get("Authorization"))
         request[_JSON] = body
         if request.method != "POST":
             return await self._answer(request, handler, 0.0)

@@ -29,6 +29,11 @@ from hermes_replay._errors import RecordingFailed
 from hermes_replay._runner.dead_endpoint import DEFAULT_MAX_UNANSWERED
 from hermes_replay.cli import main
 
+# a stopped recording ends the env's coroutines cleanly: one that the garbage collector closed
+# after asyncio.run abandoned it printed "exception ignored" (a rollout scope reset in another
+# context) under the run's real error
+pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -12,10 +12,17 @@ def loopback_server():
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(1)
-    accepted = []
+    accepted: list[tuple[socket.socket, object]] = []
     t = threading.Thread(target=lambda: accepted.append(srv.accept()), daemon=True)
     t.start()
     yield srv.getsockname()
+    # end the accept before closing: closing under a blocked accept() raised EBADF in the thread,
+    # and its traceback, formatted while the main thread ran on, surfaced in a later test
+    if not accepted:
+        socket.create_connection(srv.getsockname(), timeout=2).close()
+    t.join(timeout=5)
+    for conn, _ in accepted:
+        conn.close()
     srv.close()
 
 

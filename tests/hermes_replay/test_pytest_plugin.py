@@ -56,7 +56,14 @@ def test_a_first_run_says_to_write_the_snapshot_once(project: pytest.Pytester) -
     project.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
-def test_changed_reward_shows_as_a_diff_naming_the_rollout(project: pytest.Pytester) -> None:
+# the plugin loaded from its entry point, and loaded by -p before every entry point: between
+# two ``tryfirst`` explanation hooks (syrupy's and ours) the one registered last won, so in the
+# second order (and in some installs' entry-point order) syrupy's diff used to replace ours
+@pytest.mark.parametrize(
+    "load", [[], ["-p", "no:hermes_replay", "-p", "hermes_replay.pytest_plugin"]],
+    ids=["entry-point", "loaded-first"])
+def test_changed_reward_shows_as_a_diff_naming_the_rollout(project: pytest.Pytester,
+                                                          load: list[str]) -> None:
     first = project.runpytest("--snapshot-update", "-p", "no:cacheprovider")
     first.assert_outcomes(passed=1)
     # quiet: atroposlib's UserWarnings and config dump went to the env log, not into pytest's
@@ -77,7 +84,7 @@ def test_changed_reward_shows_as_a_diff_naming_the_rollout(project: pytest.Pytes
     env.write_text(text.replace('"efficiency": 0.2', '"efficiency": 0.1'))
     old_rewards = {line.split()[0]: line.split()[1] for line in snap.splitlines()
                    if line.startswith("  train-")}
-    changed = project.runpytest("-p", "no:cacheprovider")
+    changed = project.runpytest("-p", "no:cacheprovider", *load)
     changed.assert_outcomes(failed=1)
     # one line per changed rollout, `rollout  old → new  Δ`, in the plugin's own section,
     # which pytest never shortens: every changed rollout is there (not 2 of 4)

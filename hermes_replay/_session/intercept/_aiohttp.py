@@ -129,6 +129,12 @@ def install() -> bool:
             elif check:
                 resp.raise_for_status()
             return resp
+        out = getattr(ex, "outgoing", None)
+        if out is not None:  # sent live on replay: the rewritten request (``_session.live_calls``)
+            kwargs = {k: v for k, v in kwargs.items()
+                      if k not in ("json", "data", "headers", "params")}
+            method, str_or_url = out.method, out.url
+            kwargs.update(headers=dict(out.headers), data=out.body)
         try:
             resp = await original(self, method, str_or_url, **kwargs)
             ex.answering()  # its headers are here: the endpoint answers, however long the body

@@ -69,6 +69,7 @@ class HttpxAdapter:
                 return adapter._replayed(ex.response)
             if ex.action == "passthrough":
                 return orig_sync(transport, request)
+            request = adapter._outgoing(request, ex)
             try:
                 response = orig_sync(transport, request)
             except BaseException as exc:
@@ -87,6 +88,7 @@ class HttpxAdapter:
                 return adapter._replayed(ex.response)
             if ex.action == "passthrough":
                 return await orig_async(transport, request)
+            request = adapter._outgoing(request, ex)
             try:
                 response = await orig_async(transport, request)
             except BaseException as exc:
@@ -110,6 +112,17 @@ class HttpxAdapter:
         if getattr(async_cls.handle_async_request, _MARK, False):
             async_cls.handle_async_request = self._originals["async"]
         self._originals = {}
+
+    def _outgoing(self, request: Any, ex: Exchange) -> Any:
+        """The request to send: ``request`` itself, or — for a call the session sends live on
+        replay — the one it rewrote (another endpoint, the user's key; ``_session.live_calls``).
+        The body was read already; extensions (timeouts) carry over."""
+        out = getattr(ex, "outgoing", None)
+        if out is None:
+            return request
+        assert self.mod is not None
+        return self.mod.Request(out.method, out.url, headers=out.headers, content=out.body,
+                                extensions=request.extensions)
 
     # ---------------------------------------------------------------- responses
 

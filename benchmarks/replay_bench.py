@@ -120,7 +120,9 @@ class Bench:
             n = _synthetic.count(rollouts)
             path = self.tmp / f"hermes-{n}.jsonl"
             _hermes.write(path, rollouts, self.captured)
-            reps = max(self.args.reps, math.ceil(biggest / n))
+            # --quick judges nothing: one run per size there, as asked
+            reps = self.args.reps if self.args.quick else max(self.args.reps,
+                                                              math.ceil(biggest / n))
             runs = [_hermes.replay_paired(path, rollouts) for _ in range(reps)]
             cpu_ratios = [t["replay"][1] / t["floor"][1] for _, t in runs]
             wall_ratios = [t["replay"][0] / t["floor"][0] for _, t in runs]

@@ -23,7 +23,7 @@ from hermes_replay._errors import HermesReplayError, LiveCallsFailed, RecordingF
 from hermes_replay._runner.watchdog import watchdog
 
 __all__ = ["DEFAULT_FIRST_ANSWER_TIMEOUT", "DEFAULT_MAX_UNANSWERED", "dead",
-           "dead_endpoint_guard", "live_replay_guard"]
+           "dead_endpoint_guard"]
 
 DEFAULT_MAX_UNANSWERED = 6  # a couple of rollouts' SDK retries: a blip recovers before this
 DEFAULT_FIRST_ANSWER_TIMEOUT = 120.0
@@ -82,38 +82,6 @@ def dead(session: Any, trip: tuple[str, bool]) -> HermesReplayError:
 
 
 @contextmanager
-def live_replay_guard(session: Any, *, max_misses: int,
-                      first_answer_timeout: float = DEFAULT_FIRST_ANSWER_TIMEOUT,
-                      max_unanswered: int = DEFAULT_MAX_UNANSWERED) -> Iterator[None]:
-    """A replay that sends calls live (``--llm live=…``) needs both guards — the stall guard
-    for its replayed calls, this one for its live endpoint — and only one watchdog can own
-    SIGINT at a time (``_runner.watchdog``), so one watchdog checks both."""
-    from hermes_replay._runner.stall import DEFAULT_IDLE_SECONDS, Progress, stalled
-
-    progress = Progress(session, max_misses, DEFAULT_IDLE_SECONDS) if max_misses > 0 else None
-    live = session.live
-
-    def check() -> tuple[str, Any] | None:
-        why = progress.check() if progress is not None else None
-        if why is not None:
-            return "stall", why
-        gone = _unanswered(live, max_unanswered, first_answer_timeout)
-        return ("dead", gone) if gone is not None else None
-
-    def error(trip: tuple[str, Any]) -> HermesReplayError:
-        return stalled(session, trip[1]) if trip[0] == "stall" else dead(session, trip[1])
-
-    with watchdog(check, error=error, name="hermes-replay-live-replay", interval=0.1) as poke:
-        session.miss_watchers.append(poke)
-        live.watchers.append(poke)
-        try:
-            yield
-        finally:
-            session.miss_watchers.remove(poke)
-            live.watchers.remove(poke)
-
-
-@contextmanager
 def dead_endpoint_guard(session: Any, *, max_unanswered: int = DEFAULT_MAX_UNANSWERED,
                         first_answer_timeout: float = DEFAULT_FIRST_ANSWER_TIMEOUT
                         ) -> Iterator[None]:
@@ -121,8 +89,9 @@ def dead_endpoint_guard(session: Any, *, max_unanswered: int = DEFAULT_MAX_UNANS
 
     As ``stall_guard``: only where Ctrl-C works as usual (``_runner.watchdog``); a SIGINT that
     arrives after the block ended is ignored."""
-    if getattr(session, "mode", None) not in ("record", "auto"):
-        yield
+    if getattr(session, "mode", None) not in ("record", "auto") \
+            and getattr(session, "live_calls", None) is None:
+        yield  # a plain replay reaches no endpoint; one that re-scores reaches its live one
         return
     live = session.live
     with watchdog(lambda: _unanswered(live, max_unanswered, first_answer_timeout),

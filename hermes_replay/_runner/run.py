@@ -174,7 +174,7 @@ def run_env(
     (``LiveCallsFailed``), and a clean run writes what it ran to ``rescored``.
     """
     import hermes_replay
-    from hermes_replay._runner.dead_endpoint import dead_endpoint_guard, live_replay_guard
+    from hermes_replay._runner.dead_endpoint import dead_endpoint_guard
     from hermes_replay._runner.envrun import (
         OutcomeCollector,
         library_output_with_env,
@@ -228,11 +228,11 @@ def run_env(
             stack.enter_context(output if output is not None else redirected_to(log_path))
             stack.enter_context(library_output_with_env())
             stack.enter_context(checked_flags())  # a misspelt flag stops the run here
-            if live_calls is not None:  # that, and a dead live endpoint stops it, naming it
-                stack.enter_context(live_replay_guard(
-                    session, max_misses=max_misses, first_answer_timeout=first_answer_timeout))
-            elif mode == "replay":  # a run that keeps missing is stopped (ReplayStalled)
+            if mode == "replay":  # a run that keeps missing is stopped (ReplayStalled)
                 stack.enter_context(stall_guard(session, max_misses=max_misses))
+                if live_calls is not None:  # and a dead live endpoint, naming it
+                    stack.enter_context(dead_endpoint_guard(
+                        session, first_answer_timeout=first_answer_timeout))
             else:  # live: real keys around, so what it prints and writes is scrubbed
                 stack.enter_context(scrubbed_run(argv))
             if mode in ("record", "auto"):  # a dead endpoint stops the run (RecordingFailed)

@@ -18,8 +18,7 @@ from typing import Any
 from hermes_replay._errors import HermesReplayError
 from hermes_replay._runner.watchdog import watchdog
 
-__all__ = ["DEFAULT_IDLE_SECONDS", "DEFAULT_MAX_MISSES", "Progress", "ReplayStalled",
-           "stall_guard", "stalled"]
+__all__ = ["DEFAULT_IDLE_SECONDS", "DEFAULT_MAX_MISSES", "ReplayStalled", "stall_guard"]
 
 DEFAULT_MAX_MISSES = 25
 DEFAULT_IDLE_SECONDS = 120.0
@@ -29,7 +28,7 @@ class ReplayStalled(HermesReplayError):
     """Replay stopped: requests kept missing the cassette and nothing made progress."""
 
 
-class Progress:
+class _Progress:
     """The stall condition, polled by the watchdog thread; ``check`` returns why, once stuck.
 
     ``check`` reads plain counters only, never anything behind the session's lock: a replay
@@ -64,7 +63,7 @@ class Progress:
         return None
 
 
-def stalled(session: Any, reason: str) -> ReplayStalled:
+def _stalled(session: Any, reason: str) -> ReplayStalled:
     """The error of a stalled replay (built on the main thread, after the interrupt)."""
     recorded = session.misses
     last = f"; the last: {recorded[-1].describe().splitlines()[0]}" if recorded else ""
@@ -85,9 +84,9 @@ def stall_guard(session: Any, *, max_misses: int = DEFAULT_MAX_MISSES,
         yield
         return
 
-    progress = Progress(session, max_misses, idle_seconds)
+    progress = _Progress(session, max_misses, idle_seconds)
     watchers = getattr(session, "miss_watchers", [])
-    with watchdog(progress.check, error=lambda reason: stalled(session, reason),
+    with watchdog(progress.check, error=lambda reason: _stalled(session, reason),
                   name="hermes-replay-stall-guard", interval=0.2) as poke:
         watchers.append(poke)  # the count trips at the miss itself, not at a tick
         try:

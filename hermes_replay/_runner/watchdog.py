@@ -44,11 +44,20 @@ def can_interrupt_main() -> bool:
             and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
 
 
-class _Dog(Generic[TripT]):
-    def __init__(self, check: Callable[[], TripT | None], interval: float) -> None:
+class _Watch(Generic[TripT]):
+    """One guard's condition on a watchdog: its check and, once it tripped, why."""
+
+    def __init__(self, check: Callable[[], TripT | None]) -> None:
         self.check = check
-        self.interval = interval
         self.trip: TripT | None = None
+
+
+class _Dog:
+    """The one watchdog of the main thread: a thread, the SIGINT handler, every guard's watch."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.watches: list[_Watch[Any]] = []
         self.stop = threading.Event()
         self.main = threading.main_thread().ident
         self._checking = threading.Lock()  # one check at a time: checks keep state
@@ -58,15 +67,19 @@ class _Dog(Generic[TripT]):
         if self.stop.is_set():
             return
         with self._checking:
-            if self.trip is None:
-                self.trip = self.check()
-            tripped = self.trip is not None
+            for watch in self.watches:
+                if watch.trip is None:
+                    watch.trip = watch.check()
+            tripped = any(watch.trip is not None for watch in self.watches)
         if tripped and self.main is not None:
             signal.pthread_kill(self.main, signal.SIGINT)
 
     def run(self) -> None:
         while not self.stop.wait(self.interval):
             self.poke()
+
+
+_ACTIVE: _Dog | None = None  # the main thread's watchdog while a guard's block runs
 
 
 @contextmanager
@@ -79,29 +92,49 @@ def watchdog(check: Callable[[], TripT | None], *, error: Callable[[TripT], Base
     starves, which is exactly when it is needed. A KeyboardInterrupt with no trip (the user's own
     Ctrl-C) propagates unchanged. Where the guard cannot own SIGINT, the block just runs.
 
+    Guards nest: inside another guard's block, this one's check joins the watchdog already
+    running (one thread, one SIGINT handler) instead of finding SIGINT owned and staying off;
+    each guard turns only its own trip into its error.
+
     Yields ``poke``: call it, from any thread, right after the watched condition changes."""
-    if not can_interrupt_main():
+    global _ACTIVE
+    nested = _ACTIVE is not None and threading.current_thread() is threading.main_thread()
+    if not nested and not can_interrupt_main():
         yield _nothing
         return
-    dog: _Dog[TripT] = _Dog(check, interval)
+    watch: _Watch[TripT] = _Watch(check)
+    if nested:
+        assert _ACTIVE is not None
+        dog = _ACTIVE
+    else:
+        dog = _ACTIVE = _Dog(interval)
 
-    def on_sigint(signum: int, frame: Any) -> None:
-        if not dog.stop.is_set():
-            raise KeyboardInterrupt
+        def on_sigint(signum: int, frame: Any) -> None:
+            if not dog.stop.is_set():
+                raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGINT, on_sigint)
-    thread = threading.Thread(target=dog.run, name=name, daemon=True)
-    thread.start()
+        previous = signal.signal(signal.SIGINT, on_sigint)
+        thread = threading.Thread(target=dog.run, name=name, daemon=True)
+        thread.start()
+    outer_interval = dog.interval
+    dog.interval = min(outer_interval, interval)
+    with dog._checking:
+        dog.watches.append(watch)
     try:
         yield dog.poke
     except KeyboardInterrupt:
-        if dog.trip is None:
-            raise
-        raise error(dog.trip) from None
+        if watch.trip is None:
+            raise  # the user's Ctrl-C, or an outer guard's trip: that guard's to turn
+        raise error(watch.trip) from None
     finally:
-        dog.stop.set()
-        thread.join()
-        signal.signal(signal.SIGINT, previous)
+        with dog._checking:
+            dog.watches.remove(watch)
+        dog.interval = outer_interval
+        if not nested:
+            dog.stop.set()
+            thread.join()
+            signal.signal(signal.SIGINT, previous)
+            _ACTIVE = None
 
 
 def _nothing() -> None:

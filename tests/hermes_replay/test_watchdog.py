@@ -101,6 +101,36 @@ def test_a_poke_from_another_thread_interrupts_the_main_thread() -> None:
             time.sleep(30)
     assert _guard_threads() == []
 
+
+class Outer(Exception):
+    pass
+
+
+def test_a_guard_inside_another_joins_its_watchdog_and_turns_only_its_own_trip() -> None:
+    # one SIGINT owner: a nested guard used to find SIGINT taken and stay off without a word
+    _require_default_handler()
+    inner_count = outer_count = 0
+    with pytest.raises(Stuck, match="inner"):  # the inner guard's trip is the inner's error
+        with watchdog(lambda: "outer" if outer_count >= 5 else None, error=Outer,
+                      name="test-watchdog", interval=3600) as outer_poke:
+            with watchdog(lambda: "inner" if inner_count >= 3 else None, error=Stuck,
+                          name="test-watchdog", interval=3600) as inner_poke:
+                assert inner_poke == outer_poke and len(_guard_threads()) == 1
+                while inner_count < 100:
+                    inner_count += 1
+                    inner_poke()
+    assert inner_count == 3
+    with pytest.raises(Outer, match="outer"):  # an outer trip passes through the inner block
+        with watchdog(lambda: "outer" if outer_count >= 5 else None, error=Outer,
+                      name="test-watchdog", interval=3600) as outer_poke:
+            with watchdog(lambda: None, error=Stuck, name="test-watchdog", interval=3600):
+                while outer_count < 100:
+                    outer_count += 1
+                    outer_poke()
+    assert outer_count == 5
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert _guard_threads() == []
+
 def test_a_users_own_ctrl_c_stays_a_keyboard_interrupt() -> None:
     _require_default_handler()
     with pytest.raises(KeyboardInterrupt):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import json.encoder as _json_encoder
 import zlib
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,6 +31,7 @@ from hermes_replay._session.intercept import WireRequest, WireResponse
 
 __all__ = [
     "BodyText",
+    "ExpectedRequest",
     "header_fields_from",
     "interaction_kind",
     "same_request",
@@ -88,9 +90,30 @@ _STYLES: dict[str, dict[str, Any]] = {
 
 
 def _dump(value: Any, style: str) -> bytes:
+    if style == "compact":  # what every OpenAI-compatible server and the openai SDK write
+        return compact_text(value).encode("utf-8")
     base, *flags = style.split("+")
     text = json.dumps(value, ensure_ascii="ascii" in flags, **_STYLES[base])
     return (text + "\n" if "nl" in flags else text).encode("utf-8")
+
+
+# ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` without its per-call cost:
+# each call builds a ``JSONEncoder`` and then a C encoder, several microseconds that a
+# replayed request paid once per response and once per new message. This is that same C
+# encoder, made once (no circular check: a JSON-decoded value has no cycles, and one that
+# had would still stop at the recursion limit).
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_C_COMPACT = (None if _json_encoder.c_make_encoder is None else _json_encoder.c_make_encoder(
+    None, _COMPACT.default, _json_encoder.encode_basestring, None, ":", ",", False, False,
+    True))
+
+
+def compact_text(value: Any) -> str:
+    """The compact JSON text of ``value``, exactly as ``json.dumps`` with ``(",", ":")``
+    separators and ``ensure_ascii=False`` writes it."""
+    if _C_COMPACT is None:  # an interpreter without the _json accelerator
+        return _COMPACT.encode(value)
+    return "".join(_C_COMPACT(value, 0))
 
 
 _STYLE_NAMES = tuple(base + flags for base in _STYLES
@@ -167,31 +190,37 @@ _REQUEST_STYLES = ("compact", "spaced+ascii")
 
 
 class BodyText:
-    """The compact JSON text of a rollout's recorded request bodies, one turn after another.
+    """The compact JSON bytes of a rollout's recorded request bodies, one turn after another.
 
     Why: the exact-hit check serialised each recorded body whole, and turn N's body repeats
     the tool schemas and every message of turns 0..N-1 — most of a replayed request's own
     cost. In a decoded cassette those repeated values are the *same objects* (a delta keeps
-    the previous turn's list items, a blob is shared), so the text of a list item that is
-    the very object of the previous body is reused and only the new items are serialised.
-    The bytes are exactly ``json.dumps(body, ensure_ascii=False, separators=(",", ":"))``:
-    without indentation that text is the items' texts joined, and a recorded body is never
-    changed in place (every reader copies).
+    the previous turn's list items, a blob is shared), so the bytes of a list item that is
+    the very object of the previous body are reused and only the new items are serialised
+    (and encoded to UTF-8: the whole body is never encoded again).
+    Joined, the pieces are exactly ``json.dumps(body, ensure_ascii=False, separators=(",",
+    ":"))``'s UTF-8 bytes: without indentation that text is the items' texts joined, and a
+    recorded body is never changed in place (every reader copies). A lone surrogate, which
+    the SDK cannot send, is encoded as such (``surrogatepass``): it can only fail the check.
     """
 
     __slots__ = ("_lists",)
 
     def __init__(self) -> None:
-        # top-level key -> (the list it held last time, the text of each of its items)
-        self._lists: dict[str, tuple[list[Any], list[str]]] = {}
+        # top-level key -> (the list it held last time, the bytes of each of its items)
+        self._lists: dict[str, tuple[list[Any], list[bytes]]] = {}
 
-    def dump(self, body: dict[str, Any]) -> bytes:
-        dumps = _COMPACT.encode
-        parts: list[str] = []
-        lists: dict[str, tuple[list[Any], list[str]]] = {}
+    def pieces(self, body: dict[str, Any]) -> list[bytes] | None:
+        """The body's bytes in pieces (a turn's are mostly the previous turn's objects, so
+        a rollout's pieces cost memory once); None if a key is not a string."""
+        out = [b"{"]
+        lists: dict[str, tuple[list[Any], list[bytes]]] = {}
         for key, value in body.items():
             if not isinstance(key, str):  # never from JSON; ``json.dumps`` converts such keys
-                return _dump(body, "compact")
+                return None
+            if len(out) > 1:
+                out.append(b",")
+            out.append(_encode_key(key))
             if isinstance(value, list):
                 old_items, old_texts = self._lists.get(key, ((), []))
                 same = 0
@@ -199,44 +228,86 @@ class BodyText:
                     if new_item is not old_item:
                         break
                     same += 1
-                texts = old_texts[:same] + [dumps(item) for item in value[same:]]
+                texts = old_texts[:same]
+                texts.extend(_utf8(compact_text(item)) for item in value[same:])
                 lists[key] = (value, texts)
-                text = "[" + ",".join(texts) + "]"
+                out.append(b"[")
+                for i, text in enumerate(texts):
+                    if i:
+                        out.append(b",")
+                    out.append(text)
+                out.append(b"]")
             else:
-                text = dumps(value)
-            parts.append(dumps(key) + ":" + text)
+                out.append(_utf8(compact_text(value)))
         self._lists = lists
-        return ("{" + ",".join(parts) + "}").encode("utf-8")
+        out.append(b"}")
+        return out
+
+    def dump(self, body: dict[str, Any]) -> bytes:
+        pieces = self.pieces(body)
+        return b"".join(pieces) if pieces is not None else _dump(body, "compact")
 
 
-# what ``_dump(value, "compact")`` runs (one encoder, made once)
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+_KEYS: dict[str, bytes] = {}  # a body's top-level keys, as '"key":' (a handful, reused)
+
+
+def _encode_key(key: str) -> bytes:
+    head = _KEYS.get(key)
+    if head is None:
+        head = _utf8(compact_text(key)) + b":"
+        if len(_KEYS) < 256:  # bounded: keys come from cassettes
+            _KEYS[key] = head
+    return head
+
+
+class ExpectedRequest:
+    """A recorded request as the bytes its live twin must be, made before its turn comes.
+
+    ``matches`` is the replay's fast path: a live request that is, byte for byte, one that
+    the recording is the stored form of, would store as the recording and so fingerprint as
+    it under any matcher, so the parse, secret scan, redaction and canonical hashing of the
+    live request (most of what replaying a request cost) are skipped. It compares with what
+    is *in the cassette*, so a hand-edited recording is judged by its edited content, and
+    nothing new is stored. False means only "take the full path".
+    """
+
+    __slots__ = ("_body", "_compact", "method", "path", "query")
+
+    def __init__(self, stored: dict[str, Any], text: BodyText | None = None) -> None:
+        self.method = str(stored.get("method"))
+        recorded = urlsplit(str(stored.get("url", "")))
+        self.path, self.query = recorded.path, recorded.query
+        body = stored.get("body")
+        self._body = body if isinstance(body, (dict, list)) else None
+        pieces = (text or BodyText()).pieces(body) if isinstance(body, dict) else None
+        # the compact form: the openai SDK's, the first of ``_REQUEST_STYLES``
+        self._compact: list[bytes] | bytes | None = (
+            pieces if pieces is not None else
+            _dump(body, "compact") if self._body is not None else None)
+
+    def matches(self, wire: WireRequest) -> bool:
+        if self._body is None or wire.method.upper() != self.method:
+            return False
+        live = urlsplit(wire.url)
+        if live.path != self.path or live.query != self.query:
+            return False
+        data = _decompress(wire.body, _header(wire.headers, "content-encoding"))
+        compact = self._compact
+        if (compact if isinstance(compact, bytes) else b"".join(compact or ())) == data:
+            return True
+        return _dump(self._body, _REQUEST_STYLES[1]) == data
 
 
 def same_request(wire: WireRequest, stored: dict[str, Any], text: BodyText | None = None,
                  ) -> bool:
-    """True if ``wire`` is, byte for byte, a request that ``stored`` is the stored form of.
-
-    The replay fast path: then ``stored_request(wire)`` would equal ``stored`` and so would
-    its fingerprint under any matcher, and the parse, secret scan, redaction and canonical
-    hashing of the live request (most of what replaying a request cost) are skipped. It
-    compares with what is *in the cassette*, so a hand-edited recording is judged by its
-    edited content, and nothing new is stored. False means only "take the full path".
-    ``text``: the rollout's ``BodyText``, which serialises the compact form faster.
-    """
-    if wire.method.upper() != stored.get("method"):
-        return False
-    live, recorded = urlsplit(wire.url), urlsplit(str(stored.get("url", "")))
-    if live.path != recorded.path or live.query != recorded.query:
-        return False
-    body = stored.get("body")
-    if not isinstance(body, (dict, list)):
-        return False
-    data = _decompress(wire.body, _header(wire.headers, "content-encoding"))
-    if text is not None and isinstance(body, dict):
-        compact = text.dump(body)  # the first of ``_REQUEST_STYLES``
-        return compact == data or _dump(body, _REQUEST_STYLES[1]) == data
-    return any(_dump(body, style) == data for style in _REQUEST_STYLES)
+    """True if ``wire`` is, byte for byte, a request that ``stored`` is the stored form of
+    (``ExpectedRequest.matches``). ``text``: the rollout's ``BodyText`` of the previous
+    turn, which serialises the compact form faster."""
+    return ExpectedRequest(stored, text).matches(wire)
 
 
 def _sse_secrets(text: str) -> list[tuple[int, int, str]]:

@@ -19,7 +19,8 @@ from hermes_replay._cassette.matching import Matcher, field_changes, field_repor
 from hermes_replay._cassette.model import reward_calls, stages_marked
 from hermes_replay._errors import Miss
 from hermes_replay._secrets.redact import redact_text
-from hermes_replay._session.convert import BodyText
+from hermes_replay._session.convert import ExpectedRequest
+from hermes_replay._session.intercept import WireResponse
 from hermes_replay._session.traffic import TOOL_HTTP
 
 __all__ = ["Recording", "RecordingIndex"]
@@ -37,8 +38,10 @@ class Recording:
     unchecked: bool = False
     edited: Edited | None = None  # set when that check found the body edited
     reward_call: int | None = None  # K of "reward call K" (see ``reward_calls``)
-    # the compact text of the rollout's previous turn, handed on by its exact hit (``wire``)
-    body_text: BodyText | None = None
+    # made ahead of the turn by the replay's fast path (``wire``), dropped when it is used:
+    # the bytes a live request must be to be this turn, and what answers it
+    expected: ExpectedRequest | None = None
+    answer: WireResponse | None = None
 
     def lines(self, matcher: Matcher) -> list[str]:
         if self._lines is None:

@@ -201,6 +201,8 @@ class Session(WireHandling, Results):
         self._root_misses: dict[str, Miss] = {}  # a rollout's first agent-turn miss
         self._reward_issued: dict[str, int] = {}  # reward calls issued, per rollout
         self._failed_attempts = 0
+        self._wants_memo: dict[tuple[str, str], bool] = {}  # ``wants``' answers
+        self._unanswered: dict[str, int] = {}  # recordings of a rollout not answered yet
         self.live = Liveness()  # whether the endpoint answers (``_runner.dead_endpoint``)
         self._passthrough = 0
         self._tokenizer_error: TokenizerMismatch | None = None
@@ -326,6 +328,8 @@ class Session(WireHandling, Results):
             if self.mode == "replay" else None
         if reader is not None and reader.cassette is not None:
             self._deferred, existing = reader, reader.cassette
+            if self.live_calls is None:  # a rescored replay writes what it used back
+                reader.allow_release()  # a rollout's decoded bodies go when it is answered
         else:
             existing = load_cassette(self.path)
         self._header = existing.header

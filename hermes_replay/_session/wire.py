@@ -16,14 +16,15 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from hermes_replay._cassette import CassetteHeader, CassetteWriter, Interaction
+from hermes_replay._cassette.deferred import DeferredReader
 from hermes_replay._cassette.matching import Matcher
 from hermes_replay._errors import CassetteError, Miss, RequestNotRecorded
 from hermes_replay._session.convert import (
     BodyText,
+    ExpectedRequest,
     header_fields_from,
     interaction_kind,
     is_failed_attempt,
-    same_request,
     stored_request,
     stored_response,
     wire_response,
@@ -121,6 +122,9 @@ class WireHandling:
     _root_misses: dict[str, Miss]
     _reward_issued: dict[str, int]
     _failed_attempts: int
+    _wants_memo: dict[tuple[str, str], bool]
+    _deferred: DeferredReader | None
+    _unanswered: dict[str, int]
     live: Liveness
     live_calls: LiveCalls | None
     _passthrough: int
@@ -140,6 +144,20 @@ class WireHandling:
             return self._answered.get(rollout, 0)
 
     def wants(self, method: str, url: str) -> bool:
+        # asked for every request a client sends, almost always with the same few URLs: what
+        # the session's own settings decide is remembered (parsing the URL again cost more
+        # than a replayed request's lookup)
+        known = self._wants_memo.get((method, url))
+        if known is not None:
+            return known
+        decided = self._wants_by_settings(method, url)
+        if decided is None:  # a tool's HTTP API declared as rollout traffic: the declarations
+            return is_recorded_endpoint(url)  # may grow during the run, so never remembered
+        if len(self._wants_memo) < 1024:  # bounded: URLs with ever new query strings
+            self._wants_memo[(method, url)] = decided
+        return decided
+
+    def _wants_by_settings(self, method: str, url: str) -> bool | None:
         parts = urlsplit(url)
         if method.upper() == "GET" and self.mode == "replay":
             return self._is_health(parts.netloc, parts.path)
@@ -150,7 +168,7 @@ class WireHandling:
         path = parts.path.rstrip("/")
         if any(path.endswith(suffix) for suffix in self.llm_paths):
             return True
-        return is_recorded_endpoint(url)  # a tool's HTTP API declared as rollout traffic
+        return None
 
     def _is_health(self, netloc: str, path: str) -> bool:
         """vLLM/SGLang servers poll ``GET /health`` and hold every request until it answers;
@@ -255,18 +273,41 @@ class WireHandling:
         # an agent request never takes a recorded reward call, even one byte for byte alike
         if rec is None or rec.used or rec.reward_call is not None:
             return None
-        # the previous turn's text, so only what this turn added is serialised (``BodyText``)
-        text, rec.body_text = rec.body_text or BodyText(), None
-        if not same_request(wire, rec.inter.request, text):
+        if rec.expected is None:
+            self._prepare(rollout, rec)
+        if rec.expected is None or not rec.expected.matches(wire):
             return None
         with self._lock:
             if rec.used or self._cursor.get(rollout, 0) != turn:
                 return None  # a concurrent request of this rollout took it meanwhile
             issue = self._issue(rollout)
-            after = self._index.by_key.get((rollout, turn + 1))
-            if after is not None and not after.used:
-                after.body_text = text  # held only until that turn is asked for
             return self._hit(rec, rollout, issue, rec.inter.request, wire.method)
+
+    def _prepare(self, rollout: str, first: Recording) -> None:
+        """Make the expected bytes and the answer of ``rollout``'s agent turns from ``first``
+        on, in one batch when the rollout is first asked for.
+
+        Why in one batch: a replay asks for a rollout's turns one after another, each between
+        long runs of the SDK's and the env's own code, and the same work done a turn at a
+        time ran at half the speed (the code and the blobs it shares fall out of the
+        processor's caches in between). Memory stays linear: a turn's expected bytes are
+        mostly the previous turn's objects (``BodyText``), and both are dropped when the turn
+        is answered. A damaged line met ahead is left for the request that uses it."""
+        with self._lock:
+            text = BodyText()
+            for rec in self._index.by_rollout.get(rollout, ()):
+                if rec.used or rec.reward_call is not None or rec.inter.seq < first.inter.seq:
+                    continue
+                if rec.expected is not None:
+                    return  # prepared already, from here on
+                try:
+                    request, response = rec.inter.request, rec.inter.response
+                except CassetteError:
+                    if rec is first:
+                        raise
+                    return
+                rec.expected = ExpectedRequest(request, text)
+                rec.answer = wire_response(response)
 
     def _issue(self, rollout: str | None) -> int:
         """The next order-of-issue number of ``rollout`` (caller holds the lock)."""
@@ -281,12 +322,22 @@ class WireHandling:
         if rec.reward_call is None:  # the cursor and a rollout's turns count the agent's
             self._cursor[rollout] = self._cursor.get(rollout, 0) + 1
             self._answered[rollout] = self._answered.get(rollout, 0) + 1
+        answer, rec.answer, rec.expected = rec.answer, None, None  # used once: let them go
+        if answer is None:
+            answer = wire_response(rec.inter.response)
         self._hits.append((rollout, issue, rec.inter))
         self._emit(ReplayEvent("hit", rollout, rec.inter.seq, method, request["url"],
-                               rec.inter.response.get("status")))
+                               answer.status))
         self._traced(rollout, issue, request)
+        if rollout is not None and self._deferred is not None:
+            left = self._unanswered.get(rollout)
+            if left is None:  # a tool's own HTTP calls are not waited for (``unused``)
+                left = sum(r.inter.kind != TOOL_HTTP for r in self._index.by_rollout[rollout])
+            self._unanswered[rollout] = left - 1
+            if left == 1:  # every recording of it answered: its decoded bodies can go
+                self._deferred.release(rollout)
         return _Exchange(self, "replay", rollout, issue, request, rec.fingerprint,
-                         response=wire_response(rec.inter.response))
+                         response=answer)
 
     def _traced(self, rollout: str | None, issue: int, request: dict[str, Any]) -> None:
         if self._trace_path is not None:  # canonical: as matching sees it (ignores, normalizers)

@@ -29,6 +29,7 @@ from hermes_replay._secrets.rules import (
 
 __all__ = [
     "KEPT_HEADERS",
+    "CleanBodies",
     "might_hold_secret",
     "needs_redaction",
     "redact_argv",
@@ -153,11 +154,33 @@ def _redact_string(text: str) -> str:
     return out
 
 
-def needs_redaction(value: Any) -> bool:
-    """False only when ``redact_json(value)`` would return ``value`` unchanged."""
+def needs_redaction(value: Any, clean: Any = None) -> bool:
+    """False only when ``redact_json(value)`` would return ``value`` unchanged.
+
+    ``clean``: a value this returned False for under the secrets known now (``CleanBodies``).
+    The leading items of each of ``value``'s top-level lists that equal ``clean``'s are not
+    walked again: an agent's turn repeats the whole conversation so far, and the walk of it,
+    string by string, was most of what recording a long rollout's request cost. Equal items
+    hold equal strings under equal keys (``==`` never equates a string with anything else),
+    so skipping them changes no answer."""
     _current_clean()  # a new known value can make old strings dirty
     fresh: list[str] = []
     stack = [value]
+    if isinstance(value, dict) and isinstance(clean, dict):
+        stack = []
+        for key, child in value.items():
+            if is_secret_name(str(key), "field") and isinstance(child, (str, dict, list)):
+                return True
+            old = clean.get(key)
+            if isinstance(child, list) and isinstance(old, list):
+                same = 0
+                for new_item, old_item in zip(child, old, strict=False):
+                    if new_item is not old_item and new_item != old_item:
+                        break
+                    same += 1
+                stack.extend(child[same:])
+            else:
+                stack.append(child)
     while stack:
         item = stack.pop()
         if isinstance(item, str):
@@ -188,6 +211,22 @@ def needs_redaction(value: Any) -> bool:
         fresh = clean
     _remember_clean(fresh)
     return False
+
+
+class CleanBodies:
+    """The last body of each rollout that needed no redaction (``needs_redaction``'s
+    ``clean``), kept only while no new secret becomes known: one may make old strings
+    dirty. Holds references only (a recorder keeps the bodies it stored anyway)."""
+
+    def __init__(self) -> None:
+        self._last: dict[Any, tuple[int, Any]] = {}
+
+    def get(self, key: Any) -> Any:
+        entry = self._last.get(key)
+        return entry[1] if entry is not None and entry[0] == KNOWN.generation else None
+
+    def put(self, key: Any, body: Any) -> None:
+        self._last[key] = (KNOWN.generation, body)
 
 
 def redact_url(url: str) -> str:

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from hermes_replay._secrets.known import KNOWN
 from hermes_replay._secrets.redact import (
     KEPT_HEADERS,
+    CleanBodies,
     needs_redaction,
     redact_headers,
     redact_json,
@@ -151,8 +152,12 @@ def _response_body_fields(data: bytes) -> dict[str, Any]:
     return fields
 
 
-def _body_fields(data: bytes) -> dict[str, Any]:
-    """``{"body": json}`` if JSON, else ``{"text": str}``, else ``{"base64": str}``."""
+def _body_fields(data: bytes, clean: CleanBodies | None = None, key: Any = None,
+                 ) -> dict[str, Any]:
+    """``{"body": json}`` if JSON, else ``{"text": str}``, else ``{"base64": str}``.
+    ``clean``/``key``: the last body under ``key`` that needed no redaction, whose repeated
+    list items are not scanned again (``needs_redaction``); this body is kept there if it
+    needs none either."""
     if not data:
         return {"body": None}
     try:
@@ -163,11 +168,17 @@ def _body_fields(data: bytes) -> dict[str, Any]:
         body = json.loads(text)
     except ValueError:
         return {"text": redact_text(text)}
-    return {"body": redact_json(body) if needs_redaction(body) else body}
+    if needs_redaction(body, clean.get(key) if clean is not None else None):
+        return {"body": redact_json(body)}
+    if clean is not None:
+        clean.put(key, body)
+    return {"body": body}
 
 
-def stored_request(wire: WireRequest, keep_headers: frozenset[str] = KEPT_HEADERS) -> dict:
-    """The redacted request as a cassette stores it (and as fingerprints see it)."""
+def stored_request(wire: WireRequest, keep_headers: frozenset[str] = KEPT_HEADERS,
+                   clean: CleanBodies | None = None, key: Any = None) -> dict:
+    """The redacted request as a cassette stores it (and as fingerprints see it).
+    ``clean``/``key``: see ``_body_fields`` (a recorder passes its rollout's)."""
     # headers and URL first: the credentials they carry become known secrets, so the same
     # values are scrubbed from the body too
     request: dict[str, Any] = {
@@ -176,7 +187,7 @@ def stored_request(wire: WireRequest, keep_headers: frozenset[str] = KEPT_HEADER
         "headers": redact_headers(wire.headers, keep_headers),
     }
     data = _decompress(wire.body, _header(wire.headers, "content-encoding"))
-    fields = _body_fields(data)
+    fields = _body_fields(data, clean, key)
     if "body" in fields:
         request["body"] = fields["body"]
     else:  # not JSON: keep it, under its own key, and let the matcher see it as the body

@@ -46,7 +46,7 @@ from hermes_replay._errors import (
     UnusedRecordings,
 )
 from hermes_replay._secrets.known import KNOWN
-from hermes_replay._secrets.redact import KEPT_HEADERS, redact_fields, redact_json
+from hermes_replay._secrets.redact import KEPT_HEADERS, CleanBodies, redact_fields, redact_json
 from hermes_replay._session.index import RecordingIndex
 from hermes_replay._session.live_calls import LiveCalls
 from hermes_replay._session.liveness import Liveness
@@ -203,6 +203,7 @@ class Session(WireHandling, Results):
         self._failed_attempts = 0
         self._wants_memo: dict[tuple[str, str], bool] = {}  # ``wants``' answers
         self._unanswered: dict[str, int] = {}  # recordings of a rollout not answered yet
+        self._clean_bodies = CleanBodies()  # each rollout's last request that needed no scrub
         self.live = Liveness()  # whether the endpoint answers (``_runner.dead_endpoint``)
         self._passthrough = 0
         self._tokenizer_error: TokenizerMismatch | None = None

@@ -19,6 +19,7 @@ from hermes_replay._cassette import CassetteHeader, CassetteWriter, Interaction
 from hermes_replay._cassette.deferred import DeferredReader
 from hermes_replay._cassette.matching import Matcher
 from hermes_replay._errors import CassetteError, Miss, RequestNotRecorded
+from hermes_replay._secrets.redact import CleanBodies
 from hermes_replay._session.convert import (
     BodyText,
     ExpectedRequest,
@@ -125,6 +126,7 @@ class WireHandling:
     _wants_memo: dict[tuple[str, str], bool]
     _deferred: DeferredReader | None
     _unanswered: dict[str, int]
+    _clean_bodies: CleanBodies
     live: Liveness
     live_calls: LiveCalls | None
     _passthrough: int
@@ -193,7 +195,7 @@ class WireHandling:
             exact = self._exact_hit(rollout, wire)
             if exact is not None:
                 return exact
-        request = stored_request(wire, self.keep_headers)
+        request = stored_request(wire, self.keep_headers, self._clean_bodies, rollout)
         fp = self.matcher.fingerprint(request)
         with self._lock:
             issue = self._issue(rollout)

@@ -156,3 +156,106 @@ def test_a_cassette_with_its_own_normalizers_is_deferred_too(tmp_path: Path) -> 
     with hermes_replay.cassette(path, "replay", strict=True) as session:
         assert session._deferred is not None
         run_rollouts(base, rollouts=1, turns=2)
+
+
+def test_an_answered_rollout_lets_its_decoded_bodies_go(sample: tuple[list[str], str],
+                                                        tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once every recording of a rollout has answered, its decoded bodies are let go (they
+    made the collector's full passes grow with the cassette); a later use decodes them again,
+    alike, and the end of the replay does not decode a line twice."""
+    from hermes_replay._cassette.deferred import DeferredReader
+
+    lines, base = sample
+    path = _write(tmp_path, lines)
+    decoded: list[int] = []
+    real = DeferredReader._decode_one
+
+    def counting(self: DeferredReader, inter: DeferredInteraction, ahead: bool = False) -> None:
+        if inter._real is None:
+            decoded.append(inter.line)
+        real(self, inter, ahead)
+
+    monkeypatch.setattr(DeferredReader, "_decode_one", counting)
+    eager = {i.key: i.model_dump() for i in load_cassette(path).interactions}
+    with hermes_replay.cassette(path, "replay", strict=False) as session:
+        interactions = session._deferred.cassette.interactions
+        run_rollouts(base, rollouts=1, turns=3)  # r0 only
+        r0 = [i for i in interactions if i.rollout == "r0"]
+        assert len(r0) == 3 and all(i.decoded and i._real is None for i in r0)
+        assert not any(i.decoded for i in interactions if i.rollout == "r1")
+        assert sorted(decoded) == sorted(i.line for i in r0)  # each once
+    assert sorted(decoded) == sorted(i.line for i in interactions)  # the end: r1, once each
+    for inter in r0:  # let go, not lost: a later reader gets the same recording
+        assert inter.load().model_dump() == eager[inter.key]
+
+
+def test_a_replay_keeps_only_the_rollouts_in_flight_decoded(tmp_path: Path) -> None:
+    """What a long replay holds decoded does not grow with the rollouts it has answered."""
+    from hermes_replay.scripted_endpoint import ScriptedEndpoint
+
+    path = tmp_path / "long.jsonl"
+    with ScriptedEndpoint(script="generic", seed=0) as ep:
+        with hermes_replay.cassette(path, "record", header={"env_name": "sample"}):
+            run_rollouts(ep.base_url, rollouts=6, turns=2)
+        base = ep.base_url
+    sessions: list[hermes_replay.Session] = []
+    held: list[int] = []  # recordings held decoded, at each answer
+
+    def on_event(event: hermes_replay.ReplayEvent) -> None:
+        if event.kind == "hit" and sessions:
+            reader = sessions[0]._deferred
+            held.append(sum(i._real is not None for i in reader.cassette.interactions))
+
+    with hermes_replay.cassette(path, "replay", strict=True, on_event=on_event) as session:
+        sessions.append(session)
+        run_rollouts(base, rollouts=6, turns=2)  # one rollout after another
+    assert len(held) == 12 and max(held) == 2, held  # the rollout in flight, never more
+
+
+def test_decoding_ahead_leaves_a_damaged_line_to_its_own_request(
+        sample: tuple[list[str], str], tmp_path: Path) -> None:
+    """A rollout's lines are decoded together at its first request; a damaged later line does
+    not fail the earlier turns, only the request it would answer, naming it."""
+    lines, base = list(sample[0]), sample[1]
+    at = _line(lines, "r0", 2)
+    lines[at] = lines[at].replace('"status": 200', '"status": 2 00')
+    path = _write(tmp_path, lines)
+    session = hermes_replay.cassette(path, "replay")
+    session.start()
+    with pytest.raises(hermes_replay.RequestNotRecorded) as miss:
+        run_rollouts(base, rollouts=1, turns=3)
+    assert session.summary().interactions == 2  # turns 0 and 1 answered
+    assert f"{path}:{at + 1}: not valid JSON" in miss.value.miss.reason
+    with pytest.raises(hermes_replay.CassetteError) as info:
+        session.stop(miss.value)
+    assert info.value.line == at + 1
+
+
+def test_a_damaged_scopeless_line_the_run_never_reached_fails_at_the_end(
+        tmp_path: Path) -> None:
+    """Requests made outside any rollout are decoded one by one; the end of the replay still
+    checks each of them (it once checked only the last)."""
+    import openai
+
+    from hermes_replay.scripted_endpoint import ScriptedEndpoint
+
+    path = tmp_path / "scopeless.jsonl"
+    with ScriptedEndpoint(script="generic", seed=0) as ep:
+        client = openai.OpenAI(base_url=ep.base_url, api_key="sk-test-not-real", max_retries=0)
+        with hermes_replay.cassette(path, "record", header={"env_name": "sample"}):
+            for word in ("one", "two", "three"):
+                client.chat.completions.create(model="m", messages=[
+                    {"role": "user", "content": f"say {word}"}])
+    lines = path.read_text(encoding="utf-8").splitlines()
+    scopeless = [i for i, text in enumerate(lines)
+                 if text.startswith('{"type": "interaction", "rollout": null, ')]
+    assert len(scopeless) == 3
+    at = scopeless[1]
+    lines[at] = lines[at].replace('"status": 200', '"status": [200')
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(hermes_replay.CassetteError) as info:
+        with hermes_replay.cassette(path, "replay", strict=False):
+            client.chat.completions.create(model="m", messages=[
+                {"role": "user", "content": "say one"}])
+    assert info.value.line == at + 1 and "not valid JSON" in str(info.value)

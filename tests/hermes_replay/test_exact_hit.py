@@ -180,3 +180,38 @@ def test_a_turn_whose_shared_item_differs_in_the_live_request_is_no_fast_hit() -
             "model": "m"}
     assert not same_request(WireRequest("POST", url, [], _compact(live)), stored(turn1), text)
     assert same_request(WireRequest("POST", url, [], _compact(turn1)), stored(turn1), text)
+
+
+def test_what_the_session_wants_is_remembered_but_not_a_declared_endpoint(
+        tmp_path: Path) -> None:
+    """``wants`` runs for every request a client sends: what the session's own settings
+    decide is remembered (bounded), while an endpoint declared during the run still counts."""
+    from hermes_replay._session import traffic
+
+    llm = "http://127.0.0.1:9/v1/chat/completions"
+    tool = "http://wants-memo.invalid/search"
+    with hermes_replay.cassette(tmp_path / "w.jsonl", "record") as session:
+        assert session.wants("POST", llm) and session._wants_memo[("POST", llm)] is True
+        assert session.wants("POST", llm)  # from memory
+        assert not session.wants("POST", tool) and ("POST", tool) not in session._wants_memo
+        try:
+            hermes_replay.recorded_endpoint("http://wants-memo.invalid/")
+            assert session.wants("POST", tool)  # declared after the first ask: seen
+        finally:
+            traffic._PREFIXES.discard("http://wants-memo.invalid/")
+        for i in range(2000):
+            session.wants("POST", f"{llm}?n={i}")
+        assert len(session._wants_memo) <= 1024
+
+
+def test_a_prepared_answer_is_used_once_and_let_go(tmp_path: Path) -> None:
+    """The fast path makes a rollout's expected bytes and answers at its first request; each
+    is dropped when its turn is answered (nothing of them is held to the end)."""
+    path = tmp_path / "p.jsonl"
+    with ScriptedEndpoint(script="generic", seed=0) as ep:
+        with hermes_replay.cassette(path, "record"):
+            recorded = _sdk_run(ep.base_url)
+    with hermes_replay.cassette(path, "replay", strict=True) as session:
+        assert _sdk_run("http://127.0.0.1:9/v1") == recorded
+        recs = list(session._index.by_key.values())
+        assert recs and all(r.used and r.answer is None and r.expected is None for r in recs)

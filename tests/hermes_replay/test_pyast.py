@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import ast
 import gc
+import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from hermes_replay._pyast import parse
 
@@ -37,25 +39,47 @@ def _parse_amid_collections(parse_with: Callable[[str, str], ast.Module]) -> ast
         gc.set_threshold(*threshold)
 
 
+def _in_a_fresh_interpreter(parser: str) -> str:
+    """Run ``_parse_amid_collections`` with ``parser`` ("guarded" or "plain") in a new Python
+    process and return what it printed.
+
+    Why a new process: under xdist the plain parse once broke nothing (2026-12-03, one run
+    in a full suite; it breaks every time in a new interpreter). ``gc.disable`` is
+    process-wide, so any thread of an earlier test still running in the worker while it
+    loads a cassette or checks an env file (both pause the collector for their read) keeps
+    every collection out of the parse; the demonstration must not depend on that."""
+    code = (
+        "import ast, gc, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from test_pyast import _parse_amid_collections\n"
+        "from hermes_replay._pyast import parse\n"
+        "def plain(source, filename):\n"
+        "    return ast.parse(source, filename=filename)\n"
+        f"with_ = parse if {parser!r} == 'guarded' else plain\n"
+        "try:\n"
+        "    tree = _parse_amid_collections(with_)\n"
+        "    print('parsed', len(tree.body), [n.name for n in tree.body][:2], gc.isenabled())\n"
+        "except SystemError as error:\n"
+        "    print('SystemError', error)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
 def test_a_parse_survives_collections_that_parse() -> None:
-    tree = _parse_amid_collections(parse)
+    assert _in_a_fresh_interpreter("guarded") == "parsed 300 ['f0', 'f1'] True"
+    tree = _parse_amid_collections(parse)  # and here, whatever else this process runs
     assert [node.name for node in tree.body][:2] == ["f0", "f1"] and len(tree.body) == 300
-    assert gc.isenabled()  # the pause ends with the parse
 
 
 def test_plain_ast_parse_breaks_there_on_the_pythons_we_guard() -> None:
     # the hazard itself, so the test above is known to exercise it (fixed in CPython 3.11.8)
-    def plain(source: str, filename: str) -> ast.Module:
-        return ast.parse(source, filename=filename)
-
-    try:
-        _parse_amid_collections(plain)
-        broke = False
-    except SystemError as error:
-        assert "recursion depth mismatch" in str(error)
-        broke = True
+    out = _in_a_fresh_interpreter("plain")
     if sys.version_info[:3] <= (3, 11, 7):
-        assert broke
+        assert out.startswith("SystemError") and "recursion depth mismatch" in out, out
+    else:
+        assert out == "parsed 300 ['f0', 'f1'] True", out
 
 
 def test_a_collector_the_caller_turned_off_stays_off() -> None:

@@ -167,3 +167,37 @@ def test_redact_json_scans_a_clean_string_once_and_a_secret_every_time(
         out = redact_json({"content": prose})
     assert "budget of turn 1" not in out["content"], out
     assert redact_json({"content": prose}) == {"content": prose}
+
+
+def test_a_rollouts_repeated_clean_messages_are_not_walked_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``CleanBodies``: turn N's messages that equal turn N-1's, which needed no scrub, are
+    skipped by ``needs_redaction``; a secret in a new item is still found, and so is a value
+    that became known since in an old one (the memo is of the known secrets' generation)."""
+    from hermes_replay._secrets import redact as _redact
+    from hermes_replay._secrets.known import KNOWN
+    from hermes_replay._secrets.redact import CleanBodies
+
+    walked: list[object] = []
+    real = _redact.is_secret_name
+    monkeypatch.setattr(_redact, "is_secret_name",
+                        lambda name, kind: walked.append(name) or real(name, kind))
+    clean = CleanBodies()
+    m0 = {"role": "system", "content": "Plan with care (b71e)."}
+    turn0 = {"model": "m", "messages": [m0]}
+    assert not needs_redaction(turn0, clean.get("r0"))
+    clean.put("r0", turn0)
+    walked.clear()
+    # a fresh parse of the same conversation: equal, not the same objects
+    turn1 = json.loads(json.dumps({"model": "m", "messages": [m0, {"role": "user",
+                                                                  "content": "go on"}]}))
+    assert not needs_redaction(turn1, clean.get("r0"))
+    assert walked.count("role") == 1  # the new message's keys only
+    clean.put("r0", turn1)
+    turn2 = {"model": "m", "messages": [*turn1["messages"],
+                                        {"role": "tool", "content": "sk-" + "c" * 24}]}
+    assert needs_redaction(turn2, clean.get("r0"))
+    with KNOWN.scope():
+        KNOWN.add("Plan with care", "test")  # known only now: the old message is dirty
+        assert clean.get("r0") is None
+        assert needs_redaction(turn1, clean.get("r0"))

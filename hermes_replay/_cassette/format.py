@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 from collections.abc import Callable
 from typing import Any
 
@@ -64,8 +65,10 @@ class BodyEncoder:
         self._blobs: set[str] = set()
         self._last: dict[str, tuple[int, Any]] = {}
         # a request repeats long strings of earlier turns (system prompt, tool output): their
-        # ids are remembered, not rehashed. (Not lists: ``==`` says True == 1, JSON does not.)
+        # ids are remembered, not rehashed. Lists (the tool schemas, sent with every request)
+        # by their ``marshal`` bytes, not by ``==``, which says True == 1 where JSON does not.
         self._string_ids: dict[str, str] = {}
+        self._list_ids: dict[bytes, str] = {}
 
     def encode(self, rollout: str | None, seq: int, body: Any) -> tuple[list[dict], Any]:
         """Returns ``(new blob records, encoded body)``; blob records must precede the body."""
@@ -114,11 +117,23 @@ class BodyEncoder:
             if ident is None:
                 ident = self._string_ids[value] = blob_id(value)
         else:
-            ident = blob_id(value)
+            ident = self._list_id(value)
         if ident not in self._blobs:
             self._blobs.add(ident)
             new_blobs.append({"type": "blob", "id": ident, "value": value})
         return {"$blob": ident}
+
+    def _list_id(self, value: Any) -> str:
+        try:
+            key = marshal.dumps(value, 2)  # format 2: its bytes hang on the value alone
+        except ValueError:  # nested deeper than marshal goes
+            return blob_id(value)
+        ident = self._list_ids.get(key)
+        if ident is None:
+            ident = blob_id(value)
+            if len(self._list_ids) < 1024:  # a handful of tool lists in a real recording
+                self._list_ids[key] = ident
+        return ident
 
     def _blobify(self, value: Any, new_blobs: list[dict], top: bool) -> Any:
         if isinstance(value, str):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import marshal
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -108,9 +109,26 @@ class Matcher:
     _regexes: tuple[tuple[re.Pattern[str], str], ...] = field(
         init=False, repr=False, compare=False
     )
+    _body_ignores: frozenset[str] | None = field(init=False, repr=False, compare=False)
+    # an item's canonical text by its ``marshal`` bytes (``_canonical_text``), and their size
+    _texts: dict[bytes, str] = field(init=False, repr=False, compare=False)
+    _texts_size: list[int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_parsed", tuple(_parse_path(p) for p in self.ignore_paths))
+        # top-level body keys the ignore paths remove, or None when a path reaches further
+        # (into list items, or ``*``): then the canonical text is made the plain way
+        names: set[str] | None = set()
+        for parts in self._parsed:
+            if parts[0] == "body" and len(parts) == 2 and isinstance(parts[1], str) \
+                    and parts[1] != "*":
+                names.add(parts[1])  # type: ignore[union-attr]
+            elif parts[0] in ("body", "*"):
+                names = None
+                break
+        object.__setattr__(self, "_body_ignores", None if names is None else frozenset(names))
+        object.__setattr__(self, "_texts", {})
+        object.__setattr__(self, "_texts_size", [0])
         regexes = []
         for pattern, repl in self.normalizers:
             regexes.append((re.compile(pattern) if isinstance(pattern, str) else pattern, repl))
@@ -163,15 +181,69 @@ class Matcher:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     def fingerprint(self, request: dict[str, Any]) -> str:
-        text = json.dumps(self.canonical(request), sort_keys=True, separators=(",", ":"),
-                          ensure_ascii=False, default=str)
+        text = self._canonical_text(request)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+    def _canonical_text(self, request: dict[str, Any]) -> str:
+        """``json.dumps(canonical(request), sort_keys=True, ...)``, with the text of each
+        object in a top-level body list (an agent's messages) remembered.
+
+        Why: a rollout's turn N repeats turns 0..N-1, so serialising the whole canonical
+        body with sorted keys, every request, was the largest single cost of recording one.
+        An item's text depends only on the item and this matcher's normalizers; it is
+        looked up by ``marshal``'s bytes of the item, which are equal only for values of
+        equal types, key order and content (``==`` would take ``1`` for ``True``, whose
+        JSON differs); format 2, whose bytes hang on nothing else (later formats mark
+        objects by their reference counts). Ignore paths inside list items take the plain
+        way."""
+        body = request.get("body")
+        names = self._body_ignores
+        if not isinstance(body, dict) or names is None \
+                or not all(isinstance(k, str) for k in body):
+            return _sorted_json(self.canonical(request))
+        canon = self.canonical({k: v for k, v in request.items() if k != "body"})
+        canon.pop("body", None)
+        rest = _sorted_json(canon)  # method, path, query: they sort after "body"
+        parts = []
+        for key in sorted(k for k in body if k not in names):
+            value = body[key]
+            if isinstance(value, list) and value and isinstance(value[0], (dict, list)):
+                text = "[" + ",".join(self._item_text(item) for item in value) + "]"
+            else:
+                text = _sorted_json(self._normalize(value) if self._regexes else value)
+            parts.append(json.dumps(key, ensure_ascii=False) + ":" + text)
+        head = '{"body":{' + ",".join(parts) + "}"
+        return head + ("}" if rest == "{}" else "," + rest[1:])
+
+    def _item_text(self, item: Any) -> str:
+        try:
+            key = marshal.dumps(item, 2)
+        except ValueError:  # nested deeper than marshal goes: not remembered
+            return _sorted_json(self._normalize(item) if self._regexes else item)
+        texts = self._texts
+        text = texts.get(key)
+        if text is None:
+            text = _sorted_json(self._normalize(item) if self._regexes else item)
+            if self._texts_size[0] + len(key) + len(text) > _TEXTS_LIMIT:
+                texts.clear()  # bounded: forgetting only costs a new serialisation
+                self._texts_size[0] = 0
+            texts[key] = text
+            self._texts_size[0] += len(key) + len(text)
+        return text
 
     def render(self, request: dict[str, Any]) -> list[str]:
         """The canonical request as ``path: value`` lines; multi-line strings one line each."""
         lines: list[str] = []
         _flatten(self.canonical(request), "", lines)
         return lines
+
+
+_TEXTS_LIMIT = 32_000_000  # bytes of remembered item texts and their keys, per matcher
+
+
+def _sorted_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      default=str)
 
 
 def _flatten(value: Any, prefix: str, out: list[str]) -> None:

@@ -215,3 +215,27 @@ def test_rewriting_a_loaded_cassette_is_byte_stable(tmp_path: Path) -> None:
     assert c.interactions[0].response["body"] is None
     write_cassette(second, c.header, c.interactions, c.outcomes)
     assert second.read_bytes() == first.read_bytes()
+
+
+def test_tool_lists_that_differ_only_in_json_types_are_separate_blobs(tmp_path: Path) -> None:
+    """A tool list's blob id is remembered by the list's ``marshal`` bytes: one that ``==``
+    another (True == 1) but is other JSON gets its own blob, and each decodes as written."""
+    from hermes_replay._cassette.format import BodyEncoder, blob_id
+
+    strict = [{"type": "function", "function": {"name": "t", "strict": True}}]
+    loose = [{"type": "function", "function": {"name": "t", "strict": 1}}]
+    assert strict == loose and blob_id(strict) != blob_id(loose)
+    encoder = BodyEncoder()
+    first = encoder.encode("r", 0, {"tools": strict})[1]["tools"]["$blob"]
+    again = encoder.encode("r", 1, {"tools": json.loads(json.dumps(strict))})[1]["tools"]
+    other = encoder.encode("r", 2, {"tools": loose})[1]["tools"]["$blob"]
+    assert again == {"$blob": first} and first == blob_id(strict) and other == blob_id(loose)
+    path = tmp_path / "types.jsonl"
+    bodies = [{"model": "m", "tools": strict}, {"model": "m", "tools": loose}]
+    write_cassette(path, CassetteHeader(), [
+        Interaction(rollout=f"r{i}", seq=0, kind="chat", response={"status": 200},
+                    request={"method": "POST", "url": "http://h/v1/chat/completions",
+                             "body": body}) for i, body in enumerate(bodies)], {})
+    got = [i.request["body"]["tools"][0]["function"]["strict"]
+           for i in load_cassette(path).interactions]
+    assert [type(v) for v in got] == [bool, int]

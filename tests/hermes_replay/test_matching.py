@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hermes_replay
 from hermes_replay._cassette.matching import Matcher, similarity, unified_request_diff
@@ -184,3 +188,39 @@ def test_stored_fingerprints_are_reused_only_under_the_same_matcher(tmp_path: Pa
             offline.chat.completions.create(
                 model="m", temperature=0.5, messages=[{"role": "user", "content": "hi"}])
     assert not session.misses
+
+
+_JSON = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-3, 2**70), st.sampled_from([1.0, -0.0, 0.5]),
+              st.text("aé\u2028\"\\1 ", max_size=4)),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["role", "content", "name", "é", "metadata", "1"]), inner, max_size=3),
+    max_leaves=12)
+_BODIES = st.dictionaries(st.sampled_from(["messages", "model", "user", "tools", "n", "ü"]),
+                          st.one_of(st.lists(_JSON, max_size=4), _JSON), max_size=5)
+_MATCHERS = [Matcher.build(), Matcher.build(normalizers=[(r"\d", "#")]),
+             Matcher.build(["body.messages[*].name"]), Matcher.build(["body.n", "query"]),
+             Matcher.build(["body.*"])]
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=_BODIES, url=st.sampled_from(["http://h/v1/chat/completions?b=2&a=1", "http://h"]))
+def test_a_fingerprint_is_the_hash_of_the_sorted_canonical_json(body: dict,
+                                                                url: str) -> None:
+    """The fingerprint remembers each body-list item's text by its ``marshal`` bytes; it must
+    stay exactly the hash of ``json.dumps(canonical, sort_keys=True)``, for every matcher,
+    whatever was remembered before (True and 1, 1 and 1.0 are different JSON)."""
+    request = {"method": "POST", "url": url, "headers": {}, "body": body}
+    for matcher in _MATCHERS:
+        text = json.dumps(matcher.canonical(request), sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False, default=str)
+        assert matcher.fingerprint(request) == hashlib.sha256(
+            text.encode("utf-8")).hexdigest()[:16]
+
+
+def test_items_equal_but_of_other_types_are_not_taken_for_each_other() -> None:
+    matcher = Matcher.build()
+    one = {"method": "POST", "url": "http://h/v1", "body": {"messages": [{"x": 1}]}}
+    true = {"method": "POST", "url": "http://h/v1", "body": {"messages": [{"x": True}]}}
+    assert matcher.fingerprint(one) != matcher.fingerprint(true)
+    assert matcher.fingerprint(true) != matcher.fingerprint(one)  # the other order, too

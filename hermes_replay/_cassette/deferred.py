@@ -83,9 +83,8 @@ class DeferredInteraction:
 
     def load(self) -> Interaction:
         """The interaction its line holds; ``CassetteError`` (file:line) if it is damaged."""
-        if self._real is None:
-            self._reader.decode(self)
-        return self._real  # type: ignore[return-value]
+        real = self._real  # read once: a rollout answered in another thread may be let go
+        return real if real is not None else self._reader.decode(self)
 
     @property
     def request(self) -> dict[str, Any]:
@@ -237,16 +236,16 @@ class DeferredReader:
             return NOT_FOUND
         return inter._real.request.get("body")
 
-    def decode(self, target: DeferredInteraction) -> None:
+    def decode(self, target: DeferredInteraction) -> Interaction:
         """Decode ``target``'s line and, first, the earlier lines of its rollout (a turn's
         body is a delta of its rollout's earlier turns); then the rest of its rollout, which
-        the run is about to ask for (see ``_decode_ahead``)."""
+        the run is about to ask for (see ``_decode_ahead``). Returns what ``target`` holds."""
         with self._lock:
             if target._real is not None:
-                return
+                return target._real
             if target.rollout is None:  # scope-less: no deltas, only itself
                 self._decode_one(target)
-                return
+                return target._real  # type: ignore[return-value]
             group = self._by_rollout[target.rollout]
             i = self._done.get(target.rollout, 0)
             while i < len(group):
@@ -256,13 +255,14 @@ class DeferredReader:
                 if group[i - 1] is target:
                     break
             self._decode_ahead(target.rollout, group)
+            return target._real  # type: ignore[return-value]  # set, or _decode_one raised
 
     def _decode_ahead(self, rollout: str, group: list[DeferredInteraction]) -> None:
         """Decode the rest of ``rollout``'s lines now, in one batch.
 
         Why: a replay asks for a rollout's turns one after another, each between long runs of
-        the SDK's and the environment's own code; one line decoded at a time ran at a third of
-        the speed of the same lines decoded together (the decoder's code and the blobs it
+        the SDK's and the environment's own code; one line decoded at a time ran at half the
+        speed of the same lines decoded together (the decoder's code and the blobs it
         shares fall out of the processor's caches in between). A damaged line met here is
         left for the request that uses it, which fails naming it as before; nothing is
         decoded that the end of the replay would not decode anyway (``check_all``)."""

@@ -275,9 +275,11 @@ class WireHandling:
         # an agent request never takes a recorded reward call, even one byte for byte alike
         if rec is None or rec.used or rec.reward_call is not None:
             return None
-        if rec.expected is None:
+        expected = rec.expected  # read once: a concurrent hit of this turn clears it
+        if expected is None:
             self._prepare(rollout, rec)
-        if rec.expected is None or not rec.expected.matches(wire):
+            expected = rec.expected
+        if expected is None or not expected.matches(wire):
             return None
         with self._lock:
             if rec.used or self._cursor.get(rollout, 0) != turn:
@@ -334,7 +336,8 @@ class WireHandling:
         if rollout is not None and self._deferred is not None:
             left = self._unanswered.get(rollout)
             if left is None:  # a tool's own HTTP calls are not waited for (``unused``)
-                left = sum(r.inter.kind != TOOL_HTTP for r in self._index.by_rollout[rollout])
+                left = sum(r.inter.kind != TOOL_HTTP
+                           for r in self._index.by_rollout.get(rollout, ()))
             self._unanswered[rollout] = left - 1
             if left == 1:  # every recording of it answered: its decoded bodies can go
                 self._deferred.release(rollout)

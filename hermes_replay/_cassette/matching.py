@@ -189,7 +189,8 @@ class Matcher:
         object in a top-level body list (an agent's messages) remembered.
 
         Why: a rollout's turn N repeats turns 0..N-1, so serialising the whole canonical
-        body with sorted keys, every request, was the largest single cost of recording one.
+        body with sorted keys, every request, was a quarter of what the recorder spent on
+        one (125 of about 500 µs in a loop over 400 SDK requests).
         An item's text depends only on the item and this matcher's normalizers; it is
         looked up by ``marshal``'s bytes of the item, which are equal only for values of
         equal types, key order and content (``==`` would take ``1`` for ``True``, whose

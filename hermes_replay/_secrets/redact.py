@@ -165,22 +165,9 @@ def needs_redaction(value: Any, clean: Any = None) -> bool:
     so skipping them changes no answer."""
     _current_clean()  # a new known value can make old strings dirty
     fresh: list[str] = []
-    stack = [value]
     if isinstance(value, dict) and isinstance(clean, dict):
-        stack = []
-        for key, child in value.items():
-            if is_secret_name(str(key), "field") and isinstance(child, (str, dict, list)):
-                return True
-            old = clean.get(key)
-            if isinstance(child, list) and isinstance(old, list):
-                same = 0
-                for new_item, old_item in zip(child, old, strict=False):
-                    if new_item is not old_item and new_item != old_item:
-                        break
-                    same += 1
-                stack.extend(child[same:])
-            else:
-                stack.append(child)
+        value = {key: _new_items(child, clean.get(key)) for key, child in value.items()}
+    stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
@@ -211,6 +198,18 @@ def needs_redaction(value: Any, clean: Any = None) -> bool:
         fresh = clean
     _remember_clean(fresh)
     return False
+
+
+def _new_items(child: Any, old: Any) -> Any:
+    """``child`` without the leading items it shares (``==``) with ``old``."""
+    if not isinstance(child, list) or not isinstance(old, list):
+        return child
+    same = 0
+    for new_item, old_item in zip(child, old, strict=False):
+        if new_item is not old_item and new_item != old_item:
+            break
+        same += 1
+    return child[same:]
 
 
 class CleanBodies:

@@ -35,7 +35,6 @@ __all__ = [
     "ExpectedRequest",
     "header_fields_from",
     "interaction_kind",
-    "same_request",
     "stored_request",
     "stored_response",
     "wire_response",
@@ -311,14 +310,6 @@ class ExpectedRequest:
         if (compact if isinstance(compact, bytes) else b"".join(compact or ())) == data:
             return True
         return _dump(self._body, _REQUEST_STYLES[1]) == data
-
-
-def same_request(wire: WireRequest, stored: dict[str, Any], text: BodyText | None = None,
-                 ) -> bool:
-    """True if ``wire`` is, byte for byte, a request that ``stored`` is the stored form of
-    (``ExpectedRequest.matches``). ``text``: the rollout's ``BodyText`` of the previous
-    turn, which serialises the compact form faster."""
-    return ExpectedRequest(stored, text).matches(wire)
 
 
 def _sse_secrets(text: str) -> list[tuple[int, int, str]]:

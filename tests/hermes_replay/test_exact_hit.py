@@ -13,9 +13,15 @@ import pytest
 
 import hermes_replay
 from hermes_replay._session import wire as _session_wire
-from hermes_replay._session.convert import same_request
+from hermes_replay._session.convert import BodyText, ExpectedRequest
 from hermes_replay._session.intercept import WireRequest
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
+
+
+def same_request(wire: WireRequest, stored: dict, text: BodyText | None = None) -> bool:
+    """Whether the fast path takes ``wire`` for the recording ``stored``."""
+    return ExpectedRequest(stored, text).matches(wire)
+
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}]
 
@@ -142,8 +148,6 @@ def _compact(value: object) -> bytes:
 def test_body_text_is_the_compact_json_of_every_turn_shared_items_or_not() -> None:
     """``BodyText`` reuses the text of list items that are the previous turn's very objects;
     whatever is shared, new, replaced or reordered, its bytes are ``json.dumps``' bytes."""
-    from hermes_replay._session.convert import BodyText
-
     tools = [{"type": "function", "function": {"name": "t", "description": "é \u2028 \"q\""}}]
     system = {"role": "system", "content": "Be brief. ünïcode"}
     messages = [system, {"role": "user", "content": "2+2?"}]
@@ -164,8 +168,6 @@ def test_body_text_is_the_compact_json_of_every_turn_shared_items_or_not() -> No
 def test_a_turn_whose_shared_item_differs_in_the_live_request_is_no_fast_hit() -> None:
     """Reusing text must not hide a difference: the live bytes are compared with the whole
     recorded body, whichever parts of it came from the previous turn's text."""
-    from hermes_replay._session.convert import BodyText
-
     shared = {"role": "user", "content": "2+2?"}
     turn0 = {"messages": [shared], "model": "m"}
     turn1 = {"messages": [shared, {"role": "assistant", "content": "4"}], "model": "m"}

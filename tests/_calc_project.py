@@ -81,3 +81,8 @@ def add_rollout_the_run_skips(cassette: Path) -> str:
     copies = [{**r, "rollout": new} for r in records if r.get("rollout") == source]
     _write(cassette, records + copies)
     return new
+
+
+def keep_only_header(cassette: Path) -> None:
+    """Leave the cassette its header line only: no recording, no outcome."""
+    _write(cassette, _records(cassette)[:1])

@@ -149,6 +149,7 @@ class _State:
     turns: dict[str | None, dict[int, int]]  # rollout -> seq -> line
     outcomes: set[str]
     interactions: int = 0
+    tools: int = 0
     header_seen: bool = False
 
 
@@ -179,6 +180,7 @@ def _check_record(record: dict[str, Any], line: int, state: _State,
             yield "schema", f"outcome reward must be a number, not {reward!r:.40}"
         return
     if kind == "tool":
+        state.tools += 1
         yield from _check_tool(record, state)
         return
     if kind != "interaction":
@@ -227,6 +229,12 @@ def _check_totals(path: Path, state: _State, partial: bool) -> Iterator[Finding]
                       "interaction(s)",
                       "finish or discard it: re-record, or delete the .partial file")
         return
+    if state.header_seen and state.interactions == state.tools == 0:  # a replay runs nothing
+        yield Finding(path, None, "integrity",
+                      "holds no recording (nothing after the header): a replay of it "
+                      "runs nothing, and a replay that runs nothing fails",
+                      "record it again with a command that runs at least one step, or delete "
+                      "it")
     for rollout, turns in state.turns.items():
         if rollout is not None and sorted(turns) != list(range(len(turns))):
             yield Finding(path, min(turns.values()), "integrity",

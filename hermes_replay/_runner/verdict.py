@@ -3,7 +3,8 @@
 A replay is a claim: "today's code, fed the recorded inputs, gives these results". It is
 void when the environment exited non-zero or raised (the rewards are whatever was scored
 before it died), or when recorded rollouts never ran (an env that ran nothing scores
-nothing, and ``all(...)`` over no rewards is true). ``replay_verdict`` turns either into a
+nothing, and ``all(...)`` over no rewards is true), or when nothing ran at all (a cassette
+of only its header replayed by a command that runs no step). ``replay_verdict`` turns either into a
 ``ReplayFailed`` naming the cassette, what happened, the last lines of the env log, the
 rollouts that never ran and the next step.
 """
@@ -19,7 +20,7 @@ from hermes_replay._secrets.redact import redact_text
 from hermes_replay._session.live_calls import LiveCalls
 from hermes_replay._session.summary import ReplaySummary
 
-__all__ = ["live_verdict", "log_tail", "replay_verdict"]
+__all__ = ["live_verdict", "log_tail", "ran_nothing_at_all", "replay_verdict"]
 
 TAIL_LINES = 12
 
@@ -55,14 +56,16 @@ def replay_verdict(cassette: Path, summary: ReplaySummary, exit_code: int,
                    as_recorded: bool) -> ReplayFailed | None:
     """``ReplayFailed`` if the run did not really replay ``cassette``; else None.
 
-    Always a failure: a non-zero exit, or no recorded rollout run at all. Some recorded
+    Always a failure: a non-zero exit, no recorded rollout run at all, or nothing run at all (a
+    cassette that holds no rollout, replayed with no request made). Some recorded
     rollouts not run fails when the command is the recorded one (``as_recorded``); a command
     the user chose (fewer steps, ``serve`` fed by a trainer) may run a subset on purpose —
     that is reported as unused recordings, and ``strict`` makes it fail.
     """
     never_ran = list(summary.never_ran)
     all_skipped = bool(never_ran) and len(never_ran) == summary.recorded_rollouts
-    if exit_code == 0 and not (never_ran and (as_recorded or all_skipped)):
+    ran_nothing = ran_nothing_at_all(summary)
+    if exit_code == 0 and not ran_nothing and not (never_ran and (as_recorded or all_skipped)):
         return None
     rerun = shlex.join(["hermes-replay", "replay", _shown(cassette), "-v"])
     if exit_code != 0:
@@ -70,6 +73,16 @@ def replay_verdict(cassette: Path, summary: ReplaySummary, exit_code: int,
                 "code 1; its traceback is in the log)")
         hint = (f"read the traceback{' above' if log else ''}, fix the environment and replay "
                 f"again; to watch its output as it runs: {rerun}")
+    elif ran_nothing:
+        held = len(summary.unused)
+        what = (f"the cassette holds {held} recording(s) outside any rollout and the run made "
+                "none of them" if held else
+                "the cassette holds no recording and the run made no request")
+        hint = ("a replay that runs nothing proves nothing: record the cassette again with a "
+                f"command that runs at least one step (hermes-replay record {_shown(env_file)} "
+                f"… -- {shlex.join(argv[:1])} …; its recorded command is "
+                f"{shlex.join(argv)[:200]!r}), or delete it; `hermes-replay verify` flags such "
+                "a cassette")
     else:
         ran = summary.recorded_rollouts - len(never_ran)
         what = (f"the environment exited normally but ran {ran} of the "
@@ -81,6 +94,14 @@ def replay_verdict(cassette: Path, summary: ReplaySummary, exit_code: int,
     return ReplayFailed(_shown(cassette), what, exit_code=exit_code, never_ran=never_ran,
                         recorded=summary.recorded_rollouts, log=log, log_tail=log_tail(log),
                         hint=hint)
+
+
+def ran_nothing_at_all(summary: ReplaySummary) -> bool:
+    """A replay with no recorded rollout to run (the cassette holds none) that served no
+    request either: nothing of the claim was tested. ``never_ran`` covers a cassette that
+    holds rollouts; this covers the one that holds none (only its header, or requests
+    outside rollouts that this run never made)."""
+    return summary.recorded_rollouts == 0 and summary.interactions == 0
 
 
 def live_verdict(cassette: Path, live: LiveCalls) -> LiveCallsFailed | None:

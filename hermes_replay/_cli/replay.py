@@ -317,6 +317,15 @@ def _fresh_out_dir(shard: Shard | None = None) -> Path:
     return out
 
 
+def _nothing_to_replay(target: Path) -> int:
+    """No cassette under ``target``: exit 2, as ``verify`` does. A CI step that replays an
+    empty (or missing default) folder has tested nothing, and must not pass as if it had."""
+    print(f"hermes-replay replay: no cassette in {target}, so nothing was replayed "
+          f"({NOTHING_RECORDED} ENV_FILE --endpoint URL --model NAME -- process). Next step: "
+          "record one, or pass the folder that holds them.", file=sys.stderr)
+    return 2
+
+
 def replay_all(
     target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False,
     options: dict[str, Any] | None = None, report: bool = True, jobs: int | None = None,
@@ -338,11 +347,7 @@ def replay_all(
     # shards already merged are replayed through their merged cassette, not twice
     cassettes = [c for c in find_cassettes(target) if not (target.is_dir() and is_merged_shard(c))]
     if not cassettes:
-        print(
-            f"{NOTHING_RECORDED} ENV_FILE --endpoint URL --model NAME -- process "
-            f"(looked in {target})"
-        )
-        return 0
+        return _nothing_to_replay(target)
     rels = [c.relative_to(target) if target.is_dir() else Path(c.name) for c in cassettes]
     manifest = Manifest(corpus=str(target), shard=None if shard is None else str(shard),
                         corpus_cassettes=[r.as_posix() for r in rels])
@@ -407,6 +412,8 @@ def replay_twice_all(target: Path, *, out: Path | None, **tools: Any) -> int:
               "or a folder of cassettes.", file=sys.stderr)
         return 2
     cassettes = find_cassettes(target)
+    if not cassettes:
+        return _nothing_to_replay(target)
     out = out or _fresh_out_dir()
     differ = 0
     for cassette in cassettes:

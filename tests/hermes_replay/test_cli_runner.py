@@ -189,17 +189,22 @@ def test_summary_lines_name_everything() -> None:
     assert "reward changed train-x-0-1: 1.000 -> 0.000" in text
 
 
-def test_replay_of_empty_dir_says_nothing_recorded(tmp_path: Path, capsys) -> None:
-    assert main(["replay", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith(NOTHING_RECORDED)
+def test_replay_of_empty_dir_fails_as_verify_does(tmp_path: Path, capsys) -> None:
+    """An empty folder replays nothing: exit 2 like ``verify`` (it was 0, so a CI step that
+    replayed nothing passed — issue 36, finding 23), once and ``--twice``."""
+    for extra in ([], ["--twice"]):
+        assert main(["replay", str(tmp_path), *extra]) == 2
+        err = capsys.readouterr().err
+        assert f"no cassette in {tmp_path}, so nothing was replayed" in err
+        assert NOTHING_RECORDED in err and "Next step" in err
+    assert main(["verify", str(tmp_path)]) == 2
 
 
-def test_replay_default_dir_missing_is_not_an_error(tmp_path, monkeypatch, capsys) -> None:
+def test_replay_default_dir_missing_fails_too(tmp_path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
-    assert main(["replay"]) == 0
+    assert main(["replay"]) == 2
     assert "nothing recorded yet — record one with: hermes-replay record" in \
-        capsys.readouterr().out
+        capsys.readouterr().err
     assert main(["replay", "no/such/dir"]) == 2
 
 
@@ -208,8 +213,8 @@ def test_console_script_smoke(tmp_path: Path) -> None:
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "hermes_replay.cli"]
     proc = subprocess.run([*cmd, "replay", str(tmp_path)], capture_output=True, text=True,
                           timeout=60, check=False)
-    assert proc.returncode == 0, proc.stderr
-    assert "nothing recorded yet" in proc.stdout
+    assert proc.returncode == 2, proc.stderr
+    assert "nothing recorded yet" in proc.stderr
     proc = subprocess.run([*cmd, "record", str(tmp_path / "x_env.py"), "--", "process"],
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
                           check=False)
@@ -294,9 +299,8 @@ def test_progress_counts_any_unit() -> None:
 @pytest.mark.parametrize("command", ["replay", "ls"])
 def test_a_fifo_given_as_cassettes_is_refused_not_an_empty_project(tmp_path: Path, capsys,
                                                                      command: str) -> None:
-    """An empty folder is a project with nothing recorded yet (exit 0); a FIFO is no project
-    at all: reading it would block, and 'nothing recorded' there would pass a run that ran
-    nothing."""
+    """A FIFO is no project at all: reading it would block, and 'nothing recorded' there
+    would pass a run that ran nothing."""
     fifo = tmp_path / "c.jsonl"
     os.mkfifo(fifo)
     assert main([command, str(fifo)]) == 2

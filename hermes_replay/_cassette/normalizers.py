@@ -22,12 +22,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BUILTINS", "Builtin", "Proposal", "as_header", "expand", "from_header",
-           "parse_cli", "propose", "specs"]
+from hermes_replay._cassette.normalizer_checks import (
+    MAX_NORMALIZERS,
+    MAX_PATTERN,
+    bounded,
+    check_custom,
+)
 
-# Regexes come from cassettes too (data from outside): long ones are refused, so a hostile
-# header cannot hand the matcher an unbounded pattern to chew on.
-MAX_PATTERN = 500
+__all__ = ["BUILTINS", "MAX_NORMALIZERS", "MAX_PATTERN", "Builtin", "Proposal", "as_header",
+           "expand", "from_header", "parse_cli", "propose", "specs"]
 
 _MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|"
           r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\b\.?")
@@ -94,21 +97,6 @@ BUILTINS: dict[str, Builtin] = {b.name: b for b in (
 Spec = str | tuple[Any, str]
 
 
-def _check_pattern(pattern: Any) -> str:
-    if isinstance(pattern, re.Pattern):
-        pattern = pattern.pattern
-    if not isinstance(pattern, str) or not pattern:
-        raise ValueError(f"a normalizer's regex must be a non-empty string, not {pattern!r:.60}")
-    if len(pattern) > MAX_PATTERN:
-        raise ValueError(f"a normalizer's regex is {len(pattern)} characters long (at most "
-                         f"{MAX_PATTERN})")
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise ValueError(f"{pattern!r} is not a regex: {exc}") from None
-    return pattern
-
-
 def _one(item: Any) -> Spec:
     if isinstance(item, str):
         if item not in BUILTINS:
@@ -117,19 +105,26 @@ def _one(item: Any) -> Spec:
                              "pair, REGEX=REPLACEMENT on the command line)")
         return item
     if isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[1], str):
-        if isinstance(item[0], re.Pattern):  # compiled by the caller: its flags stay
-            _check_pattern(item[0])
-            return (item[0], item[1])
-        return (_check_pattern(item[0]), item[1])
+        text = check_custom(item[0], item[1])  # the one check replay and verify share
+        # compiled by the caller: its flags stay
+        return (item[0], item[1]) if isinstance(item[0], re.Pattern) else (text, item[1])
     raise ValueError(f"a normalizer is a built-in name ({', '.join(BUILTINS)}) or a "
                      f"(regex, replacement) pair, not {item!r:.80}")
 
 
 def specs(items: Iterable[Any]) -> list[Spec]:
-    """Checked, de-duplicated normalizers in order; ValueError names a bad one."""
+    """Checked, de-duplicated normalizers in order; ValueError names a bad one, or says
+    there are more than ``MAX_NORMALIZERS`` (each runs over every string of every request)."""
     out: list[Spec] = []
-    for item in items:
-        spec = _one(item)
+    for number, item in enumerate(items, start=1):
+        if number > MAX_NORMALIZERS:
+            raise ValueError(f"more than {MAX_NORMALIZERS} normalizers (each one runs over "
+                             "every string of every request); keep the few the recording "
+                             "needs, or join similar ones into one regex")
+        try:
+            spec = _one(item)
+        except ValueError as exc:
+            raise ValueError(f"normalizer {number}: {exc}") from None
         if spec not in out:
             out.append(spec)
     return out
@@ -146,15 +141,17 @@ def parse_cli(text: str) -> Spec:
     pattern, _, replacement = text.partition("=")
     if not pattern:
         raise ValueError(f"{text!r}: the regex before '=' is empty")
-    return (_check_pattern(pattern), replacement)
+    return (check_custom(pattern, replacement), replacement)
 
 
 def expand(items: Sequence[Spec]) -> tuple[tuple[str, str], ...]:
     """The ``(regex, replacement)`` rewrites of ``items``: built-ins first in their fixed
-    order, then custom ones as given."""
+    order, then custom ones as given, compiled so each use is bounded in time (built-ins are
+    ours, and ``re`` is faster on them)."""
     names = {i for i in items if isinstance(i, str)}
-    out = [pair for name in BUILTINS if name in names for pair in BUILTINS[name].rewrites]
-    out += [i for i in items if not isinstance(i, str)]
+    out: list[tuple[Any, str]] = [pair for name in BUILTINS if name in names
+                                  for pair in BUILTINS[name].rewrites]
+    out += [(bounded(i[0]), i[1]) for i in items if not isinstance(i, str)]
     return tuple(out)
 
 

@@ -38,6 +38,7 @@ from hermes_replay._cassette.files import cassette_files, first_line, read_lines
 from hermes_replay._cassette.fingerprints import EDIT_HINT, edited_requests
 from hermes_replay._cassette.format import blob_id
 from hermes_replay._cassette.model import ROLLOUT_ID_RULE, rollout_id_problem
+from hermes_replay._cassette.normalizers import from_header
 from hermes_replay._errors import CassetteError
 from hermes_replay._secrets.known import KNOWN
 from hermes_replay._secrets.payloads import decoded_payloads
@@ -86,6 +87,10 @@ def _check_header(record: dict[str, Any]) -> Iterator[str]:
     command = record.get("command", [])
     if not isinstance(command, list) or not all(isinstance(a, str) for a in command):
         yield "command must be a list of strings"
+    try:  # the very check a replay makes when it opens the cassette
+        from_header(record.get("normalizers"))
+    except ValueError as exc:
+        yield f"normalizers: {exc} (replay refuses this cassette)"
 
 
 def _check_interaction(record: dict[str, Any]) -> Iterator[str]:

@@ -38,14 +38,15 @@ def register(sub: Any) -> None:
                    help="a cassette file (.jsonl or .jsonl.zst)")
     p.add_argument("--add", action="append", default=[], type=normalizer_arg,
                    metavar="NAME|REGEX=REPLACEMENT", help="keep this normalizer (repeatable)")
-    p.add_argument("--remove", action="append", default=[], type=normalizer_arg,
+    # not checked: a normalizer that replay refuses must still be removable
+    p.add_argument("--remove", action="append", default=[], type=_as_kept,
                    metavar="NAME|REGEX=REPLACEMENT", help="stop keeping it (repeatable)")
     p.add_argument("--list", action="store_true", help="list them (the default)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from hermes_replay._cassette.normalizers import as_header, describe, from_header, specs
+    from hermes_replay._cassette.normalizers import as_header, describe, specs
     from hermes_replay._cassette.read import load_cassette
     from hermes_replay._cassette.write import rewrite_header
     from hermes_replay._errors import CassetteError
@@ -58,18 +59,25 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         header = load_cassette(path).header
-        current = from_header(header.normalizers)
-    except (CassetteError, ValueError) as exc:
+    except CassetteError as exc:
         print(f"hermes-replay normalize: {exc}", file=sys.stderr)
         return 1
-    missing = [r for r in args.remove if r not in current]
+    raw = header.normalizers if isinstance(header.normalizers, list) else []
+    missing = [r for r in args.remove if r not in raw]
     if missing:
-        kept = ", ".join(describe(s).split("  ")[0] for s in current) or "none"
+        kept = ", ".join(_shown(s) for s in raw) or "none"
         print(f"hermes-replay normalize: {path} does not keep "
-              f"{', '.join(describe(m) for m in missing)} (it keeps: {kept}).", file=sys.stderr)
+              f"{', '.join(map(_shown, missing))} (it keeps: {kept}).", file=sys.stderr)
         return 2
-    wanted = specs([*(s for s in current if s not in args.remove), *args.add])
-    if wanted != current:
+    removed = [s for s in raw if s in args.remove]
+    try:  # what is left must pass the check replay makes (``--remove`` a bad one first)
+        current = specs(s for s in raw if s not in args.remove)
+        wanted = specs([*current, *args.add])
+    except ValueError as exc:
+        print(f"hermes-replay normalize: {path}:1: {exc}. Next step: remove it with "
+              "--remove NAME|REGEX=REPLACEMENT (--list shows them).", file=sys.stderr)
+        return 1
+    if wanted != current or removed:
         try:
             rewrite_header(path, header.model_copy(update={"normalizers": as_header(wanted)}))
         except OSError as exc:
@@ -82,7 +90,17 @@ def run(args: argparse.Namespace) -> int:
     for spec in wanted:
         change = " (added)" if spec not in current else ""
         print(f"  {describe(spec)}{change}")
-    for spec in current:
-        if spec not in wanted:
-            print(f"  removed: {describe(spec)}")
+    for item in removed:
+        print(f"  removed: {_shown(item)}")
     return 0
+
+def _as_kept(text: str) -> Any:
+    """``--remove``'s value in the header's JSON form (a name, or ``[regex, replacement]``)."""
+    if "=" not in text:
+        return text
+    pattern, _, replacement = text.partition("=")
+    return [pattern, replacement]
+
+
+def _shown(item: Any) -> str:
+    return f"{item[0]}={item[1]}" if isinstance(item, list) and len(item) == 2 else str(item)

@@ -13,7 +13,8 @@ a crashed worker only loses its own shard. ``hermes-replay merge SHARD… -o OUT
 * headers must agree on what was recorded — env name and file, endpoint type, model and
   tokenizer fingerprint — or the merge stops naming the field, the shards and their values;
   the merged header is the first shard's, listing every shard (and any differing commands) in
-  ``extra``;
+  ``extra``, and keeping every shard's normalizers (their union; a shard that kept fewer is
+  named in the notes);
 * rollout ids must be unique across shards (two workers that drew the same item and occurrence
   recorded two different rollouts under one id: replay could serve only one of them) — a
   collision stops the merge naming the rollout and both shards;
@@ -163,7 +164,7 @@ def merge_cassettes(shards: Sequence[str | Path], output: str | Path, *,
     except OSError as exc:
         raise cannot_write(exc, output, "the merged cassette") from None
     notes = [f"{c.path}: incomplete, {len(c.interactions)} completed interaction(s) kept"
-             for c in cassettes if not c.complete]
+             for c in cassettes if not c.complete] + normalizer_notes(cassettes)
     return MergeResult(output, [c.path for c in cassettes], rollouts=joined.rollouts,
                        interactions=len(joined.interactions), scopeless=joined.scopeless,
                        notes=notes)
@@ -263,6 +264,28 @@ def _merged_header(cassettes: Sequence[Cassette], output: Path) -> CassetteHeade
         if getattr(first, name) in (None, ""):
             fields[name] = next((getattr(c.header, name) for c in cassettes
                                  if getattr(c.header, name) not in (None, "")), None)
+    fields["normalizers"] = _all_normalizers(cassettes)
     data = first.model_dump()
     data.update(fields)
     return CassetteHeader.model_validate(data)
+
+
+def _all_normalizers(cassettes: Sequence[Cassette]) -> list[Any]:
+    """Every shard's kept normalizers, first shard's first (a replay of the merged cassette
+    must match each shard's recordings as its own replay did)."""
+    out: list[Any] = []
+    for c in cassettes:
+        for item in c.header.normalizers if isinstance(c.header.normalizers, list) else ():
+            if item not in out:
+                out.append(item)
+    return out
+
+
+def normalizer_notes(cassettes: Sequence[Cassette]) -> list[str]:
+    """One note per shard that keeps other normalizers than the union the merge keeps."""
+    union = _all_normalizers(cassettes)
+    shown = ", ".join(i if isinstance(i, str) else "=".join(map(str, i)) for i in union)
+    return [f"{c.path}: keeps {len(c.header.normalizers or [])} of the {len(union)} "
+            f"normalizers the merged cassette keeps ({shown}); they now apply to every "
+            "shard's recordings" for c in cassettes
+            if len(_all_normalizers([c])) != len(union)]  # a subset of the union: fewer

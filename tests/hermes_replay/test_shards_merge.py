@@ -101,6 +101,23 @@ def test_merge_joins_rollouts_renumbers_scopeless_and_lists_shards(tmp_path):
     assert merged.header.env_name == "e" and merged.header.model == "m"
 
 
+def test_merge_keeps_every_shards_normalizers_and_names_the_difference(tmp_path, capsys):
+    """Issue 36, finding 25: the merged header kept the first shard's normalizers only, so
+    the second shard's recordings no longer matched what its own replay matched."""
+    a = _shard(tmp_path / "s" / "a.jsonl", ["train-x-0-0"], normalizers=["datetime"])
+    b = _shard(tmp_path / "s" / "b.jsonl", ["train-y-0-0"],
+               normalizers=["uuid", [r"\bREQ-\d+", "<req>"], "datetime"])
+    out = tmp_path / "merged.jsonl"
+    assert main(["merge", str(a), str(b), "-o", str(out)]) == 0
+    assert load_cassette(out).header.normalizers == [
+        "datetime", "uuid", [r"\bREQ-\d+", "<req>"]]
+    printed = capsys.readouterr().out
+    assert f"note: {a}: keeps 1 of the 3 normalizers the merged cassette keeps" in printed
+    assert f"{b}: keeps" not in printed  # it keeps all three (in another order)
+    with open_cassette(out, "replay") as session:  # a replay applies all of them
+        assert session.normalizers == ["datetime", "uuid", (r"\bREQ-\d+", "<req>")]
+
+
 def test_merge_refuses_a_rollout_id_in_two_shards(tmp_path):
     a = _shard(tmp_path / "a.jsonl", ["train-x-0-0"])
     b = _shard(tmp_path / "b.jsonl", ["train-x-0-0"])

@@ -21,10 +21,13 @@ from __future__ import annotations
 import io
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+import signal
+import threading
+from collections import deque
+from collections.abc import Callable
 from contextlib import redirect_stderr
 from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +92,68 @@ def _context() -> multiprocessing.context.BaseContext:
     return ctx
 
 
+def _die_with_parent(alive: Connection) -> None:
+    """End this worker when the parent is gone: ``alive``'s other end is held by the parent
+    only, so it reads EOF the moment the parent dies (even SIGKILLed, when nothing else could
+    tell the worker). A SIGKILLed ``replay -j`` left its workers running for good, and with
+    them the fork server and the resource tracker they keep alive."""
+    def watch() -> None:
+        try:
+            alive.recv()
+        except (EOFError, OSError):
+            pass
+        os._exit(1)
+
+    threading.Thread(target=watch, name="hermes-replay-parent-watch", daemon=True).start()
+
+
+def _worker(replay: Replay, conn: Connection, alive: Connection) -> None:
+    """A worker process: replay the jobs the parent sends, one at a time, until told to stop."""
+    _die_with_parent(alive)
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError, KeyboardInterrupt):
+            return
+        if job is None:
+            return
+        conn.send(_replay_one(replay, job))
+
+
+@dataclass
+class _Proc:
+    process: Any
+    conn: Connection
+    alive: Connection  # the parent's end of the worker's liveness pipe (never written)
+    job: Job | None = None
+
+
+def _start(ctx: Any, replay: Replay) -> _Proc:
+    conn, child = ctx.Pipe()
+    alive_r, alive_w = ctx.Pipe(duplex=False)
+    process = ctx.Process(target=_worker, args=(replay, child, alive_r), daemon=True,
+                          name="hermes-replay-worker")
+    process.start()
+    child.close()
+    alive_r.close()
+    return _Proc(process, conn, alive_w)
+
+
+def _died(job: Job, exitcode: int | None) -> Outcome:
+    if exitcode is not None and exitcode < 0:
+        try:
+            how = f"killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            how = f"killed by signal {-exitcode}"
+    else:
+        how = f"exited with code {exitcode}"
+    summary = RunSummary(mode="replay", cassette=str(job.cassette))
+    summary.error = (f"the replay worker process died while replaying {job.cassette} ({how}: "
+                     "out of memory, or killed); the other cassettes ran on. Next step: replay "
+                     f"it alone to see why (hermes-replay replay {job.cassette} -v)")
+    return Outcome(job.index, summary, "?", "")
+
+
 def replay_in_processes(replay: Replay, jobs: list[Job], workers: int,
                         on_done: Callable[[Outcome], None]) -> tuple[list[Outcome], bool]:
     """Replay ``jobs`` in ``workers`` processes; ``on_done`` hears each as it finishes.
@@ -96,33 +161,61 @@ def replay_in_processes(replay: Replay, jobs: list[Job], workers: int,
     Returns the outcomes in job order and whether Ctrl-C stopped the run: then no further
     cassette is started, the running ones end as interrupted (the children get the signal
     too) and only what finished is returned. A worker process that died (killed, out of
-    memory) is an error outcome for its cassette, never a lost one.
+    memory) is one error outcome for the cassette it was replaying; a new worker takes the
+    cassettes still to come. (A ``ProcessPoolExecutor`` fails every pending job instead.)
     """
+    ctx = _context()
+    todo = deque(jobs)
     outcomes: dict[int, Outcome] = {}
+    procs: list[_Proc] = []
     interrupted = False
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=_context())
-    pending: dict[Future[Outcome], Job] = {pool.submit(_replay_one, replay, j): j
-                                           for j in jobs}
+
+    def hand_out(proc: _Proc) -> None:
+        proc.job = todo.popleft() if todo else None
+        if proc.job is not None:
+            proc.conn.send(proc.job)
+
     try:
-        for outcome in _as_done(pending):
-            outcomes[outcome.index] = outcome
-            on_done(outcome)
+        for _ in range(min(workers, len(jobs))):
+            procs.append(_start(ctx, replay))
+            hand_out(procs[-1])
+        while any(p.job is not None for p in procs):
+            busy = [p for p in procs if p.job is not None]
+            ready = set(wait([p.conn for p in busy] + [p.process.sentinel for p in busy]))
+            for proc in busy:
+                if proc.conn not in ready and proc.process.sentinel not in ready:
+                    continue
+                assert proc.job is not None
+                try:
+                    outcome = proc.conn.recv()
+                except (EOFError, OSError):  # it died mid-job: this cassette only
+                    proc.process.join(5)
+                    outcome = _died(proc.job, proc.process.exitcode)
+                    _stop(proc)
+                    procs[procs.index(proc)] = proc = _start(ctx, replay) if todo else proc
+                outcomes[outcome.index] = outcome
+                on_done(outcome)
+                if proc.process.is_alive():
+                    hand_out(proc)
+                else:
+                    proc.job = None
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        for proc in procs:
+            _stop(proc, grace=5 if interrupted else 30)
     return [outcomes[j.index] for j in jobs if j.index in outcomes], interrupted
 
 
-def _as_done(pending: dict[Future[Outcome], Job]) -> Iterator[Outcome]:
-    left = set(pending)
-    while left:
-        done, left = wait(left, return_when=FIRST_COMPLETED)
-        for future in sorted(done, key=lambda f: pending[f].index):
-            job = pending[future]
-            try:
-                yield future.result()
-            except Exception as exc:  # the worker process died or could not run the job
-                summary = RunSummary(mode="replay", cassette=str(job.cassette))
-                summary.error = f"the replay worker process failed: {type(exc).__name__}: {exc}"
-                yield Outcome(job.index, summary, "?", "")
+def _stop(proc: _Proc, grace: float = 30) -> None:
+    """Ask a worker to end (it finishes nothing new), then make sure it has."""
+    try:
+        proc.conn.send(None)
+    except (OSError, ValueError):
+        pass
+    proc.process.join(grace)
+    if proc.process.is_alive():
+        proc.process.kill()
+        proc.process.join(5)
+    for conn in (proc.conn, proc.alive):
+        conn.close()

@@ -8,9 +8,13 @@ flags and print, and leave the work to the library (``hermes_replay.cassette``,
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
+
+# OSErrors that mean "this disk takes no more": no space, over quota, read-only, file too big
+_DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
 
 # Order here is the order ``--help`` lists them in.
 COMMANDS: tuple[str, ...] = (
@@ -38,7 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="hermes-replay",
         description="Record and replay the LLM traffic of Atropos agent environments.",
     )
+    from hermes_replay import __version__
     from hermes_replay._cli._runner import EnvArgsParser
+
+    parser.add_argument("--version", action="version", version=f"hermes-replay {__version__}")
 
     # every sub-command may take `-- MODE [env flags]` (record, replay, passthrough do)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=EnvArgsParser)
@@ -73,6 +80,16 @@ def main(argv: list[str] | None = None) -> int:
         # at /dev/null so the interpreter's final flush does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        if exc.errno not in _DISK_ERRORS:
+            raise
+        # a full disk (or a read-only one, a quota) met while writing outputs: say where and
+        # what to do, as record/merge/compact do, rather than a traceback
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"hermes-replay {args.command}: cannot write{where}: {exc.strerror or exc}. "
+              "Next step: free space on that disk (or point --out / -o at another one) and "
+              "run it again.", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

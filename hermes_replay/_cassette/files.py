@@ -121,12 +121,27 @@ def is_compressed(path: str | Path) -> bool:
 
 def cassette_files(folder: Path, *, partial: bool = False) -> list[Path]:
     """Every cassette file under ``folder`` (recursively), in name order; ``partial`` adds the
-    ``.partial`` journals."""
+    ``.partial`` journals. Only regular files (or links to them)."""
     patterns = ["*.jsonl", "*.jsonl.zst"]
     if partial:
         patterns += ["*.jsonl.partial", "*.jsonl.zst.partial"]
     found = {p for pattern in patterns for p in folder.rglob(pattern)}
-    return sorted(found)
+    # regular files only: a folder or a FIFO named like a cassette is not one, and opening a
+    # FIFO would wait for a writer (``is_file`` only stats: it never blocks)
+    return sorted(p for p in found if p.is_file())
+
+
+def name_too_long(text: str) -> str | None:
+    """Why no file can have the path ``text`` (a header's ``env_file`` is data from outside:
+    asking the OS about a 6,000-character name raises ``OSError: File name too long``), or
+    None. Limits are Linux's, the tightest of the usual ones."""
+    if len(text.encode("utf-8", "replace")) > 4095:
+        return f"is {len(text):,} characters long (a path holds at most 4,095 bytes)"
+    longest = max((part for part in text.replace("\\", "/").split("/")), key=len, default="")
+    if len(longest.encode("utf-8", "replace")) > 255:
+        return (f"has a {len(longest):,}-character name in it (a file name holds at most 255 "
+                "bytes)")
+    return None
 
 
 def within(path: Path, folder: Path) -> bool:

@@ -34,7 +34,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from hermes_replay._cassette import SCHEMA_VERSION, load_cassette
-from hermes_replay._cassette.files import cassette_files, first_line, read_lines
+from hermes_replay._cassette.files import cassette_files, first_line, name_too_long, read_lines
 from hermes_replay._cassette.fingerprints import EDIT_HINT, edited_requests
 from hermes_replay._cassette.format import blob_id
 from hermes_replay._cassette.model import ROLLOUT_ID_RULE, rollout_id_problem
@@ -80,6 +80,8 @@ def _check_header(record: dict[str, Any]) -> Iterator[str]:
     if env_file is not None:
         if not isinstance(env_file, str):
             yield f"env_file must be a string, not {type(env_file).__name__}"
+        elif name_too_long(env_file):
+            yield f"env_file {name_too_long(env_file)}: no file has that name"
         elif (PurePosixPath(env_file).is_absolute() or PureWindowsPath(env_file).is_absolute()
               or ".." in PurePosixPath(env_file.replace("\\", "/")).parts):
             yield (f"env_file {env_file!r} points outside the project (absolute or '..'); "

@@ -66,11 +66,53 @@ def write_manifest(out: Path, manifest: Manifest) -> Path:
     return target
 
 
+# The JSON types a summary field may hold, from its annotation (the file is data: a field of
+# the wrong type must be a clear error here, not an AttributeError in the table).
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "int": (int,), "str": (str,), "float": (int, float), "None": (type(None),),
+    "dict": (dict,), "list": (list,), "Any": (object,),
+}
+
+
+def _allowed(annotation: str) -> tuple[type, ...]:
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(annotation + "|"):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "|" and depth == 0:  # a union at the top, not inside dict[...]
+            parts.append(annotation[start:i])
+            start = i + 1
+    out: tuple[type, ...] = ()
+    for part in parts:
+        out += _JSON_TYPES.get(part.strip().split("[")[0], (object,))
+    return out
+
+
+_SUMMARY_TYPES = {f.name: _allowed(str(f.type)) for f in fields(RunSummary)}
+
+
 def _summary(data: dict[str, Any]) -> RunSummary:
     known = {k: v for k, v in data.items() if k in _SUMMARY_FIELDS}
+    for name, value in known.items():
+        allowed = _SUMMARY_TYPES[name]
+        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed
+                                              and object not in allowed):
+            raise ValueError(f"summary field {name!r} is a {type(value).__name__}, not "
+                             f"{' or '.join(t.__name__ for t in allowed)}")
     known["changed"] = {rid: (pair[0], pair[1]) for rid, pair in
                         (known.get("changed") or {}).items()}
     return RunSummary(**known)
+
+
+def _shard(value: Any) -> str | None:
+    """The manifest's ``shard``: None or an ``I/N`` ``results`` can use."""
+    from hermes_replay._cli._shard import parse_shard
+
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"shard is a {type(value).__name__}, not \"I/N\" or null")
+    parse_shard(value)  # ShardError (a ValueError) says what is wrong
+    return value
 
 
 def read_manifest(folder: Path) -> Manifest:
@@ -91,9 +133,15 @@ def read_manifest(folder: Path) -> Manifest:
                              f"reads {_SCHEMA}")
         rows = [ManifestRow(str(r["rel"]), str(r["cassette"]), str(r["mode"]),
                             _summary(dict(r["summary"]))) for r in data["rows"]]
-        return Manifest(corpus=str(data["corpus"]), shard=data.get("shard"),
+        complete = data.get("complete", False)
+        if not isinstance(complete, bool):  # "false" is a non-empty string: it is no true
+            raise ValueError(f"complete is {complete!r:.20}, not true or false")
+        return Manifest(corpus=str(data["corpus"]), shard=_shard(data.get("shard")),
                         corpus_cassettes=[str(c) for c in data["corpus_cassettes"]],
-                        rows=rows, complete=bool(data.get("complete", False)), path=path)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+                        rows=rows, complete=complete, path=path)
+    except RecursionError:
+        raise CassetteError("cannot be read as a replay manifest (nested too deeply)",
+                            path=path, hint=hint) from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CassetteError(f"cannot be read as a replay manifest ({exc})", path=path,
                             hint=hint) from exc

@@ -70,7 +70,8 @@ class RunSummary:
                 parts.append(f"{self.other_workers} left to other workers")
         parts.append(f"mean reward {fmt_reward(self.mean_reward)}")
         if self.skipped:
-            return [style(head, "bold"), "  " + style("skipped: ", "yellow") + self.skipped]
+            return [style(head, "bold"),
+                    "  " + style("skipped: ", "yellow") + sanitize(self.skipped)]
         out = [style(head, "bold"), "  " + " · ".join(parts)]
         out.extend("  handled: " + sanitize(text) for text in self.handled)
         if self.mode == "auto" and not self.error and not self.exit_code:
@@ -106,7 +107,7 @@ class RunSummary:
             out.append("  " + style("retried: ", "yellow") + sanitize(self.retried)
                        + "; this is the second attempt, on another worker")
         if self.error:
-            out.append("  " + style("error: ", "red") + self.error)
+            out.append("  " + style("error: ", "red") + sanitize(self.error))
         if self.exit_code:
             out.append(f"  environment exit code {self.exit_code}")
         if self.log and (self.error or self.exit_code):

@@ -27,7 +27,7 @@ from hermes_replay._errors import (
 from hermes_replay._runner.envrun import redirected_to
 from hermes_replay._runner.fd_capture import terminal_stream
 from hermes_replay._runner.result import RunResult
-from hermes_replay._terminal.render import Progress
+from hermes_replay._terminal.render import Progress, sanitize
 
 __all__ = [
     "ENV_MODES",
@@ -339,7 +339,7 @@ def run_with_progress(
         return summary, None
     except HermesReplayError as exc:  # before the run started (a bad cassette)
         progress.close()
-        print(f"hermes-replay {mode}: {exc}", file=err)
+        print(f"hermes-replay {mode}: {sanitize(str(exc))}", file=err)
         summary.error = str(exc).splitlines()[0]
         return summary, None
     finally:
@@ -349,7 +349,7 @@ def run_with_progress(
     if isinstance(error, RecordingFailed):
         summary.error = str(error)
     elif isinstance(error, UnusedRecordings):
-        print(f"hermes-replay {mode}: {error}", file=err)
+        print(f"hermes-replay {mode}: {sanitize(str(error))}", file=err)
         summary.error = f"{len(error.unused)} recordings never used (strict)"
     elif isinstance(error, CassetteMiss):
         from hermes_replay._cli._misses import cli_miss_hint, miss_report
@@ -359,7 +359,7 @@ def run_with_progress(
         print(f"hermes-replay {mode}: {report}", file=err)
         summary.error = f"{len(error.misses)} requests had no recording"
     elif error is not None:
-        print(f"hermes-replay {mode}: {error}", file=err)
+        print(f"hermes-replay {mode}: {sanitize(str(error))}", file=err)
         summary.error = str(error).splitlines()[0]
     if mode != "replay" and (summary.error or summary.exit_code):
         _print_log_tail(log_path, err)  # (a failed replay's error carries the tail already)
@@ -369,7 +369,6 @@ def run_with_progress(
 def _print_log_tail(log_path: Path | None, err: Any) -> None:
     """The end of the env log: what the environment said last (a crash's traceback)."""
     from hermes_replay._runner.verdict import log_tail
-    from hermes_replay._terminal.render import sanitize
 
     tail = log_tail(log_path)
     if tail:

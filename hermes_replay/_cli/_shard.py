@@ -14,6 +14,7 @@ statistical: with many cassettes per shard each gets close to 1/N of them.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -39,11 +40,19 @@ class Shard:
         return f"shard-{self.index}-of-{self.count}"
 
 
+def _number(text: str) -> int:
+    """A plain ASCII count: ``int`` also takes ``"３"``, ``" 3"``, ``"+3"`` and ``"1_0"``, which
+    no shard or Slurm variable is meant to be."""
+    if not re.fullmatch(r"[0-9]{1,9}", text):
+        raise ValueError(text)
+    return int(text)
+
+
 def parse_shard(text: str) -> Shard:
-    """``"I/N"`` with 1 ≤ I ≤ N."""
+    """``"I/N"`` with 1 ≤ I ≤ N, in ASCII digits."""
     index, sep, count = text.partition("/")
     try:
-        shard = Shard(int(index), int(count))
+        shard = Shard(_number(index), _number(count))
     except ValueError:
         raise ShardError(f"--shard {text}: give I/N, e.g. --shard 2/8 (the 2nd of 8 "
                          "shards; I counts from 1)") from None
@@ -60,12 +69,17 @@ def shard_from_slurm(environ: Mapping[str, str]) -> Shard | None:
     if task is None or count is None:
         return None
     try:
-        task_id, total = int(task), int(count)
-        first = int(environ.get("SLURM_ARRAY_TASK_MIN", "0"))
-        step = int(environ.get("SLURM_ARRAY_TASK_STEP", "1") or 1)
+        task_id, total = _number(task), _number(count)
+        first = _number(environ.get("SLURM_ARRAY_TASK_MIN", "0"))
+        step = _number(environ.get("SLURM_ARRAY_TASK_STEP", "1") or "1")
     except ValueError:
-        raise ShardError(f"SLURM_ARRAY_TASK_ID={task}, SLURM_ARRAY_TASK_COUNT={count}: not "
-                         "numbers; pass --shard I/N yourself") from None
+        raise ShardError(
+            f"SLURM_ARRAY_TASK_ID={task!r:.20}, SLURM_ARRAY_TASK_COUNT={count!r:.20}, "
+            f"SLURM_ARRAY_TASK_MIN and SLURM_ARRAY_TASK_STEP: not all plain numbers; pass "
+            "--shard I/N yourself") from None
+    if step < 1:  # divided by below
+        raise ShardError(f"SLURM_ARRAY_TASK_STEP={step}: an array's step is at least 1; "
+                         "pass --shard I/N yourself (I from 1 to N)")
     offset, rest = divmod(task_id - first, step)
     if rest or total < 1 or not 0 <= offset < total:
         raise ShardError(

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_replay._cassette.matching import field_report
-from hermes_replay._terminal.render import Style, fmt_reward, table
+from hermes_replay._terminal.render import Style, fmt_reward, sanitize, table
 
 DEFAULT_LIMIT = 5
 
@@ -127,7 +127,8 @@ def _side_line(name: str, view: Any) -> str:
     facts.append(f"{len(view.rollouts)} rollouts")
     if view.transcripts is not None:
         facts.append(f"{view.turn_count} turns")
-    return f"  {name}  {view.label}  ({' · '.join(facts)})"
+    # the env name and label come from the cassettes: shown escaped, never as terminal codes
+    return sanitize(f"  {name}  {view.label}  ({' · '.join(facts)})")
 
 
 def _ids(ids: list[str], limit: int = 8) -> str:

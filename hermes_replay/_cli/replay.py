@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
@@ -62,7 +63,7 @@ from hermes_replay._cli._shard import Shard, ShardError, parse_shard, shard_from
 from hermes_replay._cli._worker import add_worker_flag, given_worker, worker_variable
 from hermes_replay._runner.plan import find_cassettes, replay_argv, special_file_problem
 from hermes_replay._runner.stall import DEFAULT_MAX_MISSES
-from hermes_replay._terminal.render import Progress, Style, fmt_reward, table
+from hermes_replay._terminal.render import Progress, Style, fmt_reward, sanitize, table
 
 NOTHING_RECORDED = "nothing recorded yet — record one with: hermes-replay record"
 
@@ -161,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         live = live_options(args)
     except ValueError as exc:
-        print(f"hermes-replay replay: {exc}", file=sys.stderr)
+        print(f"hermes-replay replay: {sanitize(str(exc))}", file=sys.stderr)
         return 2
     refused = refused_with(args) if live else None
     if refused:
@@ -185,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         tools = {**tool_options(args), **_guards(args)}
     except ValueError as exc:
-        print(f"hermes-replay replay: {exc}", file=sys.stderr)
+        print(f"hermes-replay replay: {sanitize(str(exc))}", file=sys.stderr)
         return 2
     if args.jobs is not None and args.jobs < 1:
         print(f"hermes-replay replay: -j {args.jobs}: give 1 or more worker processes "
@@ -196,9 +197,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"hermes-replay replay: {problem}", file=sys.stderr)
         return 2
     try:
-        shard = parse_shard(args.shard) if args.shard else shard_from_slurm(os.environ)
+        shard = parse_shard(args.shard) if args.shard is not None else shard_from_slurm(os.environ)
     except ShardError as exc:
-        print(f"hermes-replay replay: {exc}", file=sys.stderr)
+        print(f"hermes-replay replay: {sanitize(str(exc))}", file=sys.stderr)
         return 2
     if args.twice:
         if shard is not None or args.executor != "local":
@@ -242,7 +243,7 @@ def _run_env(args: argparse.Namespace) -> int:
     try:
         check_env_source(env_file)
     except NotAnEnvFile as exc:
-        print(f"hermes-replay replay: {exc}", file=sys.stderr)
+        print(f"hermes-replay replay: {sanitize(str(exc))}", file=sys.stderr)
         return 2
     cassette = args.cassette or default_cassette_path(env_file, args.env_args[0])
     worker = given_worker("replay", args)
@@ -351,15 +352,17 @@ def replay_all(
     rels = [c.relative_to(target) if target.is_dir() else Path(c.name) for c in cassettes]
     manifest = Manifest(corpus=str(target), shard=None if shard is None else str(shard),
                         corpus_cassettes=[r.as_posix() for r in rels])
+    names = _output_names(rels)  # over the whole corpus: the same in every shard
     if shard is not None:
         keep = take_shard(rels, shard)
         cassettes, rels = [cassettes[i] for i in keep], [rels[i] for i in keep]
+        names = [names[i] for i in keep]
         print(f"hermes-replay replay: shard {shard}: {len(cassettes)} of "
               f"{len(manifest.corpus_cassettes)} cassettes", file=sys.stderr)
     out = out or _fresh_out_dir(shard)
     style = Style(sys.stdout)
     tools = {**(options or {}), **tools}  # both are keyword options of run_cassette
-    outs = [out / _output_name(rel) for rel in rels]
+    outs = [out / name for name in names]
     workers = min(jobs or default_jobs(), max(1, len(cassettes)))
     if executor and executor.get("executor") == "ray":
         from hermes_replay._cli._ray import replay_on_ray
@@ -369,7 +372,7 @@ def replay_all(
                                                   verbose, tools, style, jobs=jobs, **executor)
             rows = [_Row(str(cassettes[o.index]), o.mode, o.summary) for o in outcomes]
         except ExecutorError as exc:
-            print(f"hermes-replay replay: {exc}", file=sys.stderr)
+            print(f"hermes-replay replay: {sanitize(str(exc))}", file=sys.stderr)
             return 2
     elif workers > 1:
         rows, interrupted = _replay_in_processes(cassettes, outs, workers, strict, verbose,
@@ -427,6 +430,16 @@ def replay_twice_all(target: Path, *, out: Path | None, **tools: Any) -> int:
     return 1 if differ else 0
 
 
+def _output_names(rels: list[Path]) -> list[Path]:
+    """Each cassette's output folder under --out, one per cassette: ``x.jsonl`` and
+    ``x.jsonl.zst`` side by side (what ``compact -o`` leaves) would share ``x/`` — one
+    result.json, one rescored file — so the compressed one then gets ``x.zst/``."""
+    names = [_output_name(rel) for rel in rels]
+    taken = Counter(names)
+    return [name.with_name(name.name + ".zst") if taken[name] > 1 and rel.name.endswith(".zst")
+            else name for rel, name in zip(rels, names, strict=True)]
+
+
 def _output_name(rel: Path) -> Path:
     """Where a cassette's outputs go under --out: its path without .jsonl / .jsonl.zst."""
     name = rel.name
@@ -482,7 +495,7 @@ def replay_cassette(
         header = load_cassette(cassette).header
     except CassetteError as exc:
         fail.error = str(exc)
-        print(f"hermes-replay replay: {exc}", file=sys.stderr)
+        print(f"hermes-replay replay: {sanitize(str(exc))}", file=sys.stderr)
         return fail, "?"
     command = list(header.command or [])
     if not header.env_file or not command or command[0] not in ENV_MODES:

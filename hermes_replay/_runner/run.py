@@ -68,6 +68,7 @@ def run_cassette(
     Tool commands that execute run inside bubblewrap unless ``trust_cassette=True``; ``seed``
     overrides the recorded seed (see :func:`run_env`).
     """
+    from hermes_replay._cassette.files import name_too_long
     from hermes_replay._cassette.load import load_cassette
     from hermes_replay._runner.out_dir import fresh_out_dir
     from hermes_replay._runner.plan import find_env_file, redirect_outputs, replay_argv
@@ -88,6 +89,12 @@ def run_cassette(
             "the header names no env_file, so there is no command to re-run", path=path, line=1,
             hint="record it with `hermes-replay record ENV_FILE … -- process …`, or use "
                  "hermes_replay.cassette() around your own code")
+    too_long = name_too_long(header.env_file)
+    if too_long:
+        raise CassetteError(
+            f"the header's env_file {too_long}, so no file has that name "
+            f"({header.env_file[:60]!r}…)", path=path, line=1,
+            hint="the header is damaged: restore the cassette from git, or re-record it")
     recorded_rewards = {
         rid: (None if rec.outcome.get("reward") is None else float(rec.outcome["reward"]))
         for rid, rec in recorded_run.rollouts.items()

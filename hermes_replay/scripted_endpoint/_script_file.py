@@ -30,11 +30,13 @@ try:
 except ModuleNotFoundError:  # Python 3.10: the same parser, as the tomli dependency
     import tomli as tomllib  # type: ignore[no-redef]
 
+from hermes_replay._cassette.normalizer_checks import backtracking_problem
 from hermes_replay.scripted_endpoint._script import Conversation, Reply, Rule, Script, _text
 
 __all__ = ["SCRIPT_SUFFIXES", "ScriptFileError", "looks_like_script_file", "read_script_file"]
 
 SCRIPT_SUFFIXES = (".toml", ".json")
+MAX_MIN_WORDS = 100_000
 
 # text a condition can look at; each gives ``<field>_contains`` and ``<field>_matches``
 _FIELDS: dict[str, Callable[[Conversation], str]] = {
@@ -157,6 +159,14 @@ def read_script_file(path: str | os.PathLike[str],
     passed in (``_registry.load_script``) so that this module does not import the registry.
     """
     where = _Where(Path(path))
+    try:
+        return _read_script(where, fallback_lookup)
+    except RecursionError:  # a file nested thousands deep: name it, not "maximum recursion"
+        raise where.fail("file", "is nested too deeply (tables or lists inside each other "
+                         "thousands of times)") from None
+
+
+def _read_script(where: _Where, fallback_lookup: Callable[[str], Script]) -> Script:
     data = _read(where.path)
     _check_keys(data, _TOP_KEYS, where, "top level")
     name = data.get("name", where.path.stem)
@@ -227,7 +237,11 @@ def _check_keys(table: Mapping[str, Any], allowed: Iterable[str], where: _Where,
 
 def _non_negative_int(value: Any, where: _Where, key: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise where.fail(key, f"must be a whole number >= 0, not {value!r}")
+        raise where.fail(key, f"must be a whole number >= 0, not {value!r:.40}")
+    if key.endswith("min_words") and value > MAX_MIN_WORDS:
+        # the reply is built word by word in the server's one thread: 10**12 never ends
+        raise where.fail(key, f"is {value:,}; at most {MAX_MIN_WORDS:,} words (a long "
+                         "reply is a few thousand)")
     return value
 
 
@@ -282,8 +296,15 @@ def _condition(when: dict[str, Any], where: _Where) -> _Condition:
                 raise where.fail(f"when.{key}", f"must be a regular expression, not {value!r}")
             try:
                 pattern = re.compile(value)
-            except re.error as exc:
+            except (re.error, RecursionError, OverflowError) as exc:
                 raise where.fail(f"when.{key}", f"bad regular expression: {exc}") from None
+            # matched in the server's one thread, which re cannot interrupt: a pattern that
+            # backtracks without end would stop every request, /health and SIGTERM included
+            problem = backtracking_problem(value)
+            if problem:
+                raise where.fail(f"when.{key}", f"{value!r:.80} can backtrack without end "
+                                 f"({problem}); write each repeat so it cannot overlap the "
+                                 "next, or make it possessive (a++) or atomic ((?>…))")
             clash = set(pattern.groupindex) & set(_BUILTINS)
             if clash:
                 raise where.fail(f"when.{key}", f"group name(s) {sorted(clash)} are taken by "

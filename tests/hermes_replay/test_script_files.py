@@ -238,12 +238,31 @@ def test_json_script_file_same_shape(tmp_path):
     ('fallback = "nope"\n[[rules]]\nreply = { text = "y" }', r"fallback: .*no script named"),
     ('rule = []', r"top level key 'rule': unknown; did you mean 'rules'"),
     ('[[rules]\n', r"not valid TOML"),
+    # issue 36, finding 13: each of these stopped the server (chat, /health, SIGTERM)
+    ('[[rules]]\nname = "r"\nwhen = { last_user_matches = \'(?:\\w+\\s?)+QQQ\' }\n'
+     'reply = { text = "y" }',
+     r"rule 1 \('r'\), when.last_user_matches: .* can backtrack without end"),
+    ('min_words = 1000000000000\n[[rules]]\nreply = { text = "y" }',
+     r"min_words: is 1,000,000,000,000; at most 100,000 words"),
+    ('[[rules]]\nmin_words = 100001\nreply = { text = "y" }', r"min_words: is 100,001"),
+    # also seen: "maximum recursion depth exceeded", naming no file
+    ("x = " + "[" * 5000 + "]" * 5000 + "\n[[rules]]\nreply = { text = 'y' }",
+     r"file: (is nested too deeply|not valid TOML)"),
 ])
 def test_mistakes_are_named_at_load(tmp_path, text, expected):
     path = write(tmp_path, text)
     with pytest.raises(ScriptFileError, match=expected) as err:
         load_script(path)
     assert str(path) in str(err.value) and "docs/scripted-endpoint.md" in str(err.value)
+
+
+def test_a_json_script_nested_deeply_names_the_file(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text('{"rules": [{"reply": {"text": "y"}}], "x": ' + "[" * 100_000
+                    + "]" * 100_000 + "}")
+    with pytest.raises(ScriptFileError, match="file: is nested too deeply") as err:
+        load_script(path)
+    assert str(path) in str(err.value)
 
 
 def test_cli_refuses_a_bad_or_missing_script_file(tmp_path):

@@ -49,7 +49,12 @@ _DEPTH = 1
 _UPLOAD_LIMIT = 256 << 20  # bytes of one cassette's outputs sent back with --ray-upload
 # variables of the driver's machine that must not replace the worker's own
 _MACHINE_VARS = ("HOSTNAME", "PWD", "OLDPWD", "TMPDIR", "SHLVL", "_")
-_EXCLUDES = [".git", ".venv*", "**/__pycache__", "replay-out", "node_modules", "*.egg-info"]
+_EXCLUDES = [".git", ".venv*", "**/__pycache__", "replay-out", "node_modules", "*.egg-info",
+             # credentials never leave this machine, .gitignore or not (Ray honours one only
+             # when the project has it): a project's .env shipped with the code
+             ".env", ".env.*", "*.env", ".envrc", ".netrc", ".pypirc", ".npmrc", ".aws",
+             ".ssh", ".docker", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_ed25519*",
+             "id_ecdsa*", ".git-credentials"]
 
 
 class _Worker:
@@ -168,6 +173,14 @@ def _project_root(cassettes: list[Path]) -> Path:
                         "the folder that holds the cassettes and their env files")
 
 
+def upload_excludes(root: Path, outs: list[Path]) -> list[str]:
+    """What ``--ray-upload`` leaves out of ``root``: tooling, secrets, and the outputs of this
+    very run (they are not inputs)."""
+    return [*_EXCLUDES, *(f"/{o.resolve().relative_to(root).as_posix()}"
+                          for o in {p.parent for p in outs}
+                          if o.resolve().is_relative_to(root))]
+
+
 def _current_cluster_file() -> Path:
     """Where ``ray start --head`` leaves its address: Ray's own default temp folder
     (``RAY_TMPDIR``, else ``TMPDIR`` on Linux, else /tmp) + ``ray/ray_current_cluster`` —
@@ -258,10 +271,7 @@ def replay_on_ray(replay: Any, cassettes: list[Path], outs: list[Path], strict: 
     root = _project_root(cassettes) if upload else None
     runtime_env = None
     if root is not None:  # the outputs of this very run are not shipped with the inputs
-        excludes = [*_EXCLUDES, *(f"/{o.resolve().relative_to(root).as_posix()}"
-                                  for o in {p.parent for p in outs}
-                                  if o.resolve().is_relative_to(root))]
-        runtime_env = {"working_dir": str(root), "excludes": excludes}
+        runtime_env = {"working_dir": str(root), "excludes": upload_excludes(root, outs)}
     _connect(address, jobs, runtime_env, log)
     here, environ = str(Path.cwd()), dict(os.environ)
     todo = deque(Job(i, c.resolve(), o.resolve(), strict, verbose, dict(tools), here, environ)

@@ -198,3 +198,24 @@ def test_a_cassette_and_its_compressed_copy_get_their_own_outputs(
     assert json.loads(first.read_text())["cassette"].endswith("process.jsonl")
     assert json.loads(second.read_text())["cassette"].endswith("process.jsonl.zst")
     shutil.rmtree(calc_project / "out")
+
+
+# -- also seen: --ray-upload shipped a .env when the project had no .gitignore ----------------
+
+def test_ray_upload_never_ships_credentials_files(tmp_path: Path) -> None:
+    """Through Ray's own matcher of ``excludes`` (what ``working_dir`` uploads)."""
+    pytest.importorskip("ray")
+    from ray._private.runtime_env.packaging import _get_excludes
+
+    from hermes_replay._cli._ray import upload_excludes
+
+    root = tmp_path / "project"
+    for name in (".env", ".env.local", "prod.env", ".envrc", "deploy/id_rsa", "certs/tls.key",
+                 ".aws/credentials", "environments/e.py", "cassettes/e/process.jsonl"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("x")
+    excluded = _get_excludes(root, upload_excludes(root, [root / "out" / "e"]))
+    shipped = sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
+                     if p.is_file() and not any(excluded(q) for q in (p, *p.parents)
+                                                if q.is_relative_to(root) and q != root))
+    assert shipped == ["cassettes/e/process.jsonl", "environments/e.py"]

@@ -46,6 +46,11 @@ def test_a_fifo_or_a_folder_named_jsonl_is_not_a_cassette(
     (tmp_path / "cassettes" / "dir.jsonl").mkdir()
     (tmp_path / "cassettes" / "dir.jsonl.zst").mkdir()
     assert find_cassettes(tmp_path / "cassettes") == [good]
+    from hermes_replay._cli._watch_plan import WatchPlan
+
+    plan = WatchPlan.from_target(tmp_path / "cassettes")  # what `watch` replays, and re-finds
+    assert plan.cassettes == [good.resolve()]
+    assert plan.affected([tmp_path / "cassettes" / "pipe.jsonl"]) == [good.resolve()]
     assert main(["ls", "cassettes"]) == 0
     assert "good.jsonl" in capsys.readouterr().out
     good.unlink()  # only the odd entries left: nothing to replay, said as such

@@ -93,3 +93,13 @@ def test_sigkill_of_the_parent_leaves_no_process_behind(calc_project: Path) -> N
             os.kill(pid, signal.SIGKILL)
         if proc.poll() is None:
             proc.kill()
+
+
+def test_the_error_row_says_how_the_worker_died(tmp_path: Path) -> None:
+    from hermes_replay._cli._parallel import Job, _died
+
+    job = Job(0, tmp_path / "c.jsonl", tmp_path / "out", False, False, {}, str(tmp_path), {})
+    error = _died(job, -signal.SIGKILL).summary.error or ""
+    assert f"while replaying {tmp_path / 'c.jsonl'} (killed by SIGKILL" in error
+    assert "Next step: replay it alone" in error
+    assert "exited with code 17" in (_died(job, 17).summary.error or "")

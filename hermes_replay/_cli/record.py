@@ -25,6 +25,7 @@ from hermes_replay._cli._provider import (
     no_endpoint_message,
 )
 from hermes_replay._cli._runner import (
+    ENV_HELP,
     add_env_command,
     add_normalize_flag,
     add_verbose_flag,
@@ -66,7 +67,7 @@ def register(sub: Any) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("env_file", metavar="ENV_FILE", help="the environment file (a CLI)")
+    p.add_argument("env_file", metavar="ENV_FILE", help=ENV_HELP)
     p.add_argument(
         "--cassette",
         type=Path,

@@ -7,13 +7,17 @@ a 401 body echoing the key, a model reply — in its raw, percent-encoded and JS
 forms (and, for ``user:password``, the base64 of HTTP Basic auth); a value of 12 bytes or
 more also in its hex and base64/base64url forms, at each of the three byte alignments it can
 have inside a longer base64 text (``{"api_key": "<key>"}`` encoded whole); and a key-like
-value of 16 characters or more also in pieces: any run of eight or more of its characters
-(a key printed in two halves leaves no half behind).
+value of 16 characters or more also in pieces: a key printed in two parts (split anywhere)
+leaves no part of eight characters or more behind.
 
 Why not decode every base64 run and scan the result: recording scans every new string of
 every request, and decoding is far dearer than a few substring tests. The encoded forms are
-made once, when a value becomes known, and searched with ``in`` (C speed); so are the
-four-character blocks that any run of eight of a key's characters must contain.
+made once, when a value becomes known, and searched with ``in`` (C speed). So are a key's
+anchors — its first and last eight characters: each part of a two-way split holds one of
+them once it is eight long — and only around an anchor found is a piece measured, character
+by character. The middle of a key cut in three or more is not sought (each anchor searched
+costs a scan of every new string of every request; two per key cost a tenth of a
+recorder's secret work, see ``benchmarks/redact_bench.py``).
 
 One registry per process (``KNOWN``): the recorder, the CLI and tool recording all add to
 and read from the same one. ``scope()`` undoes additions (tests, long-lived processes).
@@ -43,10 +47,10 @@ _WHOLE_WORD_BELOW = 16
 # form kept (a base64 core) is then 12+ characters, which random base64 (an image) does not
 # hold by chance (64**12 ≈ 5e21).
 _ENCODED_FROM = 12
-# A key-like value this long is also found in pieces of ``_PIECE`` characters or more.
+# A key-like value this long is also found in pieces of ``_PIECE`` characters or more that
+# hold one of its anchors (``_anchors``).
 _PIECES_FROM = 16
 _PIECE = 8
-_BLOCK = _PIECE // 2  # every run of _PIECE characters of a value holds one aligned block
 _ALNUM = frozenset(string.ascii_letters + string.digits)
 _KEY_CHARS = re.compile(r"[A-Za-z0-9_\-.+=~:/]+")
 
@@ -68,8 +72,6 @@ def encoded_forms(value: str) -> list[str]:
     if len(raw) < _ENCODED_FROM:
         return []
     forms = [raw.hex(), raw.hex().upper()]
-    whole = base64.b64encode(raw).decode("ascii")
-    forms += [whole, whole.rstrip("=")]
     for shift in range(3):
         encoded = base64.b64encode(b"\0" * shift + raw).decode("ascii")
         first = 1 if shift else 0  # the group holding padding bytes is not the value's
@@ -77,11 +79,17 @@ def encoded_forms(value: str) -> list[str]:
         core = encoded[4 * first:4 * last]
         if len(core) >= _ENCODED_FROM:
             forms.append(core)
-    forms += [f.translate(_URLSAFE) for f in forms[2:]]
+    forms += [f.translate(_URLSAFE) for f in forms[2:]]  # the same if it holds no + or /
     return list(dict.fromkeys(forms))
 
 
 _URLSAFE = str.maketrans("+/", "-_")
+
+
+def _anchors(value: str) -> list[str]:
+    """Substrings of ``value`` that a piece worth finding holds: its first and last
+    ``_PIECE`` characters (each part of a two-way split, once ``_PIECE`` long, holds one)."""
+    return list(dict.fromkeys((value[:_PIECE], value[-_PIECE:])))
 
 
 def _key_like(value: str) -> bool:
@@ -135,9 +143,8 @@ class KnownSecrets:
         """The search tables (made on each addition, read without the lock): the forms,
         longest first, and each key-like value's aligned blocks."""
         forms = tuple(sorted(self._values.items(), key=lambda kv: len(kv[0]), reverse=True))
-        blocks = tuple((value[i:i + _BLOCK], value, label)
-                       for value, label in self._pieces.items()
-                       for i in range(0, len(value) - _BLOCK + 1, _BLOCK))
+        blocks = tuple((anchor, value, label) for value, label in self._pieces.items()
+                       for anchor in _anchors(value))
         self._search = (forms, blocks)
 
     def add_userinfo(self, url: str) -> None:
@@ -182,7 +189,7 @@ class KnownSecrets:
 
     def spans(self, text: str) -> Iterator[Span]:
         """Where ``text`` holds a known value: each form (overlaps are merged by
-        ``rules.secret_spans``), and each run of ``_PIECE``+ characters of a key-like one."""
+        ``rules.secret_spans``), and each piece of a key-like one around an anchor."""
         forms, blocks = self._search
         for form, label in forms:
             start = text.find(form)
@@ -227,9 +234,10 @@ class KnownSecrets:
 
 
 def _piece_spans(text: str, block: str, value: str, label: str) -> Iterator[Span]:
-    """Each maximal run of ``value``'s characters around an occurrence of ``block`` in
-    ``text`` that is ``_PIECE`` characters or longer."""
-    offsets = [i for i in range(len(value) - _BLOCK + 1) if value.startswith(block, i)]
+    """Each maximal run of ``value``'s characters around an occurrence of ``block`` (an
+    anchor) in ``text``."""
+    size = len(block)
+    offsets = [i for i in range(len(value) - size + 1) if value.startswith(block, i)]
     at = text.find(block)
     while at >= 0:
         for offset in offsets:
@@ -237,7 +245,7 @@ def _piece_spans(text: str, block: str, value: str, label: str) -> Iterator[Span
             while (left < offset and at - left > 0
                    and text[at - left - 1] == value[offset - left - 1]):
                 left += 1
-            right = _BLOCK
+            right = size
             while (offset + right < len(value) and at + right < len(text)
                    and text[at + right] == value[offset + right]):
                 right += 1

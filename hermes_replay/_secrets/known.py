@@ -7,15 +7,19 @@ a 401 body echoing the key, a model reply — in its raw, percent-encoded and JS
 forms (and, for ``user:password``, the base64 of HTTP Basic auth); a value of 12 bytes or
 more also in its hex and base64/base64url forms, at each of the three byte alignments it can
 have inside a longer base64 text (``{"api_key": "<key>"}`` encoded whole); and a key-like
-value of 16 characters or more also in pieces: a key printed in two parts (split anywhere)
-leaves no part of eight characters or more behind.
+value also in pieces: a key printed in two parts (split anywhere) leaves no part holding
+eight or more of the key's own characters (those after a vendor prefix such as ``sk-proj-``,
+which every key of that vendor shares).
 
 Why not decode every base64 run and scan the result: recording scans every new string of
 every request, and decoding is far dearer than a few substring tests. The encoded forms are
 made once, when a value becomes known, and searched with ``in`` (C speed). So are a key's
-anchors — its first and last eight characters: each part of a two-way split holds one of
-them once it is eight long — and only around an anchor found is a piece measured, character
-by character. The middle of a key cut in three or more is not sought (each anchor searched
+anchors — the first and last eight characters after its vendor prefix: each part of a
+two-way split holds one of them once it holds eight — and only around an anchor found is a
+piece measured, character by character; a piece is cut when it is eight or longer and looks
+random (a digit, or upper and lower case: ``interaction`` in a cassette holds the last
+eight letters of a key ending ``…teractio``, and stays). The middle of a key cut in three or
+more is not sought (each anchor searched
 costs a scan of every new string of every request; two per key cost a tenth of a
 recorder's secret work, see ``benchmarks/redact_bench.py``).
 
@@ -47,8 +51,8 @@ _WHOLE_WORD_BELOW = 16
 # form kept (a base64 core) is then 12+ characters, which random base64 (an image) does not
 # hold by chance (64**12 ≈ 5e21).
 _ENCODED_FROM = 12
-# A key-like value this long is also found in pieces of ``_PIECE`` characters or more that
-# hold one of its anchors (``_anchors``).
+# A key-like value whose body (``_body``) is this long is also found in pieces of ``_PIECE``
+# characters or more that hold one of its anchors (``_anchors``).
 _PIECES_FROM = 16
 _PIECE = 8
 _ALNUM = frozenset(string.ascii_letters + string.digits)
@@ -86,16 +90,34 @@ def encoded_forms(value: str) -> list[str]:
 _URLSAFE = str.maketrans("+/", "-_")
 
 
+# ``sk-``, ``proj-``, ``api03-``, ``github_``, ``pat_``: lower-case words a vendor puts first
+_VENDOR_PREFIX = re.compile(r"(?:[a-z][a-z0-9]{0,9}[-_])+")
+
+
+def _body(value: str) -> str:
+    """``value`` without its vendor prefix: the characters that are the key's own."""
+    prefix = _VENDOR_PREFIX.match(value)
+    return value[prefix.end():] if prefix is not None else value
+
+
 def _anchors(value: str) -> list[str]:
-    """Substrings of ``value`` that a piece worth finding holds: its first and last
-    ``_PIECE`` characters (each part of a two-way split, once ``_PIECE`` long, holds one)."""
-    return list(dict.fromkeys((value[:_PIECE], value[-_PIECE:])))
+    """Substrings of ``value`` that a piece worth finding holds: the first and last
+    ``_PIECE`` characters of its body (each part of a two-way split holds one, once it holds
+    ``_PIECE`` of the body's characters)."""
+    body = _body(value)
+    return list(dict.fromkeys((body[:_PIECE], body[-_PIECE:])))
+
+
+def _random_looking(piece: str) -> bool:
+    """A digit, or both cases: what a key's characters have and a word of data has not."""
+    return any(c.isdigit() for c in piece) or (
+        any(c.isupper() for c in piece) and any(c.islower() for c in piece))
 
 
 def _key_like(value: str) -> bool:
     """A value whose pieces are worth finding: a token (key characters only, letters and
     digits mixed), not a path or prose whose fragments are everyday text."""
-    return (len(value) >= _PIECES_FROM and _KEY_CHARS.fullmatch(value) is not None
+    return (len(_body(value)) >= _PIECES_FROM and _KEY_CHARS.fullmatch(value) is not None
             and not value.startswith(("/", ".", "~")) and "://" not in value
             and any(c.isdigit() for c in value) and any(c.isalpha() for c in value))
 
@@ -249,7 +271,7 @@ def _piece_spans(text: str, block: str, value: str, label: str) -> Iterator[Span
             while (offset + right < len(value) and at + right < len(text)
                    and text[at + right] == value[offset + right]):
                 right += 1
-            if left + right >= _PIECE:
+            if left + right >= _PIECE and _random_looking(text[at - left:at + right]):
                 yield at - left, at + right, f"<redacted:{label}>"
         at = text.find(block, at + 1)
 

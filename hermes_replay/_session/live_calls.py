@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from hermes_replay._secrets.known import KNOWN
 from hermes_replay._secrets.redact import is_credential_header
-from hermes_replay._secrets.rules import is_secret_name
+from hermes_replay._secrets.rules import is_secret_name, secret_spans
 from hermes_replay._secrets.scan import scan_string
 from hermes_replay._session.intercept import WireRequest, WireResponse
 
@@ -147,8 +148,6 @@ class LiveCalls:
                 raise ValueError(f"live: the environment variable {var} (api_key_env) is not "
                                  "set or empty; export the judge endpoint's key in it")
         if key is not None:  # known from the start: no echo of it is ever written
-            from hermes_replay._secrets.known import KNOWN
-
             KNOWN.add(key, "live-api-key")
         parts = urlsplit(base_url)
         base_url = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), parts.query,
@@ -269,13 +268,15 @@ class LiveCalls:
         # ``?api-version=…`` first); a credential the env put in its query stays here
         query = [*parse_qsl(base.query, keep_blank_values=True),
                  *((k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-                   if not is_secret_name(k, "query"))]
+                   if not is_secret_name(k, "query") and not secret_spans(v, KNOWN.spans))]
         url = urlunsplit((base.scheme, base.netloc, base.path.rstrip("/") + suffix,
                           urlencode(query), ""))
         # every credential the replayed env sends (its placeholder key, a cookie, a judge
-        # token) stays here, by the recorder's own rule for which headers are credentials
+        # token) stays here, by the recorder's own rules: a credential's header name, or a
+        # value with a key's shape or a known secret under any name
         headers = [(k, v) for k, v in wire.headers
-                   if k.lower() not in _DROPPED and not is_credential_header(k)]
+                   if k.lower() not in _DROPPED and not is_credential_header(k)
+                   and not secret_spans(v, KNOWN.spans)]
         if self.key:
             headers.append(("authorization", f"Bearer {self.key}"))
         return WireRequest(wire.method, url, headers, wire.body)

@@ -221,8 +221,9 @@ def test_every_credential_header_name_the_recorder_knows_is_dropped() -> None:
     headers = [(name, value) for name, value in ENV_SECRETS.items()] + [
         ("Authorization", "Bearer placeholder"), ("Proxy-Authorization", "Basic eDp5"),
         ("X-Api-Key", "x"), ("api-key", "y"), ("Content-Type", "application/json"),
-        ("X-Custom-Trace", "kept")]
-    out = live.outgoing(WireRequest("POST", "http://rec:1/v1/chat/completions?token=t&x=1",
+        ("X-Custom-Trace", "kept"), ("X-Note", "sk-proj-Qz7shapedKEY0a1b2c3d4e5f6g7h8i9")]
+    out = live.outgoing(WireRequest("POST", "http://rec:1/v1/chat/completions?token=t&x=1"
+                                    "&note=sk-proj-Qz7shapedKEY0a1b2c3d4e5f6g7h8i9",
                                     headers, b"{}"), ["/chat/completions"])
     assert [(k.lower(), v) for k, v in out.headers] == [
         ("content-type", "application/json"), ("x-custom-trace", "kept"),

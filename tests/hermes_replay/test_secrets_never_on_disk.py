@@ -228,9 +228,16 @@ def _plant(where: str, secret: str, name: str, cuts: list[int], request: dict[st
 def _forms(secret: str) -> set[str]:
     return {secret, quote(secret, safe=""), json.dumps(secret)[1:-1],
             base64.b64encode(f"admin:{secret}".encode()).decode(), *encoded_forms(secret),
-            # either half of a key split in two (each holds 8+ of its own characters)
-            *((secret[:len(secret) // 2], secret[len(secret) // 2:])
-              if " " not in secret else ())}
+            # either half of a key split in two (each holds 8+ of its own characters), when
+            # it looks random (a digit, or both cases): a half that reads as a word
+            # (``AAAAAAAAAA`` of a shrunk example) is left, as ordinary data is
+            *(half for half in (secret[:len(secret) // 2], secret[len(secret) // 2:])
+              if " " not in secret and _random_looking(half))}
+
+
+def _random_looking(text: str) -> bool:
+    return any(c.isdigit() for c in text) or (
+        any(c.isupper() for c in text) and any(c.islower() for c in text))
 
 
 def _leaks(root: Path, secrets: list[str]) -> list[str]:

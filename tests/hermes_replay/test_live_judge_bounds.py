@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 from _loopback_app import LoopbackApp
 from aiohttp import web
+from conftest import trust
 
 from hermes_replay._secrets.known import KNOWN, encoded_forms
 from hermes_replay._session.intercept import WireRequest
@@ -101,6 +102,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copy(ROOT / "environments" / f"{ENV}.py", tmp_path / "environments" / f"{ENV}.py")
     (tmp_path / "cassettes" / ENV).mkdir(parents=True)
     shutil.copy(ROOT / CASSETTE, tmp_path / CASSETTE)
+    trust(tmp_path)  # the user's own project, trusted as after `hermes-replay trust`
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(KEY_VAR, KEY)
     return tmp_path
@@ -134,7 +136,7 @@ def test_a_judge_that_goes_silent_after_answering_stops_the_run_at_its_deadline(
         asked = len(judge.requests)
     err = capsys.readouterr().err
     assert code == 1, err
-    assert asked >= 2  # it answered once, then a call hung
+    assert asked >= 2, err  # it answered once, then a call hung
     assert took < 45, took  # the deadline, not atroposlib's 1,200 s and retries
     assert "within 3 s" in err and "--live-timeout" in err and "next step" in err, err
     assert not list(Path("out").rglob("*.rescored*.jsonl"))

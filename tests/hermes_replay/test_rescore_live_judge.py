@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from conftest import trust
 
 from hermes_replay import load_cassette
 from hermes_replay._cassette import write_cassette
@@ -69,6 +70,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "cassettes" / ENV).mkdir(parents=True)
     for name in ("process.jsonl", "probe-known-good.jsonl"):
         shutil.copy(ROOT / "cassettes" / ENV / name, tmp_path / "cassettes" / ENV / name)
+    trust(tmp_path)  # the user's own project, trusted as after `hermes-replay trust`
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(KEY_VAR, KEY)
     return tmp_path

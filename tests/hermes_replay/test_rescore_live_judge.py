@@ -66,6 +66,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project holding the env file and a copy of its shipped cassettes."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'user-project'\n")
     (tmp_path / "environments").mkdir()
+    trust(tmp_path)  # the user's project (copied here, not recorded here)
     shutil.copy(ROOT / "environments" / f"{ENV}.py", tmp_path / "environments" / f"{ENV}.py")
     (tmp_path / "cassettes" / ENV).mkdir(parents=True)
     for name in ("process.jsonl", "probe-known-good.jsonl"):

@@ -103,7 +103,10 @@ def dead_endpoint_guard(session: Any, *, max_unanswered: int = DEFAULT_MAX_UNANS
         late = calls.overdue() if calls is not None else None
         if late is not None:
             return late, True
-        return _unanswered(live, max_unanswered, first_answer_timeout)
+        # a live judge's first call is bounded by its own deadline (``--live-timeout``), so a
+        # judge given 600 s is not stopped at the recording's first-answer limit
+        return _unanswered(live, max_unanswered,
+                           first_answer_timeout if calls is None else 0)
 
     with watchdog(check,
                   error=lambda trip: dead(session, trip), name="hermes-replay-dead-endpoint",

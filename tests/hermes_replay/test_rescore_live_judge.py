@@ -71,7 +71,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "cassettes" / ENV).mkdir(parents=True)
     for name in ("process.jsonl", "probe-known-good.jsonl"):
         shutil.copy(ROOT / "cassettes" / ENV / name, tmp_path / "cassettes" / ENV / name)
-    trust(tmp_path)  # the user's own project, trusted as after `hermes-replay trust`
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(KEY_VAR, KEY)
     return tmp_path

@@ -75,7 +75,9 @@ def encoded_forms(value: str) -> list[str]:
     raw = value.encode("utf-8")
     if len(raw) < _ENCODED_FROM:
         return []
-    forms = [raw.hex(), raw.hex().upper()]
+    # a hex form of digits only (the hex of a value of digits) would match runs of numbers
+    hexed = raw.hex()
+    forms = [hexed, hexed.upper()] if not hexed.isdigit() else []
     for shift in range(3):
         encoded = base64.b64encode(b"\0" * shift + raw).decode("ascii")
         first = 1 if shift else 0  # the group holding padding bytes is not the value's
@@ -83,11 +85,12 @@ def encoded_forms(value: str) -> list[str]:
         core = encoded[4 * first:4 * last]
         if len(core) >= _ENCODED_FROM:
             forms.append(core)
-    forms += [f.translate(_URLSAFE) for f in forms[2:]]  # the same if it holds no + or /
+    forms += [f.translate(_URLSAFE) for f in forms if not all(c in _HEX for c in f)]
     return list(dict.fromkeys(forms))
 
 
 _URLSAFE = str.maketrans("+/", "-_")
+_HEX = frozenset("0123456789abcdefABCDEF")
 
 
 # ``sk-``, ``proj-``, ``api03-``, ``github_``, ``pat_``: lower-case words a vendor puts first
@@ -104,14 +107,16 @@ def _anchors(value: str) -> list[str]:
     """Substrings of ``value`` that a piece worth finding holds: the first and last
     ``_PIECE`` characters of its body (each part of a two-way split holds one, once it holds
     ``_PIECE`` of the body's characters)."""
-    body = _body(value)
-    return list(dict.fromkeys((body[:_PIECE], body[-_PIECE:])))
+    body = _body(value)  # an anchor of digits only (or letters only) is everyday data
+    return [a for a in dict.fromkeys((body[:_PIECE], body[-_PIECE:])) if _random_looking(a)]
 
 
 def _random_looking(piece: str) -> bool:
-    """A digit, or both cases: what a key's characters have and a word of data has not."""
-    return any(c.isdigit() for c in piece) or (
-        any(c.isupper() for c in piece) and any(c.islower() for c in piece))
+    """Letters with a digit, or both cases: what a key's characters have and a word or a
+    number of data has not."""
+    letters = [c for c in piece if c.isalpha()]
+    return bool(letters) and (any(c.isdigit() for c in piece) or (
+        any(c.isupper() for c in letters) and any(c.islower() for c in letters)))
 
 
 def _key_like(value: str) -> bool:
@@ -242,10 +247,15 @@ class KnownSecrets:
             return list(self._values)
 
     @contextmanager
-    def scope(self) -> Iterator[KnownSecrets]:
-        """Forget, on exit, what was added inside the block."""
+    def scope(self, empty: bool = False) -> Iterator[KnownSecrets]:
+        """Forget, on exit, what was added inside the block; ``empty``: know nothing inside
+        it either (a check of the rules alone, whatever this process learnt before)."""
         with self._lock:
             saved, saved_pieces = dict(self._values), dict(self._pieces)
+            if empty:
+                self._values, self._pieces = {}, {}
+                self._rebuild()
+                self.generation += 1
         try:
             yield self
         finally:

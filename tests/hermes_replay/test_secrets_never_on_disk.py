@@ -236,8 +236,9 @@ def _forms(secret: str) -> set[str]:
 
 
 def _random_looking(text: str) -> bool:
-    return any(c.isdigit() for c in text) or (
-        any(c.isupper() for c in text) and any(c.islower() for c in text))
+    letters = [c for c in text if c.isalpha()]
+    return bool(letters) and (any(c.isdigit() for c in text) or (
+        any(c.isupper() for c in letters) and any(c.islower() for c in letters)))
 
 
 def _leaks(root: Path, secrets: list[str]) -> list[str]:

@@ -19,7 +19,8 @@ two-way split holds one of them once it holds eight — and only around an ancho
 piece measured, character by character; a piece is cut when it is eight or longer and looks
 random (letters with a digit, or upper and lower case: ``interaction`` in a cassette holds
 the last eight letters of a key ending ``…teractio``, and stays; so does a run of numbers).
-The middle of a key cut in three or more is not sought: each anchor costs a scan of every new string of every recorded request
+The middle of a key cut in three or more is not sought: each anchor costs a scan of every
+new string of every recorded request
 (two per key, with the encoded forms, cost about 0.04 ms per request; four-character blocks
 that found any piece cost three times that, ``benchmarks/redact_bench.py``).
 

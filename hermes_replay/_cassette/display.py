@@ -27,7 +27,8 @@ from typing import Any
 from hermes_replay._cassette.model import Cassette, RolloutRecord
 from hermes_replay._errors import HermesReplayError
 from hermes_replay._secrets.known import KNOWN
-from hermes_replay._secrets.redact import needs_redaction, redact_json
+from hermes_replay._secrets.payloads import scrub_body
+from hermes_replay._secrets.redact import needs_redaction, redact_json, redact_text
 from hermes_replay._secrets.scan import scan_string, scan_value
 
 __all__ = ["DisplayRefused", "check_displayed", "display_json", "display_scope",
@@ -63,8 +64,10 @@ def scrubbed_cassette(cassette: Cassette) -> Cassette:
     """A copy of ``cassette`` with every value a command could display redacted: requests,
     responses, tool calls, outcomes and header fields (call inside ``display_scope``)."""
     header = cassette.header.model_validate(_clean(cassette.header.model_dump()))
-    interactions = [inter.model_copy(update={"request": _clean(inter.request),
-                                             "response": _clean(inter.response)})
+    # a body that is not UTF-8 is base64 (``{"base64": …}``): scrubbed as its decoded bytes
+    interactions = [inter.model_copy(update={
+        "request": _clean(inter.request),
+        "response": _clean(scrub_body(inter.response, redact_text))})
                     for inter in cassette.interactions]
     by_key = {inter.key: inter for inter in interactions}
     tool_calls = [call.model_copy(update=_clean({"arguments": call.arguments,

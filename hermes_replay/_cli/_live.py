@@ -14,7 +14,7 @@ import math
 import os
 from typing import Any
 
-from hermes_replay._session.live_calls import PATTERN_HELP, LiveCalls
+from hermes_replay._session.live_calls import DEFAULT_CALL_TIMEOUT, PATTERN_HELP, LiveCalls
 
 __all__ = ["add_live_args", "live_options", "refused_with", "rescore_stats"]
 
@@ -35,6 +35,10 @@ def add_live_args(p: argparse.ArgumentParser) -> None:
         help="the environment variable holding that endpoint's key (sent as a Bearer token; "
         "never written anywhere)")
     g.add_argument(
+        "--live-timeout", type=float, metavar="SECONDS",
+        help="the most one live call may take, from sending it to the end of its answer "
+        f"(default {DEFAULT_CALL_TIMEOUT:g}); a judge that stays silent longer fails the run")
+    g.add_argument(
         "--rescore", type=int, metavar="K",
         help="replay each cassette K times with the live calls and report, per rollout, the "
         "recorded reward beside the mean and spread of the K new ones (judge variance)")
@@ -47,9 +51,11 @@ def live_options(args: argparse.Namespace) -> dict[str, Any]:
     base_url = getattr(args, "live_base_url", None)
     key_env = getattr(args, "live_api_key_env", None)
     rescore = getattr(args, "rescore", None)
+    timeout = getattr(args, "live_timeout", None)
     if not given:
         extra = [flag for flag, value in (("--live-base-url", base_url),
                                           ("--live-api-key-env", key_env),
+                                          ("--live-timeout", timeout),
                                           ("--rescore", rescore)) if value is not None]
         if extra:
             raise ValueError(f"{', '.join(extra)} go(es) with --llm live=PATTERN (which calls "
@@ -68,7 +74,9 @@ def live_options(args: argparse.Namespace) -> dict[str, Any]:
                          "input)")
     if rescore is not None and rescore < 1:
         raise ValueError(f"--rescore {rescore}: give 1 or more runs per cassette")
-    spec = {"patterns": patterns, "base_url": base_url, "api_key_env": key_env}
+    spec: dict[str, Any] = {"patterns": patterns, "base_url": base_url, "api_key_env": key_env}
+    if timeout is not None:
+        spec["call_timeout"] = timeout
     LiveCalls.build(spec, os.environ)  # every mistake now, before anything runs
     options: dict[str, Any] = {"live": spec}
     if rescore is not None:

@@ -66,11 +66,13 @@ def dead(session: Any, trip: tuple[str, bool]) -> HermesReplayError:
     reason, timed_out = trip
     curl = f"`curl {_where(session.live.last_url) or 'URL'}/models`"
     if getattr(session, "live_calls", None) is not None:
+        slow = (" (or, if the judge really takes longer, raise --live-timeout SECONDS)"
+                if timed_out else "")
         return LiveCallsFailed(redact_text(
             f"the live endpoint: {reason}; the run was stopped instead of scoring without "
             "it"), cassette=session.path, hint=redact_text(
             "check that the server is running and that --live-base-url names it (e.g. "
-            f"{curl}), then replay again"))
+            f"{curl}), then replay again{slow}"))
     nothing = "nothing was recorded" if session.live.answers == 0 else \
         "it had answered before"
     hint = ("if the model really takes longer for a first reply, pass "
@@ -94,7 +96,19 @@ def dead_endpoint_guard(session: Any, *, max_unanswered: int = DEFAULT_MAX_UNANS
         yield  # a plain replay reaches no endpoint; one that re-scores reaches its live one
         return
     live = session.live
-    with watchdog(lambda: _unanswered(live, max_unanswered, first_answer_timeout),
+    calls = getattr(session, "live_calls", None)
+
+    def check() -> tuple[str, bool] | None:
+        # a replay's live call that answered before and then hangs: its own deadline
+        late = calls.overdue() if calls is not None else None
+        if late is not None:
+            return late, True
+        # a live judge's first call is bounded by its own deadline (``--live-timeout``), so a
+        # judge given 600 s is not stopped at the recording's first-answer limit
+        return _unanswered(live, max_unanswered,
+                           first_answer_timeout if calls is None else 0)
+
+    with watchdog(check,
                   error=lambda trip: dead(session, trip), name="hermes-replay-dead-endpoint",
                   interval=0.1) as poke:
         live.watchers.append(poke)  # the count trips at the failed request, not at a tick

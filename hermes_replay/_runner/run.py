@@ -183,11 +183,12 @@ def run_env(
     a failed recording leaves no ``groups.jsonl``/``.html`` of its own behind, and puts an
     ``evaluate`` run's eval folder back as it was (``_runner.run_outputs``).
 
-    ``live={"patterns": [...], "base_url": URL, "api_key_env": VAR}`` (replay only) sends the
-    calls the patterns select to that endpoint while the rest replay (``_session.live_calls``):
-    the network block lets exactly that host through, the dead-endpoint guard watches it, a
-    run whose patterns selected nothing or whose live calls got no answer fails
-    (``LiveCallsFailed``), and a clean run writes what it ran to ``rescored``.
+    ``live={"patterns": [...], "base_url": URL, "api_key_env": VAR, "call_timeout": S}``
+    (replay only; ``call_timeout`` optional, 120 s) sends the calls the patterns select to
+    that endpoint while the rest replay (``_session.live_calls``): the network block lets
+    exactly that host through, the dead-endpoint guard watches it and each call's deadline, a
+    run whose patterns selected nothing or whose live calls got no answer (or not the API's
+    JSON) fails (``LiveCallsFailed``), and a clean run writes what it ran to ``rescored``.
     """
     import hermes_replay
     from hermes_replay._runner.dead_endpoint import dead_endpoint_guard

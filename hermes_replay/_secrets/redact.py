@@ -30,9 +30,11 @@ from hermes_replay._secrets.rules import (
 __all__ = [
     "KEPT_HEADERS",
     "CleanBodies",
+    "is_credential_header",
     "might_hold_secret",
     "needs_redaction",
     "redact_argv",
+    "redact_bytes",
     "redact_fields",
     "redact_headers",
     "redact_json",
@@ -66,6 +68,15 @@ def redact_text(text: str) -> str:
         return text
     spans = secret_spans(text, KNOWN.spans)
     return apply_spans(text, spans) if spans else text
+
+
+def redact_bytes(data: bytes) -> bytes:
+    """Bytes that are not UTF-8 text (a Latin-1 error page echoing the key, a binary body)
+    with every secret replaced, read as Latin-1: each byte one character, so an ASCII key
+    inside is seen by every rule and the other bytes come back exactly as they were."""
+    text = data.decode("latin-1")
+    clean = redact_text(text)
+    return data if clean == text else clean.encode("latin-1", "replace")
 
 
 def _secret_leaves(value: Any) -> Any:
@@ -252,6 +263,14 @@ def redact_url(url: str) -> str:
                        redact_text(parts.fragment)))
 
 
+def is_credential_header(name: str) -> bool:
+    """A header whose value is a credential (``authorization``, ``cookie``,
+    ``x-goog-api-key``, ``x-auth-token``, ``x-judge-secret`` …): the recorder stores a
+    placeholder for it, and a live call never forwards it."""
+    low = name.lower()
+    return low in _HEADER_LABELS or is_secret_name(low, "header")
+
+
 def redact_headers(
     headers: Iterable[tuple[str, str]], keep: Iterable[str] = KEPT_HEADERS
 ) -> dict[str, str]:
@@ -264,7 +283,7 @@ def redact_headers(
     out: dict[str, str] = {}
     for name, value in headers:
         low = name.lower()
-        if low in _HEADER_LABELS or is_secret_name(low, "header"):
+        if is_credential_header(low):
             KNOWN.add_header(low, value)
             out[low] = f"<redacted:{_HEADER_LABELS.get(low, low)}>"
         elif low in kept:

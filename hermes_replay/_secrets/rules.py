@@ -229,6 +229,11 @@ _BASIC = re.compile(r"\bBasic\s+(?P<b64>[A-Za-z0-9+/]{8,}={0,2})")
 _NAMED = re.compile(
     r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,79}+)\\*[\"']?[ \t]*[:=][ \t]*(?P<quote>\\*[\"'])?"
     r"(?P<value>[^\s\"'\\,;&}{\]\[)(<>]+)")
+# a multipart/form-data part: ``Content-Disposition: form-data; name="api_key"``, its other
+# headers, a blank line, then the value (judged by the query rules: a form field is one)
+_MULTIPART_PART = re.compile(
+    r"(?i)content-disposition:[ \t]*form-data;[^\r\n]*?\bname=\"(?P<name>[^\"\r\n]{1,80})\""
+    r"[^\r\n]*\r?\n(?:[^\r\n]{1,1000}\r?\n){0,20}?\r?\n(?P<value>[^\r\n]+)")
 # a query string inside text: ``?key=…&sig=…`` uses the query rules, not the text ones
 _QUERY_PAIR = re.compile(r"[?&](?P<name>[A-Za-z0-9_.\-]{1,80})=(?P<value>[^&#\s\"'<>]+)")
 # AWS secret access keys have no prefix: 40 base64 characters right after a key id
@@ -337,6 +342,10 @@ def _plain_rule_spans(text: str) -> Iterable[Span]:
         for m in _QUERY_PAIR.finditer(text):
             if is_secret_name(m.group("name"), "query") and not is_placeholder(m.group("value")):
                 yield m.start("value"), m.end("value"), f"<redacted:{m.group('name').lower()}>"
+    if "form-data" in text or "Form-Data" in text or "FORM-DATA" in text:
+        for m in _MULTIPART_PART.finditer(text):
+            if is_secret_name(m.group("name"), "query") and not is_placeholder(m.group("value")):
+                yield m.start("value"), m.end("value"), f"<redacted:{m.group('name').lower()}>"
     for m in _NAMED.finditer(text):
         name = m.group("name").rsplit(".", 1)[-1].lstrip("-")
         if is_secret_name(name, "text") and not is_placeholder(m.group("value")):
@@ -429,7 +438,7 @@ _MARKERS: tuple[str, ...] = (
     "key", "token", "secret", "pass", "pwd", "auth", "credential", "jwt", "cookie", "sig",
     "csrf", "xsrf", "xai-", "pplx-", "nvapi-", "r8_", "fw_", "pypi-", "npm_", "sg.", "_v1_",
     "shpat_", "shpca_", "shppa_", "shpss_", ":aa", "dapi", "eaaa", "sq0", "mysql", "mariadb",
-    " -u", "--user", "discord",
+    " -u", "--user", "discord", "form-data",
 )
 # Shapes with no fixed prefix to look for: a 40-character base64 run (a bare AWS secret), a
 # Discord token's ``.xxxxxx.`` middle, a Twilio ``SK`` + 32 hex key.

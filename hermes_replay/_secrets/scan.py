@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from hermes_replay._secrets.known import KNOWN
+from hermes_replay._secrets.payloads import decoded_body
 from hermes_replay._secrets.rules import entropy, is_placeholder, is_secret_name, secret_spans
 from hermes_replay._secrets.sse import delta_streams, joined, split_events
 
@@ -82,6 +83,10 @@ def _scan_url(url: str, where: str) -> Iterator[str]:
             yield from scan_string(value, slot, credential_slot=True)
 
 
+# a multipart body's boundary: random by design, and no credential
+_BOUNDARY = re.compile(r"(?i)(;\s*boundary=)(\"[^\"]*\"|[^;\s]+)")
+
+
 def _scan_headers(headers: dict[str, Any], where: str) -> Iterator[str]:
     for name, value in headers.items():
         if not isinstance(value, str):
@@ -92,6 +97,8 @@ def _scan_headers(headers: dict[str, Any], where: str) -> Iterator[str]:
                 and not is_placeholder(value):
             yield f"credential header {slot}: {_mask(value)}"
         else:
+            if low == "content-type":  # the boundary is not judged by entropy
+                value = _BOUNDARY.sub(r"\1", value)
             yield from scan_string(value, slot, credential_slot=True)
 
 
@@ -135,6 +142,10 @@ def scan_value(value: Any, where: str = "") -> Iterator[str]:
                 yield from _scan_headers(item, slot)
             elif key == "chunks" and isinstance(item, list):
                 yield from _scan_chunks(item, slot)
+            elif key == "base64" and (text := decoded_body(item)) is not None:
+                # a body that is not UTF-8, decoded: base64 hides every shape
+                yield from scan_string(text, f"{slot} (decoded)", credential_slot=False)
+                yield from scan_value(item, slot)
             elif is_secret_name(str(key), "field") and isinstance(item, (str, list, dict)):
                 yield from _secret_leaves(item, slot)
             else:

@@ -21,6 +21,7 @@ from hermes_replay._secrets.redact import (
     KEPT_HEADERS,
     CleanBodies,
     needs_redaction,
+    redact_bytes,
     redact_headers,
     redact_json,
     redact_text,
@@ -161,8 +162,8 @@ def _body_fields(data: bytes, clean: CleanBodies | None = None, key: Any = None,
         return {"body": None}
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"base64": base64.b64encode(data).decode("ascii")}
+    except UnicodeDecodeError:  # scrubbed before encoding: base64 hides every rule's shape
+        return {"base64": base64.b64encode(redact_bytes(data)).decode("ascii")}
     try:
         body = json.loads(text)
     except ValueError:

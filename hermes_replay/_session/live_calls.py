@@ -20,22 +20,27 @@ import fnmatch
 import json
 import os
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from hermes_replay._session.intercept import WireRequest
+from hermes_replay._secrets.known import KNOWN
+from hermes_replay._secrets.redact import is_credential_header
+from hermes_replay._secrets.rules import is_secret_name, secret_spans
+from hermes_replay._secrets.scan import scan_string
+from hermes_replay._session.intercept import WireRequest, WireResponse
 
-__all__ = ["PATTERN_HELP", "LiveCalls", "LivePattern", "base_url_problem"]
+__all__ = ["DEFAULT_CALL_TIMEOUT", "PATTERN_HELP", "LiveCalls", "LivePattern", "base_url_problem",
+           "reply_problem"]
 
 PATTERN_HELP = ("reward (the reward calls: an LLM judge inside compute_reward), "
                 "model=GLOB (the request's model name, e.g. model='gpt-4o*'), or "
                 "url=HOST|URL-PREFIX (where the env addressed it, e.g. url=judge.internal:8000)")
 _REWARD_WORDS = frozenset({"reward", "rewards", "reward-calls", "reward calls", "judge"})
-# credentials the replayed env sends (its offline placeholder key); the live one is added
-_CREDENTIAL_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "proxy-authorization"})
-_DROPPED = _CREDENTIAL_HEADERS | {"host", "content-length", "transfer-encoding"}
+# hop-by-hop headers the client sets again for the new address
+_DROPPED = frozenset({"host", "content-length", "transfer-encoding"})
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,13 @@ def _model_of(body: Any) -> str | None:
     return model if isinstance(model, str) else None
 
 
+# Seconds one live call may take, from sending it to the end of its answer. A judge that
+# answered before and then goes silent held a replay for 480 s in a probe: atroposlib's own
+# timeout is 1,200 s per attempt, with retries. Two minutes is several times what a judge
+# reply of a few hundred tokens takes on a loaded endpoint; --live-timeout changes it.
+DEFAULT_CALL_TIMEOUT = 120.0
+
+
 @dataclass
 class LiveCalls:
     """The live routing of one replay: patterns, the endpoint, the key (read, never kept on
@@ -95,11 +107,15 @@ class LiveCalls:
     base_url: str
     api_key_env: str | None = None
     key: str | None = field(default=None, repr=False)
+    call_timeout: float = DEFAULT_CALL_TIMEOUT  # seconds per live call (the guard enforces it)
     sent: int = 0  # live requests begun (retries included)
     answered: int = 0  # live requests answered (2xx), written to the new cassette
     seen: dict[str, set[str]] = field(default_factory=lambda: {"models": set(), "hosts": set()})
     # per live call (rollout, fingerprint): why its last attempt failed; removed when one answers
     _failed: dict[tuple[str | None, str], str] = field(default_factory=dict, repr=False)
+    # live calls under way: id of the exchange -> (time.monotonic() sent, url)
+    _pending: dict[int, tuple[float, str]] = field(default_factory=dict, repr=False)
+    _late: str | None = field(default=None, repr=False)  # url of a call that timed out
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -132,10 +148,19 @@ class LiveCalls:
                 raise ValueError(f"live: the environment variable {var} (api_key_env) is not "
                                  "set or empty; export the judge endpoint's key in it")
         if key is not None:  # known from the start: no echo of it is ever written
-            from hermes_replay._secrets.known import KNOWN
-
             KNOWN.add(key, "live-api-key")
-        return cls(patterns, base_url.rstrip("/"), str(var) if var else None, key)
+        parts = urlsplit(base_url)
+        base_url = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), parts.query,
+                               ""))
+        timeout = spec.get("call_timeout")
+        try:
+            timeout = DEFAULT_CALL_TIMEOUT if timeout is None else float(timeout)
+        except (TypeError, ValueError):
+            timeout = -1.0
+        if not 0 < timeout < float("inf"):
+            raise ValueError(f"live: the per-call timeout {spec.get('call_timeout')!r} is not "
+                             "a positive number of seconds; give e.g. --live-timeout 120")
+        return cls(patterns, base_url, str(var) if var else None, key, timeout)
 
     def host_port(self) -> tuple[str, int]:
         """The one host (and port) a live call may connect to (``_runner.netblock``)."""
@@ -148,6 +173,33 @@ class LiveCalls:
     def began(self) -> None:
         with self._lock:
             self.sent += 1
+
+    def opened(self, token: object, url: str) -> None:
+        """A live call went out (``token``: its exchange); ``closed`` when it ends."""
+        with self._lock:
+            self._pending[id(token)] = (time.monotonic(), url)
+
+    def closed(self, token: object, timed_out: bool = False) -> None:
+        """The call ended; ``timed_out``: its client gave up at the deadline (the transport
+        bound), which stops the run as the deadline itself would, not after retries."""
+        with self._lock:
+            sent = self._pending.pop(id(token), None)
+            if timed_out and sent is not None and self._late is None:
+                self._late = sent[1]
+
+    def overdue(self) -> str | None:
+        """Why the run must stop: a live call still unanswered after ``call_timeout``."""
+        now = time.monotonic()
+        with self._lock:
+            late = [(start, url) for start, url in self._pending.values()
+                    if now - start > self.call_timeout]
+            if self._late is not None:
+                late.append((0.0, self._late))
+        if not late:
+            return None
+        url = min(late)[1]
+        return (f"a live call to {url} got no complete answer within {self.call_timeout:g} s "
+                f"(--live-timeout; {len(late)} call(s) overdue)")
 
     def succeeded(self, rollout: str | None, fingerprint: str) -> None:
         with self._lock:
@@ -211,8 +263,20 @@ class LiveCalls:
         path = parts.path.rstrip("/")
         suffix = next((s for s in sorted(llm_paths, key=len, reverse=True)
                        if s and path.endswith(s)), path)
-        url = self.base_url + suffix + (f"?{parts.query}" if parts.query else "")
-        headers = [(k, v) for k, v in wire.headers if k.lower() not in _DROPPED]
+        base = urlsplit(self.base_url)
+        # the path joins the base URL's path, the queries join after it (a base URL's
+        # ``?api-version=…`` first); a credential the env put in its query stays here
+        query = [*parse_qsl(base.query, keep_blank_values=True),
+                 *((k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                   if not is_secret_name(k, "query") and not secret_spans(v, KNOWN.spans))]
+        url = urlunsplit((base.scheme, base.netloc, base.path.rstrip("/") + suffix,
+                          urlencode(query), ""))
+        # every credential the replayed env sends (its placeholder key, a cookie, a judge
+        # token) stays here, by the recorder's own rules: a credential's header name, or a
+        # value with a key's shape or a known secret under any name
+        headers = [(k, v) for k, v in wire.headers
+                   if k.lower() not in _DROPPED and not is_credential_header(k)
+                   and not secret_spans(v, KNOWN.spans)]
         if self.key:
             headers.append(("authorization", f"Bearer {self.key}"))
         return WireRequest(wire.method, url, headers, wire.body)
@@ -232,7 +296,62 @@ def base_url_problem(url: str) -> str | None:
         return (f"the live endpoint {url!r} is not an http(s) URL; give its base URL, e.g. "
                 "--live-base-url http://127.0.0.1:8000/v1 (never assumed: a live call goes "
                 "only where you say)")
+    fix = ("put the key in an environment variable and name it with --live-api-key-env VAR "
+           "(the URL is printed, and written to replay.json and the rescored cassette)")
     if parts.username or parts.password:
-        return ("the live endpoint's URL carries credentials; put the key in an environment "
-                "variable and name it with --live-api-key-env VAR")
+        return f"the live endpoint's URL carries credentials; {fix}"
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if is_secret_name(name, "query") or _key_shaped(value):
+            return f"the live endpoint's URL carries a credential in its query ({name}=…); {fix}"
+    if any(_key_shaped(segment) for segment in [*parts.path.split("/"), parts.fragment]):
+        return f"the live endpoint's URL carries what looks like a key in its path; {fix}"
     return None
+
+
+def _key_shaped(text: str) -> bool:
+    """What ``verify`` would flag in a URL: a key shape, a known secret, or a long
+    random-looking token (a model or deployment name is words; ``v1`` is short)."""
+    return bool(text) and next(scan_string(text, "the URL", credential_slot=True), None) \
+        is not None
+
+
+# paths whose answer is a JSON object with a ``choices`` list (the OpenAI API's)
+_CHOICES_PATHS = ("/chat/completions", "/completions")
+
+
+def reply_problem(wire: WireResponse, url: str) -> str | None:
+    """Why a 2xx answer of the live endpoint is not the API's answer, or None.
+
+    A proxy's login page or a misrouted base URL answers ``200 text/html``; the env's client
+    fails on it and its judge falls back to something else (a keyword match), so the run
+    would score without its judge and write those pages into a cassette that replays
+    ``ok``. Only what the API sends counts: an event stream, or a JSON object (with
+    ``choices`` on the completion paths). The body is never quoted (it may echo the key)."""
+    content_type = next((v for k, v in wire.headers if k.lower() == "content-type"), "")
+    kind = content_type.split(";")[0].strip() or "no content-type"
+    if wire.chunks is not None:
+        return None if "text/event-stream" in content_type else (
+            f"HTTP {wire.status} {kind} stream from {url}: not the API's answer")
+    body = wire.body or b""
+    value: Any = None
+    for encoding in ("utf-8", _charset(content_type)):
+        try:
+            value = json.loads(body.decode(encoding))
+            break
+        except (ValueError, LookupError):
+            continue
+    path = urlsplit(url).path.rstrip("/")
+    if not isinstance(value, dict) or (path.endswith(_CHOICES_PATHS)
+                                       and not isinstance(value.get("choices"), list)):
+        shape = "a JSON " + type(value).__name__ if value is not None else f"{len(body)} bytes"
+        return (f"HTTP {wire.status} {kind} reply from {url} is not the API's JSON "
+                f"({shape}{', no choices' if isinstance(value, dict) else ''})")
+    return None
+
+
+def _charset(content_type: str) -> str:
+    for param in content_type.split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip('"') or "latin-1"
+    return "latin-1"

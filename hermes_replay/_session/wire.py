@@ -34,7 +34,7 @@ from hermes_replay._session.health import health_reply, is_health_ping
 from hermes_replay._session.index import Recording, RecordingIndex
 from hermes_replay._session.intercept import WireRequest, WireResponse
 from hermes_replay._session.lanes import task_lane
-from hermes_replay._session.live_calls import LiveCalls
+from hermes_replay._session.live_calls import LiveCalls, reply_problem
 from hermes_replay._session.liveness import Liveness, is_unanswered
 from hermes_replay._session.scope import current_rollout, current_stage
 from hermes_replay._session.summary import ReplayEvent
@@ -63,6 +63,9 @@ class _Exchange:
     #: set for a call sent live on replay (``--llm live=…``): what goes out instead of the
     #: request — to the endpoint the user named, with their key (``_session.live_calls``)
     outgoing: WireRequest | None = None
+    #: seconds the live call may take (``LiveCalls.call_timeout``): the client's own timeouts
+    #: are cut to it, so a silent endpoint fails the attempt even where no watchdog runs
+    deadline: float | None = None
 
     def answering(self) -> None:
         """The answer's headers arrived: the endpoint is there, however long its body or stream
@@ -77,6 +80,7 @@ class _Exchange:
         self.done = True
         self.answering()
         if self.outgoing is not None:
+            self.session._live_closed(self)
             self.session._live_answer(self, response)
         elif is_failed_attempt(response.status):
             self.session._failed(self, f"HTTP {response.status}")
@@ -89,7 +93,8 @@ class _Exchange:
         self.done = True
         why = type(error).__name__ if error else "incomplete stream"
         self.session._failed(self, why)
-        if self.outgoing is not None:
+        if self.outgoing is not None:  # httpx ReadTimeout…, aiohttp/asyncio TimeoutError
+            self.session._live_closed(self, timed_out="Timeout" in why)
             self.session._live_failed(self, f"{why} from {self.outgoing.url}")
         if is_unanswered(error):  # counted above first: this may stop the run (its guard)
             assert error is not None
@@ -249,20 +254,32 @@ class WireHandling:
                     self._cursor[rollout] = turn + 1
         self.live_calls.began()
         self.live.sent(outgoing.url)
-        return _Exchange(self, "record", rollout, issue, request, fp, stage=stage,
-                         lane=task_lane(), outgoing=outgoing)
+        ex = _Exchange(self, "record", rollout, issue, request, fp, stage=stage,
+                       lane=task_lane(), outgoing=outgoing,
+                       deadline=self.live_calls.call_timeout)
+        self.live_calls.opened(ex, outgoing.url)  # bounded by its deadline from now on
+        return ex
 
     def _live_answer(self, ex: _Exchange, wire: WireResponse) -> None:
         """A live call's answer: a 2xx is kept for the rescored cassette; anything else is a
         call with no answer (the env may have scored the rollout without its judge)."""
         assert self.live_calls is not None
+        url = ex.outgoing.url if ex.outgoing else "?"
         if 200 <= wire.status < 300:
-            self.live_calls.succeeded(ex.rollout, ex.fingerprint)
-            self._recorded(ex, wire)
+            problem = reply_problem(wire, url)
+            if problem is None:
+                self.live_calls.succeeded(ex.rollout, ex.fingerprint)
+                self._recorded(ex, wire)
+                return
+            self._failed(ex, problem)
+            self._live_failed(ex, problem)
         else:
             self._failed(ex, f"HTTP {wire.status}")
-            self._live_failed(ex, f"HTTP {wire.status} from "
-                                  f"{ex.outgoing.url if ex.outgoing else '?'}")
+            self._live_failed(ex, f"HTTP {wire.status} from {url}")
+
+    def _live_closed(self, ex: _Exchange, timed_out: bool = False) -> None:
+        if self.live_calls is not None:
+            self.live_calls.closed(ex, timed_out)
 
     def _live_failed(self, ex: _Exchange, why: str) -> None:
         if self.live_calls is not None:

@@ -23,6 +23,7 @@ import base64
 import itertools
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -39,7 +40,7 @@ from hypothesis import strategies as st
 
 import hermes_replay
 from hermes_replay._cassette.verify import verify_file
-from hermes_replay._secrets.known import KNOWN
+from hermes_replay._secrets.known import KNOWN, encoded_forms
 
 EXAMPLES = int(os.environ.get("HERMES_SECRET_EXAMPLES", "120"))
 ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
@@ -78,9 +79,12 @@ CREDENTIAL_NAMES = ["api_key", "x_token", "private_token", "api_token", "access-
 NAMED_POSITIONS = ["req header x-api-key", "req header authorization", "req cookie",
                    "req header x-auth-token", "query", "url userinfo", "body field",
                    "body nested", "body json text", "resp header", "resp field",
-                   "resp json text", "argv flag", "header field"]
+                   "resp json text", "argv flag", "header field", "req multipart"]
 FREE_POSITIONS = ["message", "tool argument", "resp content", "resp text", "resp 401",
-                  "sse split", "tool output", "argv url", "header note"]
+                  "sse split", "tool output", "argv url", "header note",
+                  # the request's key (so known), echoed by the endpoint in disguise
+                  "resp base64 echo", "resp hex echo", "resp halves echo",
+                  "resp latin1 401 echo"]
 
 
 @st.composite
@@ -95,7 +99,8 @@ def plants(draw: st.DrawFn) -> list[tuple[str, str, str]]:
             secret = draw(PLAIN)
         else:
             secret = draw(FAMILIES[family])
-        if where == "url userinfo" or "header" in where or "cookie" in where:
+        if where == "url userinfo" or "header" in where or "cookie" in where \
+                or where.endswith("echo"):  # echoes send it as the request's key
             secret = secret.replace("\n", " ")  # a URL or a header value holds no newline
         out.append((where, secret, draw(st.sampled_from(CREDENTIAL_NAMES))))
     return out
@@ -123,7 +128,8 @@ class PlanServer(LoopbackApp):
                 await resp.write(chunk.encode())
             await resp.write_eof()
             return resp
-        return web.Response(status=plan.get("status", 200), body=plan["body"].encode(),
+        body = plan["raw"] if "raw" in plan else plan["body"].encode()
+        return web.Response(status=plan.get("status", 200), body=body,
                             headers={"Content-Type": plan.get("type", "application/json"),
                                      **plan.get("headers", {})})
 
@@ -199,19 +205,49 @@ def _plant(where: str, secret: str, name: str, cuts: list[int], request: dict[st
         header[name] = secret
     elif where == "header note":
         header["note"] = f"recorded with {secret}"
+    elif where == "req multipart":
+        request["multipart"] = {name: secret, "purpose": "upload"}
+    elif where.endswith("echo"):
+        headers["Authorization"] = f"Bearer {secret}"
+        raw = secret.encode()
+        if where == "resp base64 echo":  # alone, and inside encoded JSON (any alignment)
+            doc = json.dumps({"api_key": secret}).encode()
+            response = _reply(content=f"{base64.b64encode(raw).decode()} "
+                              f"{base64.urlsafe_b64encode(b'[' + doc).decode()}")
+        elif where == "resp hex echo":
+            response = _reply(content=f"key={raw.hex()}")
+        elif where == "resp halves echo":
+            half = len(secret) // 2 if " " not in secret else len(secret)  # a PEM: whole
+            response = _reply(content=f"{secret[:half]} and then {secret[half:]}")
+        else:  # a Latin-1 error page: not UTF-8, stored as base64
+            response = {"status": 401, "type": "text/plain; charset=iso-8859-1",
+                        "raw": f"Cl\u00e9 refus\u00e9e : {secret}".encode("latin-1")}
     return response
 
 
 def _forms(secret: str) -> set[str]:
     return {secret, quote(secret, safe=""), json.dumps(secret)[1:-1],
-            base64.b64encode(f"admin:{secret}".encode()).decode()}
+            base64.b64encode(f"admin:{secret}".encode()).decode(), *encoded_forms(secret),
+            # either half of a key split in two (each holds 8+ of its own characters), when
+            # it looks random (a digit, or both cases): a half that reads as a word
+            # (``AAAAAAAAAA`` of a shrunk example) is left, as ordinary data is
+            *(half for half in (secret[:len(secret) // 2], secret[len(secret) // 2:])
+              if " " not in secret and _random_looking(half))}
+
+
+def _random_looking(text: str) -> bool:
+    letters = [c for c in text if c.isalpha()]
+    return bool(letters) and (any(c.isdigit() for c in text) or (
+        any(c.isupper() for c in letters) and any(c.islower() for c in letters)))
 
 
 def _leaks(root: Path, secrets: list[str]) -> list[str]:
     found = []
     for path in root.rglob("*"):
-        if path.is_file():
+        if path.is_file():  # and a base64 body (not UTF-8) decoded, as a reader would
             data = path.read_bytes().decode("utf-8", "replace")
+            data += "".join(base64.b64decode(b).decode("latin-1")
+                            for b in re.findall(r'"base64": ?"([A-Za-z0-9+/=]*)"', data))
             found += [f"{path.name}: {s[:10]}…" for s in secrets for f in _forms(s) if f in data]
     return found
 
@@ -247,8 +283,13 @@ def _record(server: PlanServer, items: list[tuple[str, str, str]], cuts: list[in
                                                 lambda r=request: r["tool_output"])
                     url = f"http://{request.get('userinfo', '')}127.0.0.1:{server.port}" \
                           "/v1/chat/completions"
-                    client.post(url, json=request["json"], headers=request["headers"],
-                                params=request["params"])
+                    if "multipart" in request:
+                        client.post(url, data=request["multipart"], headers=request["headers"],
+                                    files={"file": ("a.bin", b"\xff\x00 binary")},
+                                    params=request["params"])
+                    else:
+                        client.post(url, json=request["json"], headers=request["headers"],
+                                    params=request["params"])
         secrets = [s for w, s, _ in items] + ([os.environ[ENV_VAR]] if plain_known else [])
         assert _leaks(root, secrets) == [], items
         findings = [f.describe() for f in verify_file(path)]

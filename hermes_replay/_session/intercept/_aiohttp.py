@@ -135,6 +135,11 @@ def install() -> bool:
                       if k not in ("json", "data", "headers", "params")}
             method, str_or_url = out.method, out.url
             kwargs.update(headers=dict(out.headers), data=out.body)
+            deadline = getattr(ex, "deadline", None)
+            if deadline:  # the live call's bound (``_session.live_calls``)
+                from aiohttp import ClientTimeout
+
+                kwargs["timeout"] = ClientTimeout(total=deadline)
         try:
             resp = await original(self, method, str_or_url, **kwargs)
             ex.answering()  # its headers are here: the endpoint answers, however long the body

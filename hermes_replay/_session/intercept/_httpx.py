@@ -121,8 +121,15 @@ class HttpxAdapter:
         if out is None:
             return request
         assert self.mod is not None
+        extensions = dict(request.extensions)
+        deadline = getattr(ex, "deadline", None)
+        if deadline:  # the live call's bound (``_session.live_calls``), never a longer one
+            given = extensions.get("timeout") or {}
+            extensions["timeout"] = {
+                part: min(given[part], deadline) if given.get(part) else deadline
+                for part in ("connect", "read", "write", "pool")}
         return self.mod.Request(out.method, out.url, headers=out.headers, content=out.body,
-                                extensions=request.extensions)
+                                extensions=extensions)
 
     # ---------------------------------------------------------------- responses
 

@@ -185,7 +185,7 @@ def _after_init(run: PlainRun, env: Any, env_name: str,
         check_tokenizer(loaded)  # replay: not the recorded tokenizer → stop now, say so
         fields["tokenizer"] = describe(loaded if run.mode == "replay" else asked or loaded)
     _active.annotate(**fields)
-    identity = GroupIdentity(env)
+    identity = GroupIdentity(env, note=run.note)
     identity.install(env)
     run.identities.append(identity)
     _warn_dummy_managed(run, env, env_name)

@@ -190,6 +190,7 @@ class Session(WireHandling, Results):
         # after start fails the request and the session's exit
         self._deferred: DeferredReader | None = None
         self._recorded_outcomes: dict[str, dict[str, Any]] = {}
+        self._item_notes: dict[str, str] = {}  # rollout → what changed in its item
         self._issued: dict[str | None, int] = {}
         self._cursor: dict[str | None, int] = {}
         self._hits: list[tuple[str | None, int, Interaction]] = []

@@ -20,14 +20,15 @@ The item hash is the item's canonical JSON with its volatile values normalized
 timestamps), the occurrence how often this env instance has drawn that item — ids read as the
 Hermes layer's do. ``get_next_item`` is wrapped too: each group also keeps the item's position
 in the run's order of items and its canonical text, and a replay matches a group whose content
-changed by that position (``_runner.plain_resolve``), naming the fields that changed. A group that comes back
-empty (every rollout filtered by ``score()``) is counted: atroposlib's ``process`` loop retries
-such a group forever, so after ``HERMES_REPLAY_MAX_EMPTY_GROUPS`` (default 20) empty groups in
-a row the run stops with :class:`EveryGroupDropped`, saying why and what to do. In ``serve``,
-atroposlib's ``handle_env`` catches every exception of ``collect_trajectories`` and logs it, and
-``env_manager`` keeps drawing items while the trainer waits for data that never comes; so the
-harness also wraps ``env_manager``, and the bound tripping inside a worker ends it with the same
-error.
+changed by that position (``_runner.plain_resolve``), naming the fields that changed.
+A group that comes back empty (every rollout filtered by ``score()``) is counted: atroposlib's
+``process`` loop retries such a group forever, so after ``HERMES_REPLAY_MAX_EMPTY_GROUPS``
+(default 20) empty groups in a row the run stops with :class:`EveryGroupDropped`, saying why and
+what to do. In ``serve``, atroposlib's ``handle_env`` catches every exception of
+``collect_trajectories`` and logs it, and ``env_manager`` keeps drawing items while the trainer
+waits for data that never comes; so the harness also wraps ``env_manager``, and the bound
+tripping inside a worker ends it with the same error. A return value atroposlib 0.4.0 cannot
+take stops the run the same way, naming it (``_runner.plain_shapes``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from hermes_replay import _active
 from hermes_replay._errors import HermesReplayError
 from hermes_replay._runner.plain_items import item_hash
 from hermes_replay._runner.plain_resolve import GroupResolver, Resolution, with_worker
+from hermes_replay._runner.plain_shapes import at_odds, shape_problem
 from hermes_replay._session.scope import rollout
 
 __all__ = ["DEFAULT_MAX_EMPTY_GROUPS", "MAX_EMPTY_VARIABLE", "EveryGroupDropped", "GroupIdentity",
@@ -122,10 +124,11 @@ class GroupIdentity:
                  note: Callable[[str], None] | None = None) -> None:
         self.env_name = type(env).__name__
         self.resolver = GroupResolver(note)
+        self._custom_postprocess = _overrides(env, "postprocess_histories")
         self.max_empty = max_empty if max_empty is not None else _max_empty_from_env()
         self.empty_in_a_row = 0
         self.empty_total = 0
-        self.tripped: EveryGroupDropped | None = None
+        self.tripped: HermesReplayError | None = None
         self._tripped_event: asyncio.Event | None = None  # set while env_manager runs
 
     def install(self, env: Any) -> None:
@@ -181,6 +184,7 @@ class GroupIdentity:
             group_id = with_worker(group.base)
             with rollout(group_id) as scope:
                 result = await original(item, *args, **kwargs)
+                self._check_shape(result)
                 scores = _scores(_groups_of(result))
                 if group.slots:  # collect_trajectory calls reported their own rewards
                     rollouts = list(group.slots)
@@ -215,6 +219,19 @@ class GroupIdentity:
                          **({} if turns is None else {"turns_used": turns}))
         return result
 
+    def _check_shape(self, result: Any) -> None:
+        """Stop at a return value atroposlib 0.4.0 cannot take (``plain_shapes``)."""
+        problem = shape_problem(result, self._custom_postprocess)
+        if problem is not None:
+            self._trip(at_odds(self.env_name, result, problem))
+
+    def _trip(self, error: HermesReplayError) -> None:
+        """Raise ``error``, and end ``serve``'s loop with it (``handle_env`` only logs it)."""
+        self.tripped = error
+        if self._tripped_event is not None:
+            self._tripped_event.set()
+        raise error
+
     def _count(self, groups: Any, item: Any) -> None:
         if not _is_empty(groups):
             self.empty_in_a_row = 0
@@ -222,11 +239,18 @@ class GroupIdentity:
         self.empty_in_a_row += 1
         self.empty_total += 1
         if self.max_empty > 0 and self.empty_in_a_row >= self.max_empty:
-            self.tripped = EveryGroupDropped(dropped_message(self.env_name, self.empty_in_a_row,
-                                                             item))
-            if self._tripped_event is not None:
-                self._tripped_event.set()
-            raise self.tripped
+            self._trip(EveryGroupDropped(dropped_message(self.env_name, self.empty_in_a_row,
+                                                         item)))
+
+
+def _overrides(env: Any, name: str) -> bool:
+    """True when ``env``'s class defines ``name`` itself, not atroposlib's ``BaseEnv``."""
+    try:
+        from atroposlib.envs.base import BaseEnv
+    except ImportError:
+        return False
+    mine = getattr(type(env), name, None)
+    return mine is not None and mine is not getattr(BaseEnv, name, None)
 
 
 def _note_misses(rollout_id: str, note: str | None) -> None:

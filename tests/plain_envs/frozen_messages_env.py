@@ -60,7 +60,12 @@ class FrozenMessagesEnv(BaseEnv):
         return group, []
 
     async def evaluate(self, *args, **kwargs):
-        return None
+        correct = []
+        for prompt, answer, _tags in self.train[:2]:
+            completion = await self.server.chat_completion(
+                messages=[dict(m) for m in prompt], n=1, temperature=0.0, split="eval")
+            correct.append(f"\\boxed{{{answer}}}" in (completion.choices[0].message.content or ""))
+        await self.wandb_log({"eval/percent_correct": sum(correct) / len(correct)})
 
 
 if __name__ == "__main__":

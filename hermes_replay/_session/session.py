@@ -57,6 +57,7 @@ from hermes_replay._session.summary import ReplayEvent
 from hermes_replay._session.tools import ToolCallsDrifted, ToolLedger
 from hermes_replay._session.wire import WireHandling
 from hermes_replay._session.workers import check_name
+from hermes_replay._tokenizers.decode import token_decoder
 from hermes_replay._tokenizers.store import TokenizerMismatch, mismatch, stored_dir, with_store
 
 if TYPE_CHECKING:
@@ -343,6 +344,8 @@ class Session(WireHandling, Results):
                                 f"{self.path} --list/--remove`") from None
         self._use_normalizers(stored)
         self._index = RecordingIndex.build(existing, self.matcher)
+        tokenizer = existing.header.tokenizer
+        self._index.decoder = lambda: token_decoder(self.path, tokenizer)
         self.tools.load(existing)
         return existing
 

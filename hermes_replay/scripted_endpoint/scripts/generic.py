@@ -211,12 +211,12 @@ def _plain_answer(conv: Conversation, rng: random.Random) -> Reply:
     guess = _guess(question, rng)
     if shape == 1:
         return Reply(content=f"<think>Reading the question and working it out.</think>\n"
-                             f"The answer is \\boxed{{{guess}}}.")
+                             f"The answer is \\boxed{{{guess}}}. {closer}")
     if shape == 2:
         return Reply(content=f"Let me go step by step. First I restate: {question} Then I "
-                             f"compute the result.\n#### {guess}")
+                             f"compute the result. {closer}\n#### {guess}")
     if shape == 3:
-        return Reply(content=f"{opener} <answer>{guess}</answer>")
+        return Reply(content=f"{opener} <answer>{guess}</answer> {closer}")
     if shape == 4:
         return Reply(content=json.dumps({"answer": guess, "confidence":
                                          round(rng.uniform(0.3, 0.9), 2)}))

@@ -136,8 +136,10 @@ class GroupResolver:
                 return Resolution(candidate, fingerprint, draw, kept)
         extra = self._extra_rewrites()
         if draw is not None:
+            mine = with_worker("")  # "" or "@w1": another worker's groups are not this one's
             for rid, outcome in recorded.items():
-                if outcome.get("draw") == draw and self._take(rid, recorded):
+                if outcome.get("draw") == draw and rid.endswith(mine) and \
+                        ("@" in rid) == bool(mine) and self._take(rid, recorded):
                     changes = (item_changes(str(outcome["item"]), text, extra)
                                if isinstance(outcome.get("item"), str) else [])
                     note = None

@@ -135,3 +135,20 @@ def test_a_frozenset_env_records_under_one_hash_seed_and_replays_under_another(t
                             env={**os.environ, "PYTHONHASHSEED": "2"})
     assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-3000:]
     assert "0 misses" in replay.stdout + replay.stderr
+
+
+def test_a_changed_item_is_matched_by_its_position_within_its_own_worker(monkeypatch):
+    item = {"board": "new"}
+    recorded = {f"train-aaaaaaaaaaaa-0{w}": {"kind": "group", "draw": 0,
+                                             "item": canonical_text({"board": "old"})}
+                for w in ("", "@w1")}
+    for worker, expected in (("w1", "train-aaaaaaaaaaaa-0@w1"), ("w0", "train-aaaaaaaaaaaa-0")):
+        monkeypatch.setenv("HERMES_REPLAY_WORKER", worker)
+        noted: list[str] = []
+        resolver = GroupResolver(noted.append)
+        resolver._loaded, resolver._recorded = True, dict(recorded)
+        resolver.drawn(item)
+        resolved = resolver.open(item)
+        assert resolved.base == "train-aaaaaaaaaaaa-0" and resolved.draw == 0
+        assert resolver._claimed == {expected}
+        assert noted and "board: 'old' → 'new'" in noted[0]

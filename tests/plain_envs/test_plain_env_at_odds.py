@@ -3,8 +3,9 @@
 - a ``collect_trajectories`` that returns unscored tuples (written for an older atroposlib) is
   named with what it returned and what 0.4.0 expects, not with atroposlib's
   ``'tuple' object has no attribute 'get'``;
-- ``--server-type vllm`` against a server that speaks the OpenAI API only (no ``/generate``)
-  fails in seconds, naming ``--server-type openai``, instead of retrying until killed.
+- ``--server-type vllm`` against a server that speaks the OpenAI API only (no ``/generate``, no
+  ``/health``: atroposlib's client then waits for a healthy server forever) fails in seconds,
+  naming ``--server-type openai``, instead of running until killed.
 """
 
 from __future__ import annotations

@@ -63,13 +63,13 @@ def test_frozenset_items_do_not_depend_on_the_hash_seed():
 def test_uuid_and_timestamp_items_replay_with_no_miss(_here, tmp_path, capsys):
     cassette = tmp_path / "uuid.jsonl"
     _record("uuid_items_env.py", cassette, tmp_path / "rec.jsonl")
+    result = run_cassette(cassette, out_dir=tmp_path / "replay")
+    assert result.error is None and result.summary.misses == []
+    assert len(result.rewards) == 8
     groups = {rid: r.outcome for rid, r in load_cassette(cassette).rollouts.items()
               if r.outcome.get("kind") == "group"}
     assert sorted(g["draw"] for g in groups.values()) == [0, 1]
     assert all('"round_id"' in g["item"] for g in groups.values())  # kept to compare with
-    result = run_cassette(cassette, out_dir=tmp_path / "replay")
-    assert result.error is None and result.summary.misses == []
-    assert len(result.rewards) == 8
 
 
 def test_a_changed_item_is_named_field_by_field(_here, tmp_path, monkeypatch):

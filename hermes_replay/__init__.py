@@ -40,6 +40,7 @@ from hermes_replay._errors import (
     RequestNotRecorded,
     UnusedRecordings,
 )
+from hermes_replay._layer import install_layer_fallback
 from hermes_replay._report import write_report
 from hermes_replay._runner.result import RolloutOutcome, RunResult
 from hermes_replay._runner.run import run_cassette
@@ -55,6 +56,10 @@ from hermes_replay._tokenizers.store import TokenizerMismatch, check_tokenizer, 
 from hermes_replay._tokenizers.store import describe as describe_tokenizer
 
 __version__ = "0.1.0"
+
+# a project's own regular `environments` package must not hide the layer's modules from
+# env files written for the former layer (see _layer)
+install_layer_fallback()
 
 __all__ = [
     "Cassette",

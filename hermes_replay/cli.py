@@ -30,6 +30,7 @@ COMMANDS: tuple[str, ...] = (
     "merge",
     "compact",
     "normalize",
+    "trust",
 )
 
 
@@ -47,9 +48,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# the commands whose first argument is an environment: `-m MODULE` there means what it means
+# to python (the module, from the working directory), and is given as that argument
+_ENV_COMMANDS = frozenset({"record", "replay", "passthrough", "check", "probe", "watch"})
+
+
+def _module_flag(argv: list[str]) -> list[str]:
+    """``hermes-replay record -m pkg.env …`` as ``hermes-replay record pkg.env …``: before
+    ``--`` only (after it the flags are the environment's own)."""
+    if not argv or argv[0] not in _ENV_COMMANDS:
+        return argv
+    end = argv.index("--") if "--" in argv else len(argv)
+    out = list(argv)
+    for i in range(1, end - 1):
+        if out[i] in ("-m", "--module"):
+            out[i:i + 2] = [out[i + 1]]
+            break
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_module_flag(list(sys.argv[1:] if argv is None else argv)))
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 0

@@ -92,6 +92,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "replay_run and hermes_cassette fixtures); options go to hermes_replay.cassette().",
     )
     config.pluginmanager.register(_AutoReport(), "hermes-replay-auto-report")
+    from hermes_replay._runner.trust import trust_for_process
+
+    # The session runs this project's conftest.py already: its cassettes may name its envs.
+    trust_for_process(config.rootpath, "the rootdir of this pytest session")
 
 
 _AUTO = "hermes-replay auto"  # a user property of the test: xdist carries it to the controller

@@ -29,6 +29,25 @@ def _env_logs_in_the_session_folder(tmp_path_factory: pytest.TempPathFactory):
     os.environ.pop("HERMES_REPLAY_LOG_DIR", None)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _trust_list_in_the_session_folder(tmp_path_factory: pytest.TempPathFactory):
+    """The folders this session trusts (recordings add theirs) are kept under its own temp
+    folder: never the machine's ~/.config, so what lies in $HOME changes nothing, and a test's
+    project is trusted only by what the test itself does (subprocesses inherit the variable)."""
+    os.environ["HERMES_REPLAY_HOME"] = str(tmp_path_factory.mktemp("hermes-home"))
+    os.environ.pop("HERMES_REPLAY_TRUST", None)
+    yield
+    os.environ.pop("HERMES_REPLAY_HOME", None)
+
+
+def trust(folder) -> None:
+    """Trust ``folder`` as a user would with ``hermes-replay trust`` (tests whose project was
+    copied, not recorded, in place)."""
+    from hermes_replay._runner.trust import add_trusted
+
+    add_trusted(folder)
+
+
 @pytest.fixture(scope="session")
 def _calc_recording(tmp_path_factory: pytest.TempPathFactory):
     from _calc_project import record_project
@@ -50,5 +69,6 @@ def calc_project(_calc_recording, tmp_path, monkeypatch):
     monkeypatch.setattr(registry, "_TASK_CLEANUPS", list(registry._TASK_CLEANUPS))
     monkeypatch.delenv("CALC_ENV_LEAK", raising=False)
     root = copy_project(_calc_recording, tmp_path / "project")
+    trust(root)  # a copy of the recorded project: the user's own, trusted as after `trust`
     monkeypatch.chdir(root)
     return root

@@ -26,6 +26,24 @@ def _header(cassette: Path) -> dict[str, Any]:
     return header if isinstance(header, dict) else {}
 
 
+def _endpoint_flags(header: dict[str, Any]) -> str:
+    """The endpoint the cassette was recorded against, as ``record`` flags (placeholders
+    where the header says nothing): the user re-records against the same one."""
+    from hermes_replay._terminal.render import sanitize
+
+    def given(key: str, placeholder: str) -> str:
+        value = header.get(key)
+        if not isinstance(value, str) or not value or len(value) > 500:
+            return placeholder
+        return shlex.quote(sanitize(value))
+
+    flags = f" --endpoint {given('base_url', 'URL')} --model {given('model', 'NAME')}"
+    kind = header.get("endpoint_type")
+    if kind in ("openai", "vllm", "sglang"):
+        flags += f" --server-type {kind}"
+    return flags
+
+
 def cli_miss_hint(cassette: Path | None, misses: list[Any] | None = None,
                   normalizers: list[Any] | None = None) -> str:
     """The next step, as commands: keep the built-in normalizer a miss would match with (the
@@ -39,8 +57,12 @@ def cli_miss_hint(cassette: Path | None, misses: list[Any] | None = None,
     where = f" --cassette {shlex.quote(str(cassette))}" if cassette is not None else ""
     given = "".join(f" --normalize {shlex.quote(n if isinstance(n, str) else f'{n[0]}={n[1]}')}"
                     for n in as_header(list(normalizers or [])))
-    record = (f"hermes-replay record {shlex.quote(str(env_file))}{where} --missing-only"
-              f"{given} --endpoint URL --model NAME -- {shlex.join(command[:1])} …")
+    extra = header.get("extra") if isinstance(header.get("extra"), dict) else {}
+    module = extra.get("env_module")
+    env = f"-m {shlex.quote(module)}" if isinstance(module, str) and module else \
+        shlex.quote(str(env_file))
+    record = (f"hermes-replay record {env}{where} --missing-only{given}"
+              f"{_endpoint_flags(header)} -- {shlex.join(command[:1])} …")
     target = shlex.quote(str(cassette)) if cassette is not None else "CASSETTE"
     fixes = list(dict.fromkeys(n for m in misses or [] if getattr(m, "normalizer", None)
                                for n in m.normalizer.split(" + ")))

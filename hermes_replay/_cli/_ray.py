@@ -88,6 +88,10 @@ class _Worker:
             cwd = here / cwd.relative_to(upload_root) if cwd.is_relative_to(upload_root) \
                 else here
             out_dir = Path(tempfile.mkdtemp(prefix="hermes-replay-out-"))
+            import dataclasses
+
+            job = dataclasses.replace(
+                job, environ=_trust_moved(job.environ, Path(upload_root), here))
             try:
                 outcome = _run_job(replay_cassette, job, cassette, out_dir, cwd)
                 outcome.archive = _tar(out_dir)
@@ -118,6 +122,22 @@ def _run_job(replay: Any, job: Job, cassette: Path, out_dir: Path, cwd: Path) ->
     shown = "".join(line for line in err.getvalue().splitlines(keepends=True)
                     if not line.startswith(_PROGRESS_PREFIX))
     return Outcome(job.index, summary, mode, shown)
+
+
+def _trust_moved(environ: dict[str, str], upload_root: Path, here: Path) -> dict[str, str]:
+    """The driver's trusted folders (``_runner/trust.py``) as this actor sees them: a folder
+    inside the shipped project is now below this actor's copy of it. Only what the driver
+    trusted is trusted here; the copy gains nothing of its own."""
+    from hermes_replay._runner.trust import TRUST_VARIABLE
+
+    moved = []
+    for raw in environ.get(TRUST_VARIABLE, "").split(os.pathsep):
+        if not raw:
+            continue
+        folder = Path(raw)
+        moved.append(str(here / folder.relative_to(upload_root))
+                      if folder.is_relative_to(upload_root) else raw)
+    return {**environ, TRUST_VARIABLE: os.pathsep.join(moved)}
 
 
 def _tar(folder: Path) -> bytes:
@@ -263,7 +283,12 @@ def replay_on_ray(replay: Any, cassettes: list[Path], outs: list[Path], strict: 
                                   if o.resolve().is_relative_to(root))]
         runtime_env = {"working_dir": str(root), "excludes": excludes}
     _connect(address, jobs, runtime_env, log)
+    from hermes_replay._runner.trust import TRUST_VARIABLE, trusted_roots
+
     here, environ = str(Path.cwd()), dict(os.environ)
+    # what this driver trusts, as the one list every actor goes by (an actor on another node
+    # has neither this user's trust file nor this Python's installs)
+    environ[TRUST_VARIABLE] = os.pathsep.join(str(p) for p in trusted_roots())
     todo = deque(Job(i, c.resolve(), o.resolve(), strict, verbose, dict(tools), here, environ)
                  for i, (c, o) in enumerate(zip(cassettes, outs, strict=True)))
     cpus = int(ray.cluster_resources().get("CPU", 1))

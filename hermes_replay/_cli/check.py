@@ -53,8 +53,9 @@ def run(args: argparse.Namespace) -> int:
         render_json,
         render_table,
     )
+    from hermes_replay._cli.record import module_as_file
 
-    path = Path(args.env_file)
+    path = Path(module_as_file(args.env_file))
     if not path.is_file():
         print(f"hermes-replay check: {path} is not a file; pass the environment's .py file "
               "(e.g. environments/my_env.py)", file=sys.stderr)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from hermes_replay._cli._provider import SERVER_TYPES
@@ -53,8 +52,10 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(prepared, int):
         return prepared
     env_args, endpoint, secret = prepared
-    env_file = Path(args.env_file)
+    from hermes_replay._cli.record import resolve_env
     from hermes_replay._runner.run import run_env
+
+    env_file, module = resolve_env("passthrough", args.env_file)  # type: ignore[misc]
 
     log = None if args.verbose else env_log_path("passthrough", env_file, env_args[0])
     if log is not None:
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     summary, _ = run_with_progress(
         partial(run_env, env_file, [*env_args, *endpoint.env_flags(), *secret], cassette=None,
-                mode="passthrough"),
+                mode="passthrough", module=module),
         mode="passthrough", cassette=None, label=f"running {env_file.name}", log_path=log,
         verbose=args.verbose)
     print("\n".join(summary.lines(Style(sys.stdout))))

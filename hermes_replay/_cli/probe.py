@@ -84,6 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from hermes_replay._cli.record import module_as_file
     from hermes_replay.probe import (
         ProbeRun,
         list_probes,
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         run_probes,
     )
 
-    env = Path(args.env_file)
+    env = Path(module_as_file(args.env_file))
     if not env.is_file() or env.suffix != ".py":
         print(f"hermes-replay probe: {env} is not an environment file; pass the .py file that "
               "ends with `MyEnv.cli()` (e.g. environments/my_env.py)", file=sys.stderr)

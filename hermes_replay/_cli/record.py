@@ -123,26 +123,61 @@ def register(sub: Any) -> None:
 
 
 def check_env_file(prog: str, env_file: str) -> str | None:
-    path = Path(env_file)
-    as_module = Path(*env_file.split(".")).with_suffix(".py") if re.fullmatch(
-        r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", env_file) and not path.exists() else None
-    if as_module is not None and as_module.is_file():
-        return (
-            f"hermes-replay {prog}: {env_file} is a module name; pass its file: "
-            f"hermes-replay {prog} {as_module.as_posix()} … (a package env is run as "
-            f"`python -m {env_file}` would run it)"
-        )
+    """Why ENV_FILE cannot be run (a usage message), or None."""
+    found = resolve_env(prog, env_file)
+    return found if isinstance(found, str) else None
+
+
+_MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
+
+
+def module_as_file(given: str) -> str:
+    """A module name (``environments.community.x.y``) as its file, looked up from the working
+    directory as ``python -m`` would; anything else unchanged. For the commands that read an
+    env file by path (``check``, ``probe``, ``watch``): the file then runs as its module."""
+    from hermes_replay._runner.envrun import file_of_module
+
+    if _MODULE_NAME.fullmatch(given) and not Path(given).exists():
+        found = file_of_module(given, Path.cwd())
+        if found is not None:
+            return str(found)
+    return given
+
+
+def resolve_env(prog: str, given: str) -> tuple[Path, tuple[str, Path] | None] | str:
+    """ENV_FILE as the user gave it — a file, or a module the way ``python -m`` takes it
+    (``environments.community.x.y``, looked up from the working directory as ``python -m``
+    run there would) — as ``(file, (module, folder) or None)``, or a usage message. A file
+    that lies in a package and imports relatively runs as its module, from the working
+    directory when it lies below it (Atropos' namespace packages have no ``__init__.py``)."""
+    from hermes_replay._runner.envrun import file_of_module, module_below, module_of
+    from hermes_replay._runner.plan import project_root
+
+    path = Path(given)
+    cwd = Path.cwd()
+    if _MODULE_NAME.fullmatch(given) and not path.exists():
+        found = file_of_module(given, cwd)
+        if found is None:
+            return (f"hermes-replay {prog}: no module {given} found from {cwd} (looked for "
+                    f"{Path(*given.split('.')).with_suffix('.py')} there and on sys.path). "
+                    "Next step: run from the folder you would run `python -m "
+                    f"{given}` from (the repository root), or pass the env file's path.")
+        folder = found.resolve().parents[len(given.split(".")) - 1]
+        return found, module_below(found, folder)
     if not path.is_file():
         return (
-            f"hermes-replay {prog}: environment file {env_file} does not exist "
-            f"(looked in {Path.cwd()}). Next step: pass the path of your env .py file."
+            f"hermes-replay {prog}: environment file {given} does not exist "
+            f"(looked in {cwd}). Next step: pass the path of your env .py file, or its "
+            "module (-m environments.community.x.y) from the repository root."
         )
     if path.suffix != ".py":
         return (
-            f"hermes-replay {prog}: {env_file} is not a Python file; ENV_FILE is the "
+            f"hermes-replay {prog}: {given} is not a Python file; ENV_FILE is the "
             "environment script that ends with `MyEnv.cli()`."
         )
-    return None
+    where = path.resolve()
+    root = cwd.resolve() if where.is_relative_to(cwd.resolve()) else project_root(where.parent)
+    return path, module_of(where, root=root)
 
 
 def resolve_endpoint(args: argparse.Namespace, env_args: list[str]) -> Endpoint:
@@ -208,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
         return prepared
     env_args, endpoint, secret = prepared
 
-    env_file = Path(args.env_file)
+    env_file, module = resolve_env("record", args.env_file)  # type: ignore[misc]
     public = [*env_args, *endpoint.env_flags()]
     cassette = args.cassette or default_cassette_path(env_file, env_args[0])
     merged = cassette
@@ -229,7 +264,7 @@ def run(args: argparse.Namespace) -> int:
     from hermes_replay._runner.plan import recorded_env_fields
 
     header: dict[str, Any] = {
-        **recorded_env_fields(env_file),
+        **recorded_env_fields(env_file, module[0] if module else None),
         "command": redact_command(public),
         **endpoint.header_fields(),
     }
@@ -238,6 +273,7 @@ def run(args: argparse.Namespace) -> int:
               "`hermes-replay replay` of a folder only runs env files inside the project, so "
               "record from the project root.", file=sys.stderr)
     redact_command([*public, *secret])  # the key and URL passwords become known secrets
+    _trust_recorded_project(env_file, header["env_file"])
     where = redact_command([endpoint.base_url])[0] if endpoint.base_url else \
         "the env's configured endpoint"
     replaces = " (replaces it only if the run succeeds)" if cassette.exists() else ""
@@ -248,11 +284,13 @@ def run(args: argparse.Namespace) -> int:
           f"{replaces}", file=sys.stderr)
     if log is not None:
         print(f"  environment output: {log} (-v shows it here)", file=sys.stderr)
+    run_args = [*public, *secret, *_groups_outside_the_project(env_args, env_file, log)]
     from hermes_replay._runner.run import run_env
 
     with worker_variable(worker):
         summary, result = run_with_progress(
-            partial(run_env, env_file, [*public, *secret], cassette=cassette, mode=mode,
+            partial(run_env, env_file, run_args, cassette=cassette, mode=mode,
+                    module=module,
                     header=header, seed=args.seed, worker=worker,
                     first_answer_timeout=args.first_answer_timeout,
                     shard_by_worker=shard == "auto",
@@ -276,6 +314,53 @@ def run(args: argparse.Namespace) -> int:
             print(f"  next: replay it offline with: hermes-replay replay {cassette}")
         return 0
     return summary.exit_code or 1
+
+
+def _groups_outside_the_project(env_args: list[str], env_file: Path,
+                                log: Path | None) -> list[str]:
+    """``process`` writes its scored groups to atroposlib's default ``data/<name>.jsonl`` in
+    the working directory — the user's repository — when no path is given. A recording is
+    after the cassette: unasked, those files go beside the env log instead (and the header's
+    command stays as the user typed it, so a replay puts them in its own output folder)."""
+    from datetime import datetime, timezone
+
+    from hermes_replay._cli._runner import LOG_DIR_VARIABLE, default_log_folder
+    from hermes_replay._runner.plan import flag_value
+
+    if not env_args or env_args[0] != "process" or \
+            flag_value(env_args, "--env.data_path_to_save_groups") is not None:
+        return []
+    chosen = os.environ.get(LOG_DIR_VARIABLE, "").strip()
+    folder = log.parent if log is not None else (Path(chosen) if chosen else
+                                                  default_log_folder())
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    groups = folder / f"record-{env_file.stem}-groups-{stamp}.jsonl"
+    print(f"  scored groups (atroposlib's process output): {groups} (pass "
+          "--env.data_path_to_save_groups PATH to keep them elsewhere)", file=sys.stderr)
+    return ["--env.data_path_to_save_groups", str(groups)]
+
+
+def _trust_recorded_project(env_file: Path, recorded_name: str) -> None:
+    """The user runs this project's code by recording it, so its replays may run it again:
+    the folder the header's name is relative to becomes trusted (``_runner/trust.py``).
+    A trust list that cannot be written costs a warning, never the recording."""
+    from hermes_replay._runner.trust import add_trusted
+
+    rel = Path(recorded_name)
+    if rel.is_absolute() or ".." in rel.parts:
+        return  # recorded from outside its project: replay will not resolve it anyway
+    base = env_file.resolve().parents[len(rel.parts) - 1]
+    try:
+        trust_file, new = add_trusted(base)
+    except OSError as exc:
+        print(f"hermes-replay record: warning: could not keep {base} in the trust list "
+              f"({exc.strerror or exc}); replays of its cassettes will ask you to run "
+              f"`hermes-replay trust {base}`", file=sys.stderr)
+        return
+    if new:
+        print(f"hermes-replay record: trusted {base}: cassettes may name its environment "
+              f"files (kept in {trust_file}; see `hermes-replay trust --list`)",
+              file=sys.stderr)
 
 
 def proposal_lines(written: Path) -> list[str]:

@@ -222,10 +222,11 @@ def _guards(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run_env(args: argparse.Namespace) -> int:
-    from hermes_replay._cli.record import check_env_file
+    from hermes_replay._cli.record import resolve_env
     from hermes_replay._runner.run import run_env
 
-    problem = check_env_file("replay", args.target) or check_env_args(
+    resolved = resolve_env("replay", str(args.target))
+    problem = (resolved if isinstance(resolved, str) else None) or check_env_args(
         "replay", args.target, args.env_args
     )
     try:
@@ -235,7 +236,7 @@ def _run_env(args: argparse.Namespace) -> int:
     if problem:
         print(problem, file=sys.stderr)
         return 2
-    env_file = Path(args.target)
+    env_file, module = resolved  # type: ignore[misc]
     from hermes_replay._runner.env_guard import NotAnEnvFile
     from hermes_replay._runner.env_guard import check_env_file as check_env_source
 
@@ -263,7 +264,7 @@ def _run_env(args: argparse.Namespace) -> int:
               file=sys.stderr)
     with worker_variable(worker):
         summary, _ = run_with_progress(
-            partial(run_env, env_file, argv, cassette=cassette, mode="replay",
+            partial(run_env, env_file, argv, cassette=cassette, mode="replay", module=module,
                     strict=args.strict, worker=worker, log_path=log,
                     **matching_options(args), **tools),
             mode="replay", cassette=cassette, label=f"replaying {cassette}", log_path=log,
@@ -436,7 +437,11 @@ def _replay_in_processes(cassettes: list[Path], outs: list[Path], workers: int, 
 
     print(f"hermes-replay replay: {len(cassettes)} cassettes in {workers} processes",
           file=sys.stderr)
+    from hermes_replay._runner.trust import TRUST_VARIABLE, trusted_roots
+
     here, environ = str(Path.cwd()), dict(os.environ)
+    # what this process trusts (the pytest plugin's rootdir included) goes with every job
+    environ[TRUST_VARIABLE] = os.pathsep.join(str(p) for p in trusted_roots())
     jobs = [Job(i, c.resolve(), o.resolve(), strict, verbose, dict(tools), here, environ)
             for i, (c, o) in enumerate(zip(cassettes, outs, strict=True))]
 

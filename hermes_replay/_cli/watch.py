@@ -67,8 +67,9 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from hermes_replay._cli._parallel import default_jobs
     from hermes_replay._cli._watch_plan import WatchPlan
+    from hermes_replay._cli.record import module_as_file
 
-    target = Path(args.path)
+    target = Path(module_as_file(str(args.path)))
     if not target.exists():
         print(f"hermes-replay watch: {target} does not exist. Next step: pass a folder of "
               "cassettes (default ./cassettes), a cassette or an env file.", file=sys.stderr)

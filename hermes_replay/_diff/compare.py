@@ -273,8 +273,31 @@ def _is_result_file(path: Path) -> bool:
     return head.startswith("{") and '"hermes-replay-result"' in head
 
 
-def load_view(path: str | Path) -> RunView:
-    """A cassette (``.jsonl``/``.partial``), a ``result.json``, or a replay output folder.
+def _result_below(folder: Path, other: Path | None) -> Path | None:
+    """The ``result.json`` of one cassette in the main job's output folder (``OUT/<cassette>/
+    result.json``): the only one there, or the one that replayed ``other``, the cassette it
+    is compared with. None when the folder holds none, or several and none of them fits."""
+    found = sorted(p for p in folder.glob(f"*/{RESULT_FILE}") if p.is_file())
+    if len(found) == 1:
+        return found[0]
+    if other is None or not other.is_file():
+        return None
+    wanted = other.resolve()
+    for candidate in found:
+        try:
+            data = json.loads(candidate.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        named = data.get("cassette") if isinstance(data, dict) else None
+        if isinstance(named, str) and Path(named).resolve() == wanted:
+            return candidate
+    return None
+
+
+def load_view(path: str | Path, other: str | Path | None = None) -> RunView:
+    """A cassette (``.jsonl``/``.partial``), a ``result.json``, or a replay output folder
+    (its own ``result.json``, or for the main job's ``--out`` folder the one of the cassette
+    ``other`` names, or its only one).
 
     Raises ``CassetteError`` naming the path (and line) when it cannot be used.
     """
@@ -289,10 +312,17 @@ def load_view(path: str | Path) -> RunView:
         found = run_result_from_output_dir(path)
         if found is not None:
             return view_from_result(found, str(path))
+        below = _result_below(path, None if other is None else Path(other))
+        if below is not None:
+            return view_from_result(load_run_result(below), str(below))
+        several = sorted(p.parent.name for p in path.glob(f"*/{RESULT_FILE}"))
         raise CassetteError(
-            f"a folder with no {RESULT_FILE} and no evaluate metrics.json", path=path,
-            hint=f"pass a cassette (.jsonl), a {RESULT_FILE} (write one with "
-            "hermes_replay._runner.result_io.write_run_result), or an evaluate output folder")
+            f"a folder with no {RESULT_FILE} and no evaluate metrics.json"
+            + (f"; it holds the results of {len(several)} cassettes ({', '.join(several[:5])})"
+               if several else ""), path=path,
+            hint=(f"pass one of them, e.g. {path / several[0]}" if several else
+                  f"pass a cassette (.jsonl), a {RESULT_FILE} or the --out folder of "
+                  "`hermes-replay replay` (or an evaluate output folder)"))
     if path.is_file() and _is_result_file(path):
         return view_from_result(load_run_result(path), str(path))
     return view_from_cassette(load_cassette(path), str(path))
@@ -478,4 +508,4 @@ def _compare_metrics(report: DiffReport, a: RunView, b: RunView, tol: float) -> 
 
 def compare_paths(a: str | Path, b: str | Path, *, tolerance: float = 1e-9) -> DiffReport:
     """``compare(load_view(a), load_view(b))``; raises ``CassetteError`` for unusable input."""
-    return compare(load_view(a), load_view(b), tolerance=tolerance)
+    return compare(load_view(a, other=b), load_view(b, other=a), tolerance=tolerance)

@@ -22,7 +22,8 @@ from typing import Any
 
 from hermes_replay._pyast import parse
 
-__all__ = ["OutcomeCollector", "module_of", "redirected_to", "run_env_file"]
+__all__ = ["FORGOTTEN_FILES", "OutcomeCollector", "file_of_module", "module_below", "module_of", "redirected_to",
+           "run_env_file"]
 
 
 def _has_relative_imports(path: Path) -> bool:
@@ -33,19 +34,49 @@ def _has_relative_imports(path: Path) -> bool:
     return any(isinstance(node, ast.ImportFrom) and node.level > 0 for node in ast.walk(tree))
 
 
-def module_of(env_file: Path) -> tuple[str, Path] | None:
-    """``(dotted module name, the folder above its top package)`` when ``env_file`` can only
-    run as ``python -m pkg.env`` (it lies in a package and imports relatively), else None."""
+def module_of(env_file: Path, root: Path | None = None) -> tuple[str, Path] | None:
+    """``(dotted module name, the folder ``python -m`` runs from)`` when ``env_file`` can
+    only run as ``python -m pkg.env``: it imports relatively and lies in a package — a
+    regular one (``__init__.py`` up the chain), or, below ``root``, a namespace package
+    (no ``__init__.py``), the way Atropos runs ``python -m environments.community.x.y``
+    from its repository root. Else None (a plain script)."""
     path = env_file.resolve()
-    if not (path.parent / "__init__.py").is_file() or not _has_relative_imports(path):
+    if not _has_relative_imports(path):
         return None
-    parts, folder = [path.stem], path.parent
-    while (folder / "__init__.py").is_file():
-        parts.insert(0, folder.name)
-        folder = folder.parent
-    if not all(part.isidentifier() for part in parts):
+    if (path.parent / "__init__.py").is_file():
+        parts, folder = [path.stem], path.parent
+        while (folder / "__init__.py").is_file():
+            parts.insert(0, folder.name)
+            folder = folder.parent
+        return (".".join(parts), folder) if all(p.isidentifier() for p in parts) else None
+    return module_below(path, root) if root is not None else None
+
+
+def module_below(path: Path, root: Path) -> tuple[str, Path] | None:
+    """``path`` as a module of ``root`` (``root/a/b/c.py`` → ``a.b.c``), if it lies in a
+    package below it with a name ``python -m`` accepts; else None."""
+    root, path = root.resolve(), path.resolve()
+    if path.suffix != ".py" or path.parent == root or not path.is_relative_to(root):
         return None
-    return ".".join(parts), folder
+    parts = [*path.relative_to(root).parent.parts, path.stem]
+    return (".".join(parts), root) if all(p.isidentifier() for p in parts) else None
+
+
+def file_of_module(name: str, start: Path) -> Path | None:
+    """Where ``python -m NAME`` run from ``start`` finds NAME's file: ``start/a/b/c.py`` (a
+    namespace or a regular package), else in a folder on ``sys.path``. Looked up, never
+    imported."""
+    if not all(part.isidentifier() for part in name.split(".")):
+        return None
+    rel = Path(*name.split(".")).with_suffix(".py")
+    for folder in [start, *(Path(p) for p in sys.path if p)]:
+        candidate = folder / rel
+        try:
+            if candidate.is_file():
+                return candidate
+        except OSError:
+            continue
+    return None
 
 
 @contextmanager
@@ -62,13 +93,28 @@ def _as_script(env_file: Path, argv: Sequence[str], root: Path | None = None) ->
         sys.path[:] = saved_path
 
 
+# Files of the package modules a run imported and ``_fresh_package`` forgot after it: what
+# the run depended on although they are no longer in ``sys.modules`` (``watch`` asks).
+FORGOTTEN_FILES: set[str] = set()
+
+
 @contextmanager
-def _fresh_package(top: str) -> Iterator[None]:
+def _fresh_package(top: str, root: Path) -> Iterator[None]:
     """The env's package is imported anew for this run and forgotten after it, so a second run
-    in this process (replay after record, a reward edited in between) runs today's files."""
+    in this process (replay after record, a reward edited in between) runs today's files.
+    Only modules whose files lie under ``root`` (the folder ``python -m`` runs from) are
+    forgotten: in a namespace package shared with installed code (an Atropos checkout's
+    ``environments/`` beside this layer's), the installed modules keep their one identity."""
+    root = root.resolve()
+
     def forget() -> None:
-        for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
-            del sys.modules[name]
+        for name, module in list(sys.modules.items()):
+            if name != top and not name.startswith(top + "."):
+                continue
+            where = getattr(module, "__file__", None)
+            if where and Path(where).resolve().is_relative_to(root):
+                FORGOTTEN_FILES.add(str(Path(where).resolve()))
+                del sys.modules[name]
 
     forget()
     try:
@@ -77,7 +123,8 @@ def _fresh_package(top: str) -> Iterator[None]:
         forget()
 
 
-def run_env_file(env_file: Path, argv: Sequence[str]) -> int:
+def run_env_file(env_file: Path, argv: Sequence[str],
+                 module: tuple[str, Path] | None = None) -> int:
     """Run ``env_file`` as ``__main__`` with ``argv``; return its exit code.
 
     ``SystemExit`` (the env CLI ends with one) becomes the code. Errors of hermes-replay itself
@@ -86,9 +133,9 @@ def run_env_file(env_file: Path, argv: Sequence[str]) -> int:
     """
     from hermes_replay import HermesReplayError
 
-    module = module_of(env_file)
+    module = module or module_of(env_file)
     with _as_script(env_file, argv, module[1] if module else None), \
-            (_fresh_package(module[0].split(".")[0]) if module else nullcontext()):
+            (_fresh_package(module[0].split(".")[0], module[1]) if module else nullcontext()):
         try:
             if module is not None:  # relative imports: run it as `python -m pkg.env` would
                 runpy.run_module(module[0], run_name="__main__", alter_sys=True)

@@ -28,6 +28,9 @@ _ENDPOINT_FLAGS = (
     "--openai.model_name",
     "--openai.server_type",
     "--openai.health_check",
+    # the tokenizer the recording ran with (a local copy, often): the cassette's stored one
+    # answers for it, where the env's own default would be a hub name (offline: an error)
+    "--env.tokenizer_name",
 )
 # Replay needs no key, but openai 3.x refuses to build a client with an empty one.
 _PLACEHOLDER_KEY = "--openai.api_key=hermes-replay-offline"
@@ -80,8 +83,8 @@ def changed_rewards(
 
 
 def replay_argv(recorded: list[str], user: list[str] | None = None) -> list[str]:
-    """The argv to replay: the user's (or the recorded) command, the recorded endpoint flags the
-    user left out, and a placeholder key unless one is given."""
+    """The argv to replay: the user's (or the recorded) command, the recorded endpoint and
+    tokenizer flags the user left out, and a placeholder key unless one is given."""
     argv = list(user if user is not None else recorded)
     for flag in _ENDPOINT_FLAGS:
         value = flag_value(recorded, flag)
@@ -203,20 +206,22 @@ def project_root(path: Path) -> Path | None:
     return None
 
 
-def recorded_env_fields(env_file: Path) -> dict[str, Any]:
+def recorded_env_fields(env_file: Path, module: str | None = None) -> dict[str, Any]:
     """How a recording names its env file: relative to the project root (so replay finds it
     from any folder of the project), with the folder it ran in (``extra.env_cwd``, where the
-    command's other relative paths start) and, for a package env, the module it ran as
-    (``extra.env_module``: ``python -m pkg.env``). Outside any project, or recorded from
-    outside the env's project: relative to the working directory, as before."""
+    command's other relative paths start) and, for an env run as a module (``module`` given,
+    or a package env that imports relatively), the module it ran as (``extra.env_module``:
+    ``python -m pkg.env``). Outside any project, or recorded from outside the env's project:
+    relative to the working directory, as before."""
     from hermes_replay._runner.envrun import module_of
 
     where, cwd = env_file.resolve(), Path.cwd().resolve()
     root = project_root(where.parent)
     extra: dict[str, Any] = {}
-    module = module_of(where)
+    found = module_of(where, root=cwd if where.is_relative_to(cwd) else root)
+    module = module or (found[0] if found else None)
     if module is not None:
-        extra["env_module"] = module[0]
+        extra["env_module"] = module
     if root is None or not cwd.is_relative_to(root):
         fields: dict[str, Any] = {"env_file": Path(os.path.relpath(where, cwd)).as_posix()}
     else:
@@ -226,6 +231,26 @@ def recorded_env_fields(env_file: Path) -> dict[str, Any]:
     if extra:
         fields["extra"] = extra
     return fields
+
+
+def recorded_module(env_file: Path, root: Path, extra: Any) -> tuple[str, Path] | None:
+    """The module a recording ran its env as (``extra.env_module``), and the folder ``python
+    -m`` runs it from — only when the name is exactly the env file's own path below a folder
+    above it (a cassette is data: it names no other module than the file it may run)."""
+    from hermes_replay._runner.envrun import module_below
+
+    name = extra.get("env_module") if isinstance(extra, dict) else None
+    if not isinstance(name, str) or not name:
+        return None
+    parts = name.split(".")
+    where = env_file.resolve()
+    if len(parts) > len(where.parts) - 1:
+        return None
+    folder = where.parents[len(parts) - 1]
+    if not folder.is_relative_to(root.resolve()):
+        return None
+    found = module_below(where, folder)
+    return found if found is not None and found[0] == name else None
 
 
 def recorded_cwd(base: Path, extra: dict[str, Any]) -> Path:
@@ -240,133 +265,141 @@ def recorded_cwd(base: Path, extra: dict[str, Any]) -> Path:
         else base
 
 
-def _holds_cassettes(folder: Path) -> bool:
-    """``folder`` is (under) one named ``cassettes``, or directly holds a cassette or a shards
-    folder: what lies there arrived with recordings, so it is neither code nor a project root."""
-    if "cassettes" in folder.parts:
-        return True
-    try:
-        entries = list(folder.iterdir())
-    except OSError:
-        return False
-    return any(e.name.endswith(".shards") or (e.name.endswith(_CASSETTE_SUFFIXES)
-                                              and e.is_file() and _looks_like_cassette(e))
-               for e in entries)
-
-
-def _project_root(cassette: Path) -> Path | None:
-    """The real project root for ``cassette``: the nearest folder with a marker file
-    (pyproject.toml, setup file, .git), looked for from the working directory when the
-    cassette is inside it (the user stands in their project), else from the cassette. A
-    marker in a folder that holds cassettes counts only when no marker lies above it (a
-    project that keeps a cassette at its top), so a ``setup.cfg`` or ``.git`` planted beside
-    a recording inside a real project changes nothing."""
-    where = cassette.resolve()
-    cwd = Path.cwd().resolve()
-    return _root_from(cwd if where.is_relative_to(cwd) else where.parent)
-
-
-def _root_from(start: Path) -> Path | None:
-    """The nearest folder at or above ``start`` with a marker, by ``_project_root``'s rules."""
-    fallback: Path | None = None
-    for folder in (start, *start.parents):
-        if not any((folder / marker).exists() for marker in _PROJECT_MARKERS):
-            continue
-        if not _holds_cassettes(folder):
-            return folder
-        if fallback is None and "cassettes" not in folder.parts:
-            fallback = folder
-    return fallback
-
-
-def _cassette_area(cassette: Path, top: Path | None) -> list[Path]:
-    """Folders no env file may come from: the cassette's own folder (unless it is the
-    project root ``top``), any ``cassettes`` folder above it, and every folder between it and
-    ``top`` that directly holds a cassette. (``envs/cassettes/x.jsonl`` leaves ``envs/`` the
-    project's code.)"""
-    where = cassette.resolve()
-    area = [] if where.parent == top else [where.parent]
-    for folder in where.parents:
-        if top is not None and (folder == top or not folder.is_relative_to(top)):
-            break
-        if folder.name == "cassettes" or _holds_cassettes(folder):
-            area.append(folder)
-    return area
-
-
 class UnsafeEnvFile(CassetteError):
     """``header.env_file`` points outside the project, or into a folder holding cassettes; a
     cassette is data and must not choose which file on the machine gets executed."""
 
 
 def find_env_file(env_file: str, cassette: Path) -> Path | None:
-    """Where ``header.env_file`` (relative to where it was recorded) is now: looked up from the
-    working directory, then from the project root (so replay works from anywhere in the
-    repository). For a cassette kept outside the working directory (a download, a shared
-    folder), its own project is searched only if its root is a real one (a marker in the
-    folder that holds the recordings counts not), then the project the user stands in — the
-    working directory and its real root. Absolute
-    paths, ``..``, symlinks leading out of that folder, files inside a folder that holds
-    cassettes and files that define no real atroposlib environment are refused with
-    ``UnsafeEnvFile``: replaying cassettes from a pull request must not run code that arrived
-    with them."""
-    rel = Path(env_file)
-    if rel.is_absolute() or ".." in rel.parts:
-        raise UnsafeEnvFile(
-            f"the cassette {cassette} names env file {env_file}, outside the project; replay "
-            "of a folder only runs env files inside it. Next step: re-record from the project "
-            "root, or choose the file yourself: hermes-replay replay ENV_FILE --cassette "
-            f"{cassette} -- MODE …"
-        )
+    """Where ``header.env_file`` is now, by the trust rule (``_runner/trust.py``, written out
+    in docs/reliability.md): the name is looked up from each folder the user trusts that
+    holds the working directory, then from each that holds the cassette, nearest first. A
+    name that is absolute or climbs (``..``), a link leading out of the trusted folder, a file
+    in a folder that arrived with recordings (one named ``cassettes`` or holding a cassette,
+    between the trusted folder and the file) and a file that defines no real atroposlib
+    environment are refused with ``UnsafeEnvFile``; so is a file found only in a folder
+    nobody trusted (a download), naming the one-time step that trusts it. Nothing is
+    imported to decide. None when the file is nowhere."""
     from hermes_replay._runner.env_guard import NotAnEnvFile, check_env_file
+    from hermes_replay._runner.trust import trusted_roots
 
-    root = _project_root(cassette)
-    area = _cassette_area(cassette, root)
-    cwd = Path.cwd().resolve()
-    inside = cassette.resolve().is_relative_to(cwd)
-    bases = [cwd] if inside else []
-    here: Path | None = None
-    # The cassette's own project — for one kept outside the working directory, only when its
-    # root is a real one: a marker beside the recordings themselves (a folder that holds
-    # cassettes) is what a downloaded folder plants to pose as a project, so it counts not.
-    if root is not None and root not in bases and (inside or not _holds_cassettes(root)):
-        bases.append(root)
-    if not inside:
-        # A cassette kept elsewhere (a download, a shared folder, a CI artifact) with no
-        # project of its own, replayed from the project: the file is looked for in the project
-        # the user stands in — the working directory and its real root.
-        here = _root_from(cwd)
-        if (here is None or cwd.is_relative_to(here)) and cwd not in bases:
-            bases.append(cwd)
-        if here is not None and here not in bases:
-            bases.append(here)
+    rel = Path(env_file)
+    if rel.is_absolute() or ".." in rel.parts or len(env_file) > _MAX_ENV_NAME \
+            or "\x00" in env_file:
+        raise UnsafeEnvFile(
+            f"the cassette {cassette} names env file {_shown(env_file)}, outside the project; "
+            "replay only runs env files inside a project you trust. Next step: re-record "
+            "from the project root, or choose the file yourself: hermes-replay replay "
+            f"ENV_FILE --cassette {cassette} -- MODE …"
+        )
+    cwd, where = Path.cwd().resolve(), cassette.resolve()
+    roots = trusted_roots()
+    bases: list[Path] = []
+    for start in (cwd, where):
+        for root in sorted((r for r in roots if start.is_relative_to(r)),
+                           key=lambda r: len(r.parts), reverse=True):
+            if root not in bases:
+                bases.append(root)
     for base in bases:
         candidate = base / rel
-        if not candidate.is_file():
+        try:
+            if not candidate.is_file():
+                continue
+        except OSError:  # a name too long for this filesystem, say
             continue
         real = candidate.resolve()
         if not real.is_relative_to(base):
             raise UnsafeEnvFile(
-                f"the cassette {cassette} names env file {env_file}: under {base} it is a link "
-                f"to {real}, outside the project; replay refuses to run it"
+                f"the cassette {cassette} names env file {_shown(env_file)}: under {base} it "
+                f"is a link to {real}, outside the project; replay refuses to run it"
             )
-        # (a folder above the whole base — the cassette's, when the project lies below it —
-        # holds none of the project's files as recordings)
-        from_here = not inside and base != root  # the working directory's project
-        holder = next((f for f in area if real.is_relative_to(f)
-                       and not (from_here and base.is_relative_to(f))), None)
+        holder = _arrived_with_recordings(real, base)
         if holder is not None:
             raise UnsafeEnvFile(
-                f"the cassette {cassette} names env file {env_file}, which lies in {holder}, a "
-                "folder that holds cassettes: replay runs only the project's own environment "
-                "files, never a file that arrived with recordings. Next step: keep the "
-                "environment outside the cassette folders (e.g. environments/) and re-record, "
-                f"or choose it yourself: hermes-replay replay ENV_FILE --cassette {cassette} "
-                "-- MODE …"
+                f"the cassette {cassette} names env file {_shown(env_file)}, which lies in "
+                f"{holder}, a folder that holds cassettes: replay runs only the project's own "
+                "environment files, never a file that arrived with recordings. Next step: "
+                "keep the environment outside the cassette folders (e.g. environments/) and "
+                "re-record, or choose it yourself: hermes-replay replay ENV_FILE --cassette "
+                f"{cassette} -- MODE …"
             )
         try:
-            check_env_file(candidate, (here or base) if from_here else (root or base))
+            check_env_file(candidate, base)
         except NotAnEnvFile as exc:
             raise UnsafeEnvFile(f"the cassette {cassette} names {exc}") from None
         return candidate
+    untrusted = _untrusted_copy(rel, cwd, where)
+    if untrusted is not None:
+        folder, found = untrusted
+        raise UntrustedProject(
+            f"the cassette {cassette} names env file {_shown(env_file)}; {found} exists, but "
+            f"{folder} is not a folder you trust, and a cassette (data from outside) never "
+            "chooses which code runs on its own. Next step: if this is your project, trust "
+            f"it once: hermes-replay trust {folder}  (in CI: export "
+            f"HERMES_REPLAY_TRUST=\"$PWD\", or pip install -e the project); or name the "
+            f"environment yourself: hermes-replay replay {found} --cassette {cassette} "
+            "-- MODE …"
+        )
     return None
+
+
+_MAX_ENV_NAME = 1024
+
+
+def _shown(name: str) -> str:
+    """A header's name as it may reach a terminal: escapes made visible, length bounded."""
+    text = name.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+def _arrived_with_recordings(real: Path, base: Path) -> Path | None:
+    """The first folder between ``base`` (excluded: a project may keep a cassette at its
+    top) and ``real`` that holds recordings: named ``cassettes``, or directly holding a
+    cassette or a shards folder. Only the file's own path is looked at, never what lies
+    beside or above the project."""
+    folder = real.parent
+    chain: list[Path] = []
+    while folder != base and folder.is_relative_to(base):
+        chain.append(folder)
+        folder = folder.parent
+    for folder in reversed(chain):
+        if folder.name == "cassettes" or _holds_recordings(folder):
+            return folder
+    return None
+
+
+def _holds_recordings(folder: Path) -> bool:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return False
+    for entry in entries:
+        try:
+            if entry.name.endswith(".shards") and entry.is_dir(follow_symlinks=False):
+                return True
+            if entry.name.endswith(_CASSETTE_SUFFIXES) and entry.is_file() \
+                    and _looks_like_cassette(Path(entry.path)):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _untrusted_copy(rel: Path, cwd: Path, where: Path) -> tuple[Path, Path] | None:
+    """Where the named file lies in a folder nobody trusted — the working directory, the
+    cassette's folder or the nearest project root above either — to say so instead of
+    "not found". Only looked up, never read or run."""
+    starts = [cwd, where.parent]
+    starts += [r for r in (project_root(cwd), project_root(where.parent)) if r is not None]
+    for folder in starts:
+        candidate = folder / rel
+        try:
+            if candidate.is_file():
+                return folder, candidate
+        except OSError:
+            continue
+    return None
+
+
+class UntrustedProject(UnsafeEnvFile):
+    """The file a cassette names lies only in a folder the user has not trusted."""

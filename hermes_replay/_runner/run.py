@@ -95,29 +95,35 @@ def run_cassette(
     del recorded_run  # the replay loads its own copy; a huge reply need not be held twice
     env_file = find_env_file(header.env_file, Path(path))
     if env_file is None:
+        from hermes_replay._runner.plan import _shown
+
         raise CassetteError(
-            f"the recorded env file {header.env_file} was not found in the working directory "
-            f"({Path.cwd()}), its project root, or the cassette's project root (the folder "
-            "with pyproject.toml/.git)", path=path, line=1,
-            hint="run from the project the environment lives in (the env file is looked for "
-                 "there, never beside a cassette kept elsewhere), or re-record from there")
+            f"the recorded env file {_shown(header.env_file)} was not found in any folder you "
+            f"trust that holds the working directory ({Path.cwd()}) or the cassette",
+            path=path, line=1,
+            hint="run from the project the environment lives in, once trusted (hermes-replay "
+                 "trust DIR; recording there or pip install -e trusts it too), or name the "
+                 "environment yourself: hermes-replay replay ENV_FILE --cassette CASSETTE -- "
+                 "MODE …")
     argv = redirect_outputs(
         replay_argv(list(header.command or []), None if command is None else list(command)),
         out)
     fresh_out_dir(out, argv)  # one run per folder, nothing written through a planted link
     # Run where it was recorded (the folder env_file is relative to), so other relative paths
     # in the command (--config, datasets) resolve as they did.
-    from hermes_replay._runner.plan import recorded_cwd
+    from hermes_replay._runner.plan import recorded_cwd, recorded_module
 
     recorded = Path(header.env_file)
-    base = recorded_cwd(env_file.resolve().parents[len(recorded.parts) - 1], header.extra)
+    root = env_file.resolve().parents[len(recorded.parts) - 1]
+    base = recorded_cwd(root, header.extra)
+    module = recorded_module(env_file, root, header.extra)
     with _working_dir(base):
         result = run_env(env_file.resolve(), argv, cassette=cassette_path, mode=mode,
                          output=output, log_path=out / "env.log", strict=strict,
                          block_network=block_network, on_rollout=on_rollout,
                          env_name=header.env_name, raise_errors=False,
                          as_recorded=command is None, trust_cassette=trust_cassette,
-                         seed=seed, max_misses=max_misses, **options)
+                         seed=seed, max_misses=max_misses, module=module, **options)
     result.out_dir = out
     result.recorded_rewards = recorded_rewards
     from hermes_replay._runner.result_io import write_run_result
@@ -146,6 +152,7 @@ def run_env(
     max_misses: int = DEFAULT_MAX_MISSES,
     first_answer_timeout: float = DEFAULT_FIRST_ANSWER_TIMEOUT,
     rescored: Path | None = None,
+    module: tuple[str, Path] | None = None,
     **options: Any,
 ) -> RunResult:
     """Run ``env_file`` with ``argv`` (``[mode, flags…]``) inside a cassette session.
@@ -155,7 +162,9 @@ def run_env(
     ``result.error`` (raised instead with ``raise_errors=True``); ``as_recorded`` says ``argv``
     is the cassette's own command, so every recorded rollout must run. ``KeyboardInterrupt``
     propagates. ``cassette=None`` only for ``passthrough``, which reads and writes nothing.
-    ``options`` go to the session.
+    ``options`` go to the session. ``module`` (``(name, folder)``) runs the file as ``python -m
+    name`` from ``folder`` would (a module in a namespace package, as Atropos runs its
+    community envs); by default a file in a package that imports relatively runs so too.
 
     Tools that execute run inside bubblewrap (``_session.isolation``); ``trust_cassette=True`` runs
     them on the host. Before the environment starts, ``random`` and numpy are seeded
@@ -239,7 +248,7 @@ def run_env(
                 outputs = stack.enter_context(run_outputs(argv))
                 stack.enter_context(dead_endpoint_guard(
                     session, first_answer_timeout=first_answer_timeout))
-            code = run_env_file(env_file, argv)
+            code = run_env_file(env_file, argv, module)
             if mode in ("record", "auto"):
                 # Raising inside the block makes the session keep the old cassette and leave
                 # the completed interactions in <path>.partial.
@@ -248,8 +257,10 @@ def run_env(
         error = exc
         if isinstance(exc, UnknownFlags):  # a usage error, as argparse's own
             code = UnknownFlags.exit_code
-            if mode in ("record", "auto"):
-                _drop_empty_journal(path)
+    if mode in ("record", "auto") and session is not None and (error is not None or code != 0):
+        # a failed run that recorded nothing leaves nothing behind (only a journal this run
+        # opened: one refused at start may belong to another recorder)
+        _drop_empty_journal(path)
     if outputs is not None:  # a failed recording's files would look like data, or hide one
         if error is not None or code != 0:
             outputs.take_back()

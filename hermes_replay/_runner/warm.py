@@ -222,9 +222,14 @@ def _is_users(file: str | None, roots: Sequence[Path], excluded: Sequence[Path])
 
 def user_module_files(roots: Sequence[Path]) -> list[str]:
     """Files of the imported modules that are the user's (what a run depended on)."""
+    from hermes_replay._runner.envrun import FORGOTTEN_FILES
+
     excluded, roots = _excluded(), [Path(r).resolve() for r in roots]  # as the warm's
-    return sorted({str(Path(m.__file__).resolve()) for m in list(sys.modules.values())
-                   if _is_users(getattr(m, "__file__", None), roots, excluded)})
+    found = {str(Path(m.__file__).resolve()) for m in list(sys.modules.values())
+             if _is_users(getattr(m, "__file__", None), roots, excluded)}
+    # a package env's modules (``from .rewards import …``) are forgotten when its run ends
+    found |= {f for f in FORGOTTEN_FILES if _is_users(f, roots, excluded)}
+    return sorted(found)
 
 
 def _import_all(names: Iterable[str]) -> list[str]:

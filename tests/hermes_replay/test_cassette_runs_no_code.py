@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import trust
 
 from hermes_replay import run_cassette
 from hermes_replay._errors import CassetteError
@@ -38,8 +39,10 @@ LAYOUTS = {
 
 
 def _plant(project: Path, layout: str) -> tuple[Path, Path]:
-    """The layout's folder and cassette, in a project with a real root marker."""
+    """The layout's folder and cassette, in a project with a real root marker that the user
+    trusts (their own project: what a pull request adds to it must still not run)."""
     (project / "pyproject.toml").write_text("", encoding="utf-8")
+    trust(project)
     folder, markers, cassette_rel = LAYOUTS[layout]
     where = project / folder
     cassette = where / cassette_rel

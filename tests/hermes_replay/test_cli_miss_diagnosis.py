@@ -41,9 +41,13 @@ def test_misses_show_their_diffs_by_default_and_counts_agree(
     assert '+body.messages[0].content: "What is 1 + 2? Use the calculator. Today is ' \
            '2026-12-01."' in err
     assert "… and 1 more miss(es) (train-" in err and "-v shows every diff in full" in err
-    # the next step names commands that exist, not Python keyword arguments
+    # the next step names commands that exist, not Python keyword arguments, with the
+    # endpoint the cassette was recorded against (its header's), not placeholders
+    header = json.loads((calc_project / CASSETTE_REL).read_text().splitlines()[0])
     assert (f"hermes-replay record {ENV_REL} --cassette {CASSETTE_REL} --missing-only "
-            "--endpoint URL --model NAME -- process …") in err
+            f"--endpoint {header['base_url']} --model {header['model']} --server-type "
+            f"{header['endpoint_type']} -- process …") in err
+    assert "--endpoint URL" not in err
     assert "--ignore-path body.metadata" in err and "mode=" not in err
     # one count: the summary, the table and result.json say what the error said
     assert "4 misses" in captured.out

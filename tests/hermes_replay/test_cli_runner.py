@@ -89,7 +89,11 @@ def test_changed_rewards_only_for_recorded_rollouts() -> None:
         "b": (0.5, 0.0), "c": (None, 1.0)}
 
 
-def test_find_env_file_looks_in_cwd_then_above_the_cassette(tmp_path, monkeypatch) -> None:
+def test_find_env_file_looks_only_in_trusted_folders(tmp_path, monkeypatch) -> None:
+    from conftest import trust
+
+    from hermes_replay._runner.plan import UntrustedProject
+
     (tmp_path / "environments").mkdir()
     env = tmp_path / "environments" / "x_env.py"
     env.write_text("from atroposlib.envs.base import BaseEnv\n\nclass XEnv(BaseEnv):\n    pass\n",
@@ -97,11 +101,14 @@ def test_find_env_file_looks_in_cwd_then_above_the_cassette(tmp_path, monkeypatc
     cassette = tmp_path / "cassettes" / "x_env" / "process.jsonl"
     cassette.parent.mkdir(parents=True)
     monkeypatch.chdir(tmp_path)
-    found = find_env_file("environments/x_env.py", cassette)
-    assert found == tmp_path / "environments" / "x_env.py"
-    monkeypatch.chdir(cassette.parent)
-    assert find_env_file("environments/x_env.py", cassette) is None  # no project root marker
+    with pytest.raises(UntrustedProject, match=f"hermes-replay trust {tmp_path}"):
+        find_env_file("environments/x_env.py", cassette)  # a marker would not change that
     (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    with pytest.raises(UntrustedProject):
+        find_env_file("environments/x_env.py", cassette)
+    trust(tmp_path)
+    assert find_env_file("environments/x_env.py", cassette) == env
+    monkeypatch.chdir(cassette.parent)  # from any folder below the trusted one
     assert find_env_file("environments/x_env.py", cassette) == env
     assert find_env_file("environments/none.py", cassette) is None
 
@@ -118,6 +125,9 @@ def test_find_env_file_refuses_paths_outside_the_project(tmp_path, monkeypatch) 
         with pytest.raises(UnsafeEnvFile, match="outside the project"):
             find_env_file(bad, cassette)
     (tmp_path / "proj").mkdir()
+    from conftest import trust
+
+    trust(tmp_path / "proj")
     (tmp_path / "proj" / "link_env.py").symlink_to(tmp_path / "outside.py")
     monkeypatch.chdir(tmp_path / "proj")
     with pytest.raises(UnsafeEnvFile, match="is a link"):

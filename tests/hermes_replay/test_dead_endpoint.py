@@ -98,6 +98,8 @@ def test_refused_connections_stop_the_recording_at_once(project: Path, capsys) -
     assert "next step: check that the server is running and that --endpoint names it" in out
     assert "0 rollouts recorded" in out  # not "4 rollouts recorded · 0 interactions"
     assert not (project / "cassettes" / "calc_tool_env" / "process.jsonl").exists()
+    # nothing was recorded, so no empty journal is left in cassettes/ for verify to flag
+    assert not (project / "cassettes" / "calc_tool_env" / "process.jsonl.partial").exists()
     # this run's groups_1.jsonl/.html are gone; the earlier file is untouched
     assert sorted(p.name for p in earlier.parent.iterdir()) == ["groups.jsonl"]
     assert earlier.read_text(encoding="utf-8") == '{"earlier": true}\n'

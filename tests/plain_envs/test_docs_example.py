@@ -7,6 +7,7 @@ in the background runs in-process here, on a free port substituted for the page'
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from pathlib import Path
@@ -55,9 +56,29 @@ def test_the_docs_example_runs_as_written(tmp_path, monkeypatch, capsys):
             assert code == 0, (line, out.err[-3000:])
             outputs.append(out.out)
     record, listing, replay = outputs
+    # the record line gives no groups path: atroposlib's default data/<name>.jsonl would land
+    # in the user's repository; the recording puts it beside the env log instead
+    assert not (project / "data").exists(), sorted(p.name for p in project.iterdir())
+    logs = Path(os.environ["HERMES_REPLAY_LOG_DIR"])
+    assert list(logs.glob(f"record-{Path(name).stem}-groups-*.jsonl"))
     assert "8 rollouts recorded · 2 turns" in record
     assert "a placeholder key is sent (held in memory, never written)" in record
     assert "8 rollouts in 2 groups" in listing
     rewards = re.findall(r"train-\w+-0-\d\s+train\s+\d+\s+\d+\s+([\d.]+)", listing)
     assert len(rewards) == 8 and len(set(rewards)) > 1  # the reward really varies
     assert "8 rollouts replayed · 2 turns · 0 misses" in replay
+    # "Change the reward, replay into a folder and `hermes-replay diff CASSETTE OUT` names
+    # every rollout whose reward moved": OUT as the main job writes it (one folder per
+    # cassette below it), not only OUT/<cassette>
+    said = re.search(r"`hermes-replay diff\s+(\S+)\s+OUT`", text)
+    assert said is not None, "the page no longer shows the diff step"
+    env = project / name
+    env.write_text(env.read_text(encoding="utf-8").replace(
+        '1.0 if "help" in text.lower() else 0.0', '0.25 if "help" in text.lower() else 0.0'),
+        encoding="utf-8")
+    assert main(["replay", said.group(1), "--out", "OUT", "--no-report"]) == 0
+    capsys.readouterr()
+    assert main(["diff", said.group(1), "OUT"]) == 1  # rewards moved: not equal
+    shown = capsys.readouterr().out
+    moved = [r for r in set(rewards) if r != "0.000"]
+    assert moved and "0.250" in shown, shown[-2000:]

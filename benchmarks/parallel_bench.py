@@ -89,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(tmp) / "cassettes"
         # a project of its own (replay runs env files only from the cassette's project)
         (Path(tmp) / "pyproject.toml").write_text("[project]\nname = 'bench'\n")
+        # the bench's own project: its cassettes may run its env files (docs/reliability.md)
+        os.environ["HERMES_REPLAY_TRUST"] = str(Path(tmp).resolve())
         (Path(tmp) / "environments").mkdir()
         for stem in EXAMPLES:
             shutil.copy(ROOT / "environments" / f"{stem}.py", Path(tmp) / "environments")

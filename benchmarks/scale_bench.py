@@ -184,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="hermes-scale-") as tmp:
         project = Path(tmp)
         (project / "pyproject.toml").write_text("[project]\nname = 'bench'\n")
+        # the bench's own project: its cassettes may run its env files (docs/reliability.md)
+        os.environ["HERMES_REPLAY_TRUST"] = str(project.resolve())
         (project / "environments").mkdir()
         for stem in EXAMPLES:
             shutil.copy(ROOT / "environments" / f"{stem}.py", project / "environments")

@@ -62,6 +62,8 @@ async def _scaled_reward(self, item, result, ctx):
 def make_project(root: Path) -> Path:
     (root / "environments").mkdir(parents=True)
     (root / "pyproject.toml").write_text("[project]\nname = 'watch-bench'\n")
+    # the bench's own project: its cassettes may run its env files (docs/reliability.md)
+    os.environ["HERMES_REPLAY_TRUST"] = str(root.resolve())
     (root / "environments" / "reward_scale.py").write_text("SCALE = 1.0\n")
     for env in ENVS:
         source = (ROOT / "environments" / f"{env}.py").read_text(encoding="utf-8")

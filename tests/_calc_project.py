@@ -50,9 +50,15 @@ def record_project(root: Path) -> Path:
     return root
 
 
-def copy_project(recorded: Path, dest: Path) -> Path:
+def copy_project(recorded: Path, dest: Path, *, trusted: bool = True) -> Path:
+    """A copy of the recorded project: the user's own, trusted as after ``hermes-replay
+    trust`` (``trusted=False``: a fresh clone nobody trusted yet)."""
     shutil.copytree(recorded, dest, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("data", "__pycache__"))
+    if trusted:
+        from hermes_replay._runner.trust import add_trusted
+
+        add_trusted(dest)
     return dest
 
 

@@ -137,7 +137,8 @@ def test_no_import_cycles_inside(package: str) -> None:
 # public API lazily inside functions (``from hermes_replay import __version__``), which the
 # cycle check above already allows.
 LAYERS: list[tuple[str, ...]] = [
-    ("_errors", "_active", "tool_formats", "_pyast", "_layer"),  # the foundation: no package imports
+    # the foundation: no package imports
+    ("_errors", "_active", "tool_formats", "_pyast", "_layer"),
     ("_secrets",),
     ("_tokenizers",),
     ("_terminal",),

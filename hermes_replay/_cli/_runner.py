@@ -47,6 +47,9 @@ __all__ = [
 ]
 
 ENV_MODES = ("serve", "process", "evaluate")
+# ENV_FILE, as the commands that run an environment take it
+ENV_HELP = ("the environment file (a CLI), or its module as python -m takes it "
+            "(-m environments.community.x.y, run from the repository root)")
 LOG_DIR_VARIABLE = "HERMES_REPLAY_LOG_DIR"  # where env logs of record/passthrough go
 LOG_DAYS = 7  # env logs in the default (temp) folder older than this are removed
 REDACTED = "<redacted>"

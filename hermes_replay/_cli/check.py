@@ -10,6 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from hermes_replay._cli._runner import ENV_HELP
+
 HELP = "check an environment file for the seed's pitfalls (static) and run its test checklist"
 DESCRIPTION = (
     "Static rules read the environment's source (nothing is imported or run) and report each "
@@ -25,8 +27,7 @@ DESCRIPTION = (
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("check", help=HELP, description=DESCRIPTION)
-    p.add_argument("env_file", metavar="ENV_FILE", help="the environment file (e.g. "
-                   "environments/my_env.py)")
+    p.add_argument("env_file", metavar="ENV_FILE", help=ENV_HELP)
     p.add_argument("--json", action="store_true",
                    help="print a JSON list of {rule, status, file, line, message, fix} for CI")
     p.add_argument("--static-only", action="store_true",

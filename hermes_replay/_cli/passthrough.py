@@ -14,6 +14,7 @@ from typing import Any
 
 from hermes_replay._cli._provider import SERVER_TYPES
 from hermes_replay._cli._runner import (
+    ENV_HELP,
     add_env_command,
     add_verbose_flag,
     env_log_path,
@@ -37,7 +38,7 @@ def register(sub: Any) -> None:
             "serve/process runs through the same code path that replay tests exercise."
         ),
     )
-    p.add_argument("env_file", metavar="ENV_FILE", help="the environment file (a CLI)")
+    p.add_argument("env_file", metavar="ENV_FILE", help=ENV_HELP)
     g = p.add_argument_group("endpoint (never assumed)")
     g.add_argument("--endpoint", metavar="URL")
     g.add_argument("--model", metavar="NAME")

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hermes_replay._cli._runner import ENV_HELP
 from hermes_replay._terminal.render import Style
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog="env flags after `--` go to every run, e.g.: hermes-replay probe my_env.py "
         "--known-good 'ANSWER: {answer}' -- --env.terminal_backend local. "
         "Exit codes: 0 no finding; 1 a finding; 2 usage")
-    p.add_argument("env_file", metavar="ENV_FILE", help="the environment file")
+    p.add_argument("env_file", metavar="ENV_FILE", help=ENV_HELP)
     p.add_argument("--items", type=int, default=3, metavar="N",
                    help="items each probe runs on (default 3)")
     p.add_argument("--json", action="store_true", help="print the report as JSON (for CI)")

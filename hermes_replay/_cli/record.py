@@ -25,6 +25,7 @@ from hermes_replay._cli._provider import (
     no_endpoint_message,
 )
 from hermes_replay._cli._runner import (
+    ENV_HELP,
     add_env_command,
     add_normalize_flag,
     add_verbose_flag,
@@ -66,7 +67,7 @@ def register(sub: Any) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("env_file", metavar="ENV_FILE", help="the environment file (a CLI)")
+    p.add_argument("env_file", metavar="ENV_FILE", help=ENV_HELP)
     p.add_argument(
         "--cassette",
         type=Path,
@@ -137,7 +138,7 @@ def module_as_file(given: str) -> str:
     env file by path (``check``, ``probe``, ``watch``): the file then runs as its module."""
     from hermes_replay._runner.envrun import file_of_module
 
-    if _MODULE_NAME.fullmatch(given) and not Path(given).exists():
+    if _MODULE_NAME.fullmatch(given) and not given.endswith(".py") and not Path(given).exists():
         found = file_of_module(given, Path.cwd())
         if found is not None:
             return str(found)
@@ -155,7 +156,7 @@ def resolve_env(prog: str, given: str) -> tuple[Path, tuple[str, Path] | None] |
 
     path = Path(given)
     cwd = Path.cwd()
-    if _MODULE_NAME.fullmatch(given) and not path.exists():
+    if _MODULE_NAME.fullmatch(given) and not given.endswith(".py") and not path.exists():
         found = file_of_module(given, cwd)
         if found is None:
             return (f"hermes-replay {prog}: no module {given} found from {cwd} (looked for "
@@ -341,25 +342,20 @@ def _groups_outside_the_project(env_args: list[str], env_file: Path,
 
 
 def _trust_recorded_project(env_file: Path, recorded_name: str) -> None:
-    """The user runs this project's code by recording it, so its replays may run it again:
-    the folder the header's name is relative to becomes trusted (``_runner/trust.py``).
-    A trust list that cannot be written costs a warning, never the recording."""
-    from hermes_replay._runner.trust import add_trusted
+    """Recording trusts the project it runs (``_runner.trust.trust_recorded``); a trust list
+    that cannot be written costs a warning, never the recording."""
+    from hermes_replay._runner.trust import trust_recorded
 
-    rel = Path(recorded_name)
-    if rel.is_absolute() or ".." in rel.parts:
-        return  # recorded from outside its project: replay will not resolve it anyway
-    base = env_file.resolve().parents[len(rel.parts) - 1]
     try:
-        trust_file, new = add_trusted(base)
+        trusted = trust_recorded(env_file, recorded_name)
     except OSError as exc:
-        print(f"hermes-replay record: warning: could not keep {base} in the trust list "
+        print(f"hermes-replay record: warning: could not keep this project in the trust list "
               f"({exc.strerror or exc}); replays of its cassettes will ask you to run "
-              f"`hermes-replay trust {base}`", file=sys.stderr)
+              "`hermes-replay trust DIR` once", file=sys.stderr)
         return
-    if new:
-        print(f"hermes-replay record: trusted {base}: cassettes may name its environment "
-              f"files (kept in {trust_file}; see `hermes-replay trust --list`)",
+    if trusted is not None and trusted[2]:
+        print(f"hermes-replay record: trusted {trusted[0]}: cassettes may name its environment "
+              f"files (kept in {trusted[1]}; see `hermes-replay trust --list`)",
               file=sys.stderr)
 
 

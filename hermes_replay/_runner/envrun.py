@@ -22,8 +22,8 @@ from typing import Any
 
 from hermes_replay._pyast import parse
 
-__all__ = ["FORGOTTEN_FILES", "OutcomeCollector", "file_of_module", "module_below", "module_of", "redirected_to",
-           "run_env_file"]
+__all__ = ["FORGOTTEN_FILES", "OutcomeCollector", "file_of_module", "module_below", "module_of",
+           "redirected_to", "run_env_file"]
 
 
 def _has_relative_imports(path: Path) -> bool:

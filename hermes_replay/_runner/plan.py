@@ -273,7 +273,7 @@ class UnsafeEnvFile(CassetteError):
 def find_env_file(env_file: str, cassette: Path) -> Path | None:
     """Where ``header.env_file`` is now, by the trust rule (``_runner/trust.py``, written out
     in docs/reliability.md): the name is looked up from each folder the user trusts that
-    holds the working directory, then from each that holds the cassette, nearest first. A
+    holds the cassette, then from each that holds the working directory, nearest first. A
     name that is absolute or climbs (``..``), a link leading out of the trusted folder, a file
     in a folder that arrived with recordings (one named ``cassettes`` or holding a cassette,
     between the trusted folder and the file) and a file that defines no real atroposlib
@@ -295,7 +295,7 @@ def find_env_file(env_file: str, cassette: Path) -> Path | None:
     cwd, where = Path.cwd().resolve(), cassette.resolve()
     roots = trusted_roots()
     bases: list[Path] = []
-    for start in (cwd, where):
+    for start in (where, cwd):  # the cassette's own project first, then the user's
         for root in sorted((r for r in roots if start.is_relative_to(r)),
                            key=lambda r: len(r.parts), reverse=True):
             if root not in bases:

@@ -33,7 +33,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 __all__ = ["TRUST_VARIABLE", "add_trusted", "config_dir", "trust_for_process",
-           "trust_reason", "trusted_roots"]
+           "trust_reason", "trust_recorded", "trusted_roots"]
 
 TRUST_VARIABLE = "HERMES_REPLAY_TRUST"
 HOME_VARIABLE = "HERMES_REPLAY_HOME"
@@ -156,3 +156,17 @@ def add_trusted(folder: Path) -> tuple[Path, bool]:
                 os.unlink(tmp)
             raise
     return path, True
+
+
+def trust_recorded(env_file: Path, recorded_name: str) -> tuple[Path, Path, bool] | None:
+    """A recording (``record``, ``probe``) runs the user's code in its project, so replays of
+    its cassettes may run it again: the folder the header's ``env_file`` name is relative to
+    becomes trusted. Returns (that folder, the trust file, whether it was new), or None for a
+    name that does not resolve below a folder (recorded from outside the project). Raises
+    ``OSError`` when the trust file cannot be written."""
+    rel = Path(recorded_name)
+    if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+        return None
+    base = env_file.resolve().parents[len(rel.parts) - 1]
+    trust_file, new = add_trusted(base)
+    return base, trust_file, new

@@ -249,6 +249,17 @@ class Session(WireHandling, Results):
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         self.stop(exc)
 
+    def _expected_rollouts(self) -> int:
+        """How many rollouts the run will report, counted as its summary counts them: the
+        recorded outcomes less a plain env's group records (its ``n>1`` request is the
+        group's traffic, each choice a rollout of its own); every rollout with traffic when
+        the cassette keeps no outcomes."""
+        outcomes = self._recorded_outcomes
+        if not outcomes:
+            return len(self.recorded_rollouts)
+        return sum(1 for o in outcomes.values()
+                   if not (isinstance(o, dict) and o.get("kind") == "group"))
+
     def start(self) -> None:
         from hermes_replay._session import intercept as _intercept
 
@@ -261,7 +272,7 @@ class Session(WireHandling, Results):
                 existing = self._load_index()
             self._recorded_outcomes = {k: dict(v) for k, v in existing.outcomes.items()}
             # progress can show totals ("3/12 rollouts"): seq carries the rollout count
-            self._emit(ReplayEvent("loaded", None, len(self.recorded_rollouts), "",
+            self._emit(ReplayEvent("loaded", None, self._expected_rollouts(), "",
                                    str(self.path)))
         if self.live_calls is not None:  # the live key is known since build(): scrubbed
             self._known_generation = KNOWN.generation

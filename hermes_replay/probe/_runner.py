@@ -210,6 +210,7 @@ def run_probe(env_file: Path, probe: Probe, *, items: int, cassette: Path, work_
                                     "judge": judge_script.name, "seed": seed}},
             }
             argv = env_argv(n, url, model, work, env_args, server_type)
+            _trust_the_project(env_file, header["env_file"])
             # One seed for the endpoint and the env's `random`/numpy: a re-run is the same run.
             with _bounded_retries(n):
                 result = run_env(env_file, argv, cassette=cassette, mode="record",
@@ -270,3 +271,14 @@ def _last_words(log: Path | None) -> str:
 def _first_line(exc: BaseException) -> str:
     lines = [line for line in str(exc).splitlines() if line.strip()]
     return " / ".join(lines[:2]) if lines else type(exc).__name__
+
+
+def _trust_the_project(env_file: Path, recorded_name: str) -> None:
+    """The user asked to run this env: its probe cassettes replay it again from its project
+    (``_runner.trust``); an unwritable trust list only means a replay asks for the step."""
+    from hermes_replay._runner.trust import trust_recorded
+
+    try:
+        trust_recorded(env_file, recorded_name)
+    except OSError:
+        pass

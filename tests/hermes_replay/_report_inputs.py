@@ -79,6 +79,9 @@ def project(folder: Path) -> Path:
     (folder / "environments").mkdir(parents=True)
     shutil.copy(ROOT / "environments" / "multi_signal_env.py", folder / "environments")
     (folder / "pyproject.toml").write_text("", encoding="utf-8")
+    from hermes_replay._runner.trust import add_trusted
+
+    add_trusted(folder)  # the user's own project (copied here, not recorded here)
     return folder
 
 

@@ -141,8 +141,12 @@ def test_record_interactive_choice_reaches_the_run(env_file, capsys, monkeypatch
     err = capsys.readouterr().err
     assert "Next time, skip this question with: hermes-replay record never_run_env.py " \
            "--endpoint http://gpu:8000/v1 --model m --server-type vllm -- process" in err
-    assert seen["argv"] == ["process", "--openai.base_url", "http://gpu:8000/v1",
-                            "--openai.model_name", "m", "--openai.server_type", "vllm"]
+    assert seen["argv"][:7] == ["process", "--openai.base_url", "http://gpu:8000/v1",
+                                "--openai.model_name", "m", "--openai.server_type", "vllm"]
+    # process's scored groups go beside the env log, not into the project (none was given)
+    assert seen["argv"][7] == "--env.data_path_to_save_groups" and len(seen["argv"]) == 9
+    assert "record-never_run_env-groups-" in seen["argv"][8]
+    assert "--env.data_path_to_save_groups" not in seen["header"]["command"]
     assert seen["cassette"] == Path("cassettes/never_run_env/process.jsonl")
     assert seen["header"]["env_file"] == "never_run_env.py"
     assert seen["header"]["endpoint_type"] == "vllm"

@@ -66,7 +66,7 @@ def test_a_stray_cassette_above_the_project_never_blocks_its_replay(
     from _calc_project import copy_project
 
     outer = tmp_path / "tmp-like"
-    project = copy_project(_calc_recording, outer / "scratch" / "project")
+    project = copy_project(_calc_recording, outer / "scratch" / "project", trusted=False)
     for folder in (outer, outer / "scratch"):
         _stray_cassette(folder, project / CASSETTE_REL)
     if marker:
@@ -146,7 +146,7 @@ def test_a_clone_replays_in_ci_with_one_line(
     then replayed with it (``HERMES_REPLAY_TRUST="$PWD"``, as docs/reliability.md says)."""
     from _calc_project import copy_project
 
-    clone = copy_project(_calc_recording, tmp_path / "clone")
+    clone = copy_project(_calc_recording, tmp_path / "clone", trusted=False)
     (clone / ".git").mkdir()
     monkeypatch.chdir(clone)
     assert main(["replay", "cassettes", "--out", str(tmp_path / "o1")]) != 0

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import trust
 
 from hermes_replay import load_cassette
 from hermes_replay._cassette import write_cassette
@@ -23,6 +24,7 @@ def _folder(tmp_path: Path) -> Path:
     cassettes, one that misses (a recorded prompt edited) and one broken file."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'user-project'\n")
     (tmp_path / "environments").mkdir()
+    trust(tmp_path)  # the user's project (copied here, not recorded here)
     folder = tmp_path / "cassettes"
     for cassette in SHIPPED:
         (folder / cassette.parent.name).mkdir(parents=True)
@@ -82,6 +84,7 @@ def test_on_a_terminal_a_bar_counts_the_cassettes_and_the_summaries_stay_plain(
         tmp_path, monkeypatch, capsys) -> None:
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'user-project'\n")
     (tmp_path / "environments").mkdir()
+    trust(tmp_path)
     folder = tmp_path / "cassettes"
     for cassette in SHIPPED[:2]:
         (folder / cassette.parent.name).mkdir(parents=True)

@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from conftest import trust
 
 from hermes_replay import load_cassette
 from hermes_replay._cassette import write_cassette
@@ -65,6 +66,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project holding the env file and a copy of its shipped cassettes."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'user-project'\n")
     (tmp_path / "environments").mkdir()
+    trust(tmp_path)  # the user's project (copied here, not recorded here)
     shutil.copy(ROOT / "environments" / f"{ENV}.py", tmp_path / "environments" / f"{ENV}.py")
     (tmp_path / "cassettes" / ENV).mkdir(parents=True)
     for name in ("process.jsonl", "probe-known-good.jsonl"):

@@ -7,6 +7,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from conftest import trust
+
 from hermes_replay._cli._watch_plan import WatchPlan, syntax_error, watched_dirs
 
 SHIPPED = Path(__file__).resolve().parents[2] / "cassettes"
@@ -14,6 +16,7 @@ SHIPPED = Path(__file__).resolve().parents[2] / "cassettes"
 
 def _project(tmp_path: Path) -> Path:
     (tmp_path / "pyproject.toml").write_text("")
+    trust(tmp_path)  # the user's project (copied here, not recorded here)
     for env in ("multi_signal_env", "terminal_test_env"):
         (tmp_path / "cassettes" / env).mkdir(parents=True)
         shutil.copy(SHIPPED / env / "process.jsonl", tmp_path / "cassettes" / env)

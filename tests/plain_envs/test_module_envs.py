@@ -142,3 +142,18 @@ def test_replay_env_with_cassette_uses_the_recorded_tokenizer(
     captured = capsys.readouterr()
     assert code == 0, captured.err[-3000:] + captured.out[-2000:]
     assert "8 rollouts replayed" in captured.out
+
+
+def test_progress_counts_the_rollouts_the_summary_counts(
+        checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An ``n>1`` group is one request (the group's traffic) and one group record beside its
+    rollouts: the progress total ("0/N rollouts") counts only the rollouts, as the summary."""
+    import hermes_replay
+
+    cassette = checkout / "cassettes" / "word_sums_env" / "process.jsonl"
+    _record(["-m", MODULE], cassette, capsys)
+    events: list = []
+    with hermes_replay.cassette(cassette, mode="replay", on_event=events.append):
+        pass
+    loaded = [e for e in events if e.kind == "loaded"]
+    assert [e.seq for e in loaded] == [8]  # 2 groups x 4 choices, not 8 + 2 groups + traffic

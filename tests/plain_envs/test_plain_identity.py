@@ -9,7 +9,6 @@ import pytest
 import hermes_replay
 from hermes_replay._runner.plain_groups import EveryGroupDropped, GroupIdentity, item_hash
 from hermes_replay._runner.plan import recorded_cwd
-from hermes_replay.cli import main
 
 
 class _Box:
@@ -137,11 +136,16 @@ def test_a_recorded_working_folder_never_leaves_the_project(tmp_path):
         assert recorded_cwd(tmp_path, {"env_cwd": hostile}) == tmp_path
 
 
-def test_a_module_name_as_env_file_says_which_file_to_pass(tmp_path, monkeypatch, capsys):
+def test_a_module_name_as_env_file_runs_that_module(tmp_path, monkeypatch):
+    """``record pkg.env`` (a module, as ``python -m`` takes it) is the file ``pkg/env.py`` run
+    as the module ``pkg.env`` from the working directory (issue 35: it used to be refused)."""
+    from hermes_replay._cli.record import resolve_env
+
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
     (tmp_path / "pkg" / "env.py").write_text("")
     monkeypatch.chdir(tmp_path)
-    assert main(["record", "pkg.env", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m",
-                 "--", "process"]) == 2
-    assert "pass its file: hermes-replay record pkg/env.py" in capsys.readouterr().err
+    found, module = resolve_env("record", "pkg.env")
+    assert found.resolve() == (tmp_path / "pkg" / "env.py").resolve()
+    assert module == ("pkg.env", tmp_path.resolve())
+    assert "no module pkg.nope found" in resolve_env("record", "pkg.nope")

@@ -1,7 +1,9 @@
 """``hermes-replay check ENV_FILE``: the seed's pitfalls and testing checklist, automated.
 
 Static rules read the file's AST (:mod:`._static`); dynamic checks import and run it in
-subprocesses (:mod:`._dynamic`); :mod:`._report` renders the checklist as a table or JSON.
+subprocesses (:mod:`._dynamic`); :mod:`._report` renders the checklist as a table or JSON. A
+plain atroposlib env (no Hermes layer in the file) gets the rules that hold for any env: the
+Hermes layer's are left out, and rewards are judged by what any trainer needs, not by [0, 1].
 
 Room ``_check``: may import every room up to ``_report``; never ``probe`` or the CLI.
 """
@@ -23,6 +25,7 @@ __all__ = [
     "Target",
     "check_env",
     "check_static",
+    "is_plain_env",
     "overall_exit_code",
     "render_json",
     "render_table",
@@ -42,5 +45,17 @@ def check_env(path: Path | str, *, target: Target | None = None, dynamic: bool =
     display = display or str(path)
     rows = check_static(path, display=display)
     if dynamic:
-        rows += check_dynamic(path, display, target or Target(), keep=keep)
+        rows += check_dynamic(path, display, target or Target(), keep=keep,
+                              plain=is_plain_env(path))
     return rows
+
+
+def is_plain_env(path: Path | str) -> bool:
+    """True when the file is a plain atroposlib env (``EnvSource.plain``): the Hermes layer's
+    rules are left out and rewards are judged by what any trainer needs."""
+    from hermes_replay._check._source import EnvSource
+
+    try:
+        return EnvSource(path).plain
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return False

@@ -39,6 +39,20 @@ DYNAMIC_RULES: dict[str, str] = {
     "rerun": "run twice in one process, the same rewards (no state leaks between runs)",
     "twice": "the cassette replays the same twice (fresh interpreters): requests, tools, rewards",
 }
+#: the titles of a plain atroposlib env's rows, where the Hermes layer's rules do not hold
+PLAIN_RULES: dict[str, str] = {
+    "process": "process with one item: int tokens in vocab, aligned masks, -100 off-assistant, "
+               "finite scores, one per rollout",
+    "evaluate": "evaluate runs",
+    "rewards": "rewards are finite and a group's rollouts are not all scored the same",
+}
+PLAIN_FIXES: dict[str, str] = {
+    "process": "see the message: tokens/masks are what score() builds (tokenize_for_trainer); "
+               "scores must be finite numbers, one per rollout",
+    "evaluate": "see the message: evaluate() should finish offline from the cassette",
+    "rewards": "make score() return finite numbers; a group whose rollouts all score the same "
+               "teaches nothing (check the reward on a known-good and a known-bad reply)",
+}
 _FIXES: dict[str, str] = {
     "import": "import the file yourself and fix the traceback (a missing package, a typo, or "
               "code that runs at import time)",

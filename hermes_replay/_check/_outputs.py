@@ -50,8 +50,16 @@ def _is_unit(value: Any) -> bool:
             and math.isfinite(value) and 0.0 <= value <= 1.0)
 
 
-def check_groups(groups: Sequence[dict[str, Any]], vocab: Vocab | None) -> list[Problem]:
-    """Tokens are ints in the vocabulary, masks align, -100 off-assistant, scores in [0, 1]."""
+def _is_finite(value: Any) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def check_groups(groups: Sequence[dict[str, Any]], vocab: Vocab | None,
+                 unit: bool = True) -> list[Problem]:
+    """Tokens are ints in the vocabulary, masks align, -100 off-assistant, scores in [0, 1]
+    (``unit``: the Hermes layer's rule) or, for a plain env, finite numbers (a trainer takes
+    any; a NaN or an infinity poisons the batch's advantages)."""
     if not groups:
         return [("fail", "the JSONL has no scored group: process produced nothing to train on "
                          "(every group dropped? see the run's log)")]
@@ -66,8 +74,11 @@ def check_groups(groups: Sequence[dict[str, Any]], vocab: Vocab | None) -> list[
             problems.append(("fail", f"{where}: {len(tokens)} token sequences, {len(masks)} "
                                      f"mask sequences, {len(scores)} scores; one per rollout"))
         for s, score in enumerate(scores):
-            if not _is_unit(score):
+            if unit and not _is_unit(score):
                 problems.append(("fail", f"{where} rollout {s}: score {score!r} is not in [0, 1]"))
+            elif not unit and not _is_finite(score):
+                problems.append(("fail", f"{where} rollout {s}: score {score!r} is not a finite "
+                                         "number: a trainer's advantages become NaN"))
         for s, (seq, mask) in enumerate(zip(tokens, masks, strict=False)):
             problems += _check_sequence(f"{where} rollout {s}", seq, mask, vocab)
     return problems
@@ -197,6 +208,34 @@ def check_rewards(rewards: Sequence[tuple[str, Any]]) -> list[Problem]:
     if len(values) == 1:
         return [("warn", f"all {len(rewards)} rewards are {values.pop()}: the reward does not "
                          "discriminate between rollouts (atroposlib drops such groups)")]
+    return []
+
+
+def check_plain_rewards(rewards: Sequence[tuple[str, Any]],
+                        groups: Sequence[dict[str, Any]]) -> list[Problem]:
+    """A plain env's rewards, judged by what is wrong for any trainer: a NaN or an infinity,
+    and groups whose scores are all equal (atroposlib's ``ensure_scores_are_not_same`` filter
+    drops them in ``serve``: no signal). A range is not judged — GRPO-style rewards of −0.5 …
+    1.1 are as good as [0, 1]."""
+    if not rewards:
+        return [("fail", "the run produced no rewards to check")]
+    bad = [(w, r) for w, r in rewards if not _is_finite(r)]
+    if bad:
+        shown = ", ".join(f"{w}: {r!r}" for w, r in bad[:3])
+        more = f" (+{len(bad) - 3} more)" if len(bad) > 3 else ""
+        return [("fail", f"{len(bad)} reward(s) are not finite numbers: {shown}{more}; a "
+                         "trainer's advantages become NaN")]
+    scored = [(g, group.get("scores")) for g, group in enumerate(groups)
+              if isinstance(group.get("scores"), list) and len(group["scores"]) > 1]
+    constant = [g for g, scores in scored if len({float(s) for s in scores}) == 1]
+    if scored and len(constant) == len(scored):
+        return [("fail", f"every group's scores are all the same ({len(scored)} group(s)): "
+                         "atroposlib's identical-score filter (ensure_scores_are_not_same, on "
+                         "in serve) drops each one, so a trainer gets nothing from this env")]
+    if constant:
+        shown = ", ".join(f"group {g}" for g in constant[:5])
+        return [("warn", f"{len(constant)} of {len(scored)} group(s) scored all the same "
+                         f"({shown}): atroposlib's identical-score filter drops them in serve")]
     return []
 
 

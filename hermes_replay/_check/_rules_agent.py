@@ -65,6 +65,7 @@ def _agent_result_names(func: FunctionNode) -> set[str]:
     "AgentResult is read through .messages (no final_response / tool_calls / tools_used)",
     "walk `reversed(result.messages)`: the last assistant message with content is the final "
     "response; tool names are in that message's `tool_calls`",
+    hermes_only=True,
 )
 def agent_result_fields(src: EnvSource, out: Emitter) -> None:
     """AgentResult has no such attributes: the line raises AttributeError in every rollout."""
@@ -117,6 +118,7 @@ def _agent_loop_calls(funcs: list[FunctionNode]) -> list[ast.Call]:
     "build `HermesAgentLoop(server=self.server, tool_schemas=tools, valid_tool_names=names, ...)` "
     "with `tools, names = self._resolve_tools_for_group()` and score `await loop.run(messages)` "
     "with compute_reward",
+    hermes_only=True,
 )
 def evaluate_runs_agent_loop(src: EnvSource, out: Emitter) -> None:
     """A one-shot chat_completion in evaluate measures a model without tools: not the task."""
@@ -200,6 +202,7 @@ def _in_finally(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
     "every ToolContext is cleaned up in a finally (or used with `with`)",
     "use `with ToolContext(task_id) as ctx:` (or `async with`), or `ctx = ToolContext(task_id)` "
     "then `try: reward = await self.compute_reward(item, result, ctx)` / `finally: ctx.cleanup()`",
+    hermes_only=True,
 )
 def tool_context_cleanup(src: EnvSource, out: Emitter) -> None:
     """A reward that raises before cleanup() leaves the rollout's sandbox behind."""
@@ -295,6 +298,7 @@ def _sdk_source(node: ast.AST) -> bool:
     "tool calls read from messages handle both dicts and objects",
     "`fn = tc.get(\"function\", {}) if isinstance(tc, dict) else getattr(tc, \"function\", None)`"
     " — then read name/arguments the same way",
+    hermes_only=True,
 )
 def tool_call_shape(src: EnvSource, out: Emitter) -> None:
     """Tool calls come as dicts (AgentResult.messages) or SDK objects (a raw chat response).

@@ -237,6 +237,7 @@ def _sets_enabled_toolsets(src: EnvSource) -> bool:
     "default_toolsets is backed by the enabled_toolsets config field",
     "set the config field: `YourEnvConfig(enabled_toolsets=list(cls.default_toolsets), ...)` "
     "in config_init (or a `enabled_toolsets` Field default in the config class)",
+    hermes_only=True,
 )
 def default_toolsets_need_enabled(src: EnvSource, out: Emitter) -> None:
     """default_toolsets is only a hint: with enabled_toolsets None the model gets every tool."""

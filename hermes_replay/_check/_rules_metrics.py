@@ -96,6 +96,7 @@ def _evaluate_scores(src: EnvSource, cls: ClassInfo, evaluate: FunctionNode) -> 
     "training metric buffers written in compute_reward are protected during evaluate",
     "name the attribute `<something>_buffer` (a list or dict) or list it in the class variable "
     "`metric_buffers = (\"...\",)`; the base class then keeps evaluate's writes out of it",
+    hermes_only=True,
 )
 def eval_buffers(src: EnvSource, out: Emitter) -> None:
     """compute_reward runs in evaluate too; unprotected buffers mix eval into train/* metrics."""
@@ -126,6 +127,7 @@ def eval_buffers(src: EnvSource, out: Emitter) -> None:
     "an LLM judge called by compute_reward is not called again in evaluate",
     "let compute_reward store the judge's score (e.g. in a `*_buffer` or on the sample) and read "
     "it in evaluate instead of calling the judge a second time",
+    hermes_only=True,
 )
 def judge_once(src: EnvSource, out: Emitter) -> None:
     """Judging the same rollout twice doubles the judge's cost and can disagree with itself."""

@@ -27,6 +27,8 @@ from hermes_replay._check import _outputs as outputs
 from hermes_replay._check._dynamic import (
     DYNAMIC_RULES,
     MODEL_RULES,
+    PLAIN_FIXES,
+    PLAIN_RULES,
     Target,
     dynamic_finding,
     import_check,
@@ -212,8 +214,10 @@ def load_vocab(header: dict[str, Any]) -> tuple[outputs.Vocab | None, str | None
 
 
 def _row(rule: str, display: str, problems: list[outputs.Problem],
-         fix: str | None = None) -> RuleRow:
-    return RuleRow(rule, DYNAMIC_RULES[rule],
+         fix: str | None = None, plain: bool = False) -> RuleRow:
+    title = PLAIN_RULES.get(rule, DYNAMIC_RULES[rule]) if plain else DYNAMIC_RULES[rule]
+    fix = fix or (PLAIN_FIXES.get(rule) if plain else None)
+    return RuleRow(rule, title,
                    [dynamic_finding(rule, sev, display, msg, fix=fix) for sev, msg in problems],
                    kind="dynamic")
 
@@ -248,8 +252,12 @@ def start_runs(env_file: Path, target: Target, api_key_env: str | None,
 
 
 def analyse_runs(display: str, target: Target, process: ModeRun,
-                 evaluate: ModeRun) -> list[RuleRow]:
+                 evaluate: ModeRun, plain: bool = False) -> list[RuleRow]:
+    """The process, evaluate and rewards rows. ``plain``: a plain atroposlib env, judged by
+    what any trainer needs (finite scores, groups that are not all alike), not by the Hermes
+    layer's rules (scores in [0, 1], an agent loop with tools in evaluate)."""
     rewards: list[tuple[str, Any]] = []
+    groups: list[dict[str, Any]] = []
     process_fix = evaluate_fix = None
     if not process.ok:
         process_problems, process_fix = _failed(process), _rerun_fix(process, target)
@@ -257,7 +265,7 @@ def analyse_runs(display: str, target: Target, process: ModeRun,
         assert process.output is not None
         groups = outputs.read_jsonl(process.output) if process.output.is_file() else []
         vocab, why = load_vocab(process.header)
-        process_problems = outputs.check_groups(groups, vocab)
+        process_problems = outputs.check_groups(groups, vocab, unit=not plain)
         if vocab is None:
             process_problems.append(("warn", f"vocabulary bounds and roles not checked: {why}"))
         rewards += [(f"process group {g} rollout {n}", s) for g, group in enumerate(groups)
@@ -265,6 +273,8 @@ def analyse_runs(display: str, target: Target, process: ModeRun,
 
     if not evaluate.ok:
         evaluate_problems, evaluate_fix = _failed(evaluate), _rerun_fix(evaluate, target)
+    elif plain:  # atroposlib's evaluate has no contract beyond finishing: it ran, that's all
+        evaluate_problems = []
     else:
         assert evaluate.output is not None and evaluate.cassette is not None
         evaluate_problems = outputs.check_eval_dir(evaluate.output)
@@ -283,11 +293,13 @@ def analyse_runs(display: str, target: Target, process: ModeRun,
         reward_problems: list[outputs.Problem] = [
             ("warn", "no run finished, so there are no rewards to check")]
         rewards_fix = "fix the process/evaluate rows above, then check again"
+    elif plain:
+        reward_problems = outputs.check_plain_rewards(rewards, groups)
     else:
         reward_problems = outputs.check_rewards(rewards)
-    return [_row("process", display, process_problems, process_fix),
-            _row("evaluate", display, evaluate_problems, evaluate_fix),
-            _row("rewards", display, reward_problems, rewards_fix)]
+    return [_row("process", display, process_problems, process_fix, plain),
+            _row("evaluate", display, evaluate_problems, evaluate_fix, plain),
+            _row("rewards", display, reward_problems, rewards_fix, plain)]
 
 
 def twice_row(display: str, cassette: Path, work: Path) -> RuleRow:
@@ -324,7 +336,7 @@ def _rerun_row(display: str, env_file: Path, process: ModeRun, work: Path) -> Ru
 
 
 def check_dynamic(env_file: Path, display: str, target: Target,
-                  keep: Path | None = None) -> list[RuleRow]:
+                  keep: Path | None = None, plain: bool = False) -> list[RuleRow]:
     """The import row, then process/evaluate/rewards (run only with a cassette or endpoint).
 
     The two runs start together with the import test (each is a separate process) so a check
@@ -345,7 +357,7 @@ def check_dynamic(env_file: Path, display: str, target: Target,
                         kind="dynamic")
                 for rule in MODEL_RULES
             ]]
-        rows = [imported, *analyse_runs(display, target, process, evaluate),
+        rows = [imported, *analyse_runs(display, target, process, evaluate, plain),
                 _rerun_row(display, env_file, process, work)]
         if target.cassette is not None:
             rows.append(twice_row(display, target.cassette, work / "twice"))

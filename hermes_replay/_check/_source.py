@@ -27,6 +27,10 @@ class ClassInfo:
     bases: list[str] = field(default_factory=list)
 
 
+_HERMES_MODULES = frozenset({"environments.hermes_base_env", "environments.agent_loop",
+                             "environments.tool_context", "environments.tool_call_parsers"})
+
+
 class EnvSource:
     """A parsed environment file. Raises ``SyntaxError`` from the constructor if it won't parse."""
 
@@ -47,6 +51,26 @@ class EnvSource:
                     if isinstance(item, FunctionNode):
                         info.methods[item.name] = item
                 self.classes[node.name] = info
+
+    @property
+    def plain(self) -> bool:
+        """True for a plain atroposlib environment: the file uses atroposlib (a ``BaseEnv``
+        subclass, an import of it) and nothing of the Hermes layer — no ``HermesAgentBaseEnv``
+        base, no import from ``environments.hermes_base_env``/``agent_loop``/``tool_context``.
+        A file that shows neither (a snippet, a helper module) is judged as a Hermes env."""
+        hermes = plain = False
+        for info in self.classes.values():
+            hermes |= "HermesAgentBaseEnv" in info.bases
+            plain |= "BaseEnv" in info.bases
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                hermes |= node.module in _HERMES_MODULES
+                plain |= node.module.split(".")[0] == "atroposlib"
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    hermes |= alias.name in _HERMES_MODULES
+                    plain |= alias.name.split(".")[0] == "atroposlib"
+        return plain and not hermes
 
     def functions(self) -> Iterator[FunctionNode]:
         """Every function or method in the file, nested ones included."""

@@ -58,26 +58,31 @@ class Rule:
     title: str
     fix: str
     check: RuleCheck
+    hermes_only: bool = False  # a rule of the Hermes layer: not applied to plain envs
 
 
 _RULES: dict[str, Rule] = {}
 RULES: MappingProxyType[str, Rule] = MappingProxyType(_RULES)
 
 
-def rule(rule_id: str, title: str, fix: str) -> Callable[[RuleCheck], RuleCheck]:
-    """Register a rule function under ``rule_id`` (a duplicate id is a programming error)."""
+def rule(rule_id: str, title: str, fix: str, *,
+         hermes_only: bool = False) -> Callable[[RuleCheck], RuleCheck]:
+    """Register a rule function under ``rule_id`` (a duplicate id is a programming error).
+    ``hermes_only``: the rule is about the Hermes layer (its agent loop, ``AgentResult``,
+    ``ToolContext``, ``compute_reward``, toolsets) and is left out for plain atroposlib envs."""
 
     def register(func: RuleCheck) -> RuleCheck:
         if rule_id in _RULES or rule_id == PARSE_RULE:
             raise ValueError(f"static rule {rule_id!r} is already registered")
-        _RULES[rule_id] = Rule(rule_id, title, fix, func)
+        _RULES[rule_id] = Rule(rule_id, title, fix, func, hermes_only)
         return func
 
     return register
 
 
 def check_static(path: Path | str, display: str | None = None) -> list[RuleRow]:
-    """One row for parsing, then one row per registered rule, for the file at ``path``."""
+    """One row for parsing, then one row per registered rule, for the file at ``path`` (for a
+    plain atroposlib env, the rules that are not the Hermes layer's only)."""
     _load_rules()
     display = display or str(path)
     parse_row = RuleRow(PARSE_RULE, "the file parses as Python")
@@ -95,7 +100,10 @@ def check_static(path: Path | str, display: str | None = None) -> list[RuleRow]:
         ]
         return [parse_row, *skipped]
     rows = [parse_row]
+    plain = src.plain
     for registered in _RULES.values():
+        if plain and registered.hermes_only:
+            continue
         emitter = Emitter(src, registered)
         registered.check(src, emitter)
         rows.append(RuleRow(registered.id, registered.title, _dedupe(emitter.findings)))

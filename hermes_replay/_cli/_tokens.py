@@ -4,42 +4,14 @@ and outputs) into one line with its decoded text, using the tokenizer the casset
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
+
+from hermes_replay._tokenizers.decode import Decoder, token_decoder
 
 __all__ = ["MIN_FOLDED", "fold_token_lists", "token_decoder"]
 
 MIN_FOLDED = 8  # shorter int lists (shapes, a few ids) stay as they are
 _TEXT_SHOWN = 160
-
-Decoder = Callable[[list[int]], str]
-
-
-def token_decoder(cassette: Path, tokenizer: dict[str, Any] | None) -> Decoder | None:
-    """A decoder for the tokenizer the cassette recorded with, or None if none is at hand.
-
-    Only ``tokenizers`` (not transformers) is loaded: ``show`` should stay quick."""
-    from hermes_replay._tokenizers.bundled import tokenizer_fingerprint, tokenizer_path
-    from hermes_replay._tokenizers.store import stored_dir
-
-    info = tokenizer or {}
-    folder = stored_dir(cassette, info)
-    if folder is None and info.get("fingerprint"):
-        try:
-            if info["fingerprint"] == tokenizer_fingerprint():
-                folder = Path(tokenizer_path())
-        except OSError:
-            folder = None
-    if folder is None or not (folder / "tokenizer.json").is_file():
-        return None
-    try:
-        from tokenizers import Tokenizer
-
-        backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    except Exception:  # an unreadable tokenizer only costs the decoded text
-        return None
-    return lambda ids: backend.decode(ids, skip_special_tokens=False)
 
 
 def _is_token_list(value: Any) -> bool:

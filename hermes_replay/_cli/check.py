@@ -18,6 +18,9 @@ DESCRIPTION = (
     "pitfall with file:line and the fix. Dynamic checks then import the file, run `process` "
     "with one item and `evaluate`, and check tokens, masks, metrics and rewards — offline from "
     "a cassette (--cassette) or live against an endpoint you name (--endpoint, --model). "
+    "With neither, the env's own cassettes are replayed (cassettes/<env>/, as `watch` finds "
+    "them). A plain atroposlib env gets the rules that hold for any env: rewards are judged by "
+    "what a trainer needs (finite; a group not all alike), not by [0, 1]. "
     "Exit 1 on any failure; warnings never fail."
 )
 
@@ -43,7 +46,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hermes_replay._check import Target, check_env, overall_exit_code, render_json, render_table
+    from hermes_replay._check import (
+        Target,
+        check_env,
+        is_plain_env,
+        overall_exit_code,
+        render_json,
+        render_table,
+    )
     from hermes_replay._cli.record import module_as_file
 
     path = Path(module_as_file(args.env_file))
@@ -63,9 +73,38 @@ def run(args: argparse.Namespace) -> int:
         print(f"hermes-replay check: cassette {args.cassette} does not exist; record one with "
               "`hermes-replay record` or leave --cassette out", file=sys.stderr)
         return 2
-    target = Target(cassette=args.cassette, endpoint=args.endpoint, model=args.model,
+    cassette = args.cassette
+    if cassette is None and not args.endpoint and not args.static_only:
+        cassette = own_cassettes(path)
+        if cassette is not None:
+            print(f"hermes-replay check: replaying {cassette} (the env's own cassettes; "
+                  "--cassette PATH names others)", file=sys.stderr)
+    target = Target(cassette=cassette, endpoint=args.endpoint, model=args.model,
                     api_key_env=args.api_key_env)
     rows = check_env(path, target=target, dynamic=not args.static_only, display=str(path),
                      keep=args.out)
     print(render_json(rows, str(path)) if args.json else render_table(rows, str(path)))
+    if not args.json and is_plain_env(path):
+        print("  (a plain atroposlib env: the Hermes layer's rules are not applied, and "
+              "rewards are judged by what any trainer needs — finite, not all alike in a "
+              "group — not by [0, 1])")
     return overall_exit_code(rows)
+
+
+def own_cassettes(env_file: Path) -> Path | None:
+    """The env's cassettes, found as ``watch`` finds them: ``cassettes/<env stem>/`` where
+    ``record`` puts them (from here, or the project root), else the folder of any cassette
+    under the project's ``cassettes/`` whose header names this env file."""
+    from hermes_replay._cli._watch_plan import env_file_of, project_root
+    from hermes_replay._runner.plan import find_cassettes
+
+    root = project_root(env_file.resolve())
+    for base in (Path("cassettes"), root / "cassettes"):
+        folder = base / env_file.stem
+        if folder.is_dir() and find_cassettes(folder):
+            return folder
+    if (root / "cassettes").is_dir():
+        for candidate in find_cassettes(root / "cassettes"):
+            if env_file_of(candidate) == env_file.resolve():
+                return candidate.parent
+    return None

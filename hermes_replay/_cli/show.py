@@ -350,7 +350,7 @@ def _show(args: argparse.Namespace, cassette: Any, records: list[Any],
             for e in edited.get(record.id, []):
                 print(f"hermes-replay show: warning: {e.describe(cassette.path)}",
                       file=sys.stderr)
-        return _print_raw(records, only)
+        return _print_raw([_with_shared_traffic(cassette, r, None) for r in records], only)
     from hermes_replay._cli._tokens import token_decoder
 
     style = Style(terminal)
@@ -417,20 +417,28 @@ def _show(args: argparse.Namespace, cassette: Any, records: list[Any],
     return 0
 
 
-def _with_shared_traffic(cassette: Any, record: Any, t: Transcript) -> Any:
+def _with_shared_traffic(cassette: Any, record: Any, t: Transcript | None) -> Any:
     """A plain env's rollout whose group was answered by one request (``n`` > 1) has no
-    requests of its own: show the group's, saying which of the reply's samples it was."""
+    requests of its own: show the group's, narrowed to the reply's sample that was this
+    rollout's (``_cassette.choices``), saying so."""
+    from hermes_replay._cassette.choices import own_choices
+
     outcome = getattr(record, "outcome", None) or {}
     shared = cassette.rollouts.get(str(outcome.get("traffic") or ""))
     if getattr(record, "interactions", None) or shared is None:
         return record
     choice = outcome.get("choice")
-    which = f"sample {choice + 1} of the reply" if isinstance(choice, int) else "one sample"
-    t.out.append("")
-    t.out.append(t.s(sanitize(f"rollout {record.id} shares the requests of group {shared.id} "
-                              f"(it is {which}; the transcript shows the first sample)"),
-                     "dim"))
-    return SimpleNamespace(id=record.id, interactions=shared.interactions, outcome=outcome,
+    interactions = list(shared.interactions)
+    if isinstance(choice, int) and not isinstance(choice, bool) and choice >= 0:
+        interactions = own_choices(interactions, choice)
+        which = f"sample {choice + 1} of the reply; shown: that sample"
+    else:
+        which = "one sample of the reply; shown: all of them"
+    if t is not None:
+        t.out.append("")
+        t.out.append(t.s(sanitize(f"rollout {record.id} shares the requests of group "
+                                  f"{shared.id} (it is {which})"), "dim"))
+    return SimpleNamespace(id=record.id, interactions=interactions, outcome=outcome,
                            tool_calls=list(getattr(record, "tool_calls", [])), shared=True)
 
 

@@ -215,6 +215,7 @@ def view_from_cassette(cassette: Cassette, label: str | None = None) -> RunView:
         rollouts[rid] = RolloutOutcome.from_outcome(rid, rec.outcome or {})
     transcripts = {rid: sorted(rec.interactions, key=lambda i: i.seq)
                    for rid, rec in cassette.rollouts.items()}
+    _own_samples(cassette, transcripts)
     if cassette.scopeless:  # requests outside any rollout (a judge, setup calls)
         transcripts[NO_ROLLOUT] = sorted(cassette.scopeless, key=lambda i: i.seq)
     tool_calls: dict[str, list[ToolCall]] = {}
@@ -224,6 +225,27 @@ def view_from_cassette(cassette: Cassette, label: str | None = None) -> RunView:
                    env_name=cassette.header.env_name, rollouts=rollouts,
                    metrics=_derived_metrics(rollouts), transcripts=transcripts,
                    tool_calls=tool_calls)
+
+
+def _own_samples(cassette: Cassette, transcripts: dict[str, list[Interaction]]) -> None:
+    """A plain env's rollout of an ``n > 1`` group gets the group's requests narrowed to its
+    own sample (``_cassette.choices``), and the group's whole reply is no transcript of its
+    own: a change in the third sample is the third rollout's divergence, never hidden behind
+    an unchanged first sample."""
+    from hermes_replay._cassette.choices import own_choices
+
+    shown_through: set[str] = set()
+    for rid, rec in cassette.rollouts.items():
+        outcome = rec.outcome or {}
+        group = cassette.rollouts.get(str(outcome.get("traffic") or ""))
+        choice = outcome.get("choice")
+        if rec.interactions or group is None or group is rec:
+            continue
+        if isinstance(choice, int) and not isinstance(choice, bool) and choice >= 0:
+            transcripts[rid] = own_choices(list(group.interactions), choice)
+            shown_through.add(group.id)
+    for gid in shown_through:
+        transcripts.pop(gid, None)
 
 
 def view_from_result(result: RunResult, label: str = "<run result>") -> RunView:

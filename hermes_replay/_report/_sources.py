@@ -94,14 +94,25 @@ def _group_of(rid: str, outcome: dict[str, Any]) -> str:
 
 def _records(cassette: Cassette) -> dict[str, RolloutRecord]:
     """Transcripts per rollout; a plain env's rollout of an ``n > 1`` group has no requests
-    of its own and is shown through its group's (``outcome.traffic``)."""
+    of its own and is shown through its group's (``outcome.traffic``), narrowed to its own
+    sample of the reply (``outcome.choice``, see ``_cassette.choices``)."""
     records = dict(cassette.rollouts)
     for rid, rec in cassette.rollouts.items():
         shared = records.get(str((rec.outcome or {}).get("traffic") or ""))
         if not rec.interactions and shared is not None and shared is not rec:
-            records[rid] = RolloutRecord(rid, list(shared.interactions), dict(rec.outcome),
-                                         list(rec.tool_calls))
+            records[rid] = RolloutRecord(rid, shared_interactions(rec, shared),
+                                         dict(rec.outcome), list(rec.tool_calls))
     return records
+
+
+def shared_interactions(rec: RolloutRecord, group: RolloutRecord) -> list[Any]:
+    """``group``'s requests as ``rec`` (one of its rollouts) saw them: its own sample."""
+    from hermes_replay._cassette.choices import own_choices
+
+    choice = (rec.outcome or {}).get("choice")
+    if isinstance(choice, int) and not isinstance(choice, bool) and choice >= 0:
+        return own_choices(list(group.interactions), choice)
+    return list(group.interactions)
 
 
 def run_from_cassette(cassette: Cassette, label: str | None = None) -> Run:

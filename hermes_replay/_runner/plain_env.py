@@ -10,7 +10,8 @@ attribute ``hermes_replay_own_rollout_scopes``) it:
    placeholder held only in memory (openai refuses an empty one; local endpoints need none),
    a lone ``APIServerConfig`` becomes a list (else ``ServerManager`` ignores its base_url),
    the env's and every vLLM/SGLang server config's ``tokenizer_name`` go through the
-   cassette's tokenizer store (``tokenizer_for_run``), health checks are off in replay, and
+   cassette's tokenizer store (``tokenizer_for_run``), a live vLLM/SGLang endpoint that has no
+   ``/generate`` stops the run at once (``generate_probe``), health checks are off in replay, and
    ``managed_server`` over an OpenAI endpoint gets atroposlib's dummy managed server (its
    variable set for the run) with a warning that its tokens are placeholders;
 2. tells the cassette the env's name and tokenizer (as the Hermes layer does);
@@ -49,6 +50,7 @@ class PlainRun:
     mode: str
     handled: list[str] = field(default_factory=list)
     identities: list[Any] = field(default_factory=list)
+    probed: set[str] = field(default_factory=set)  # vLLM/SGLang roots checked for /generate
 
     def note(self, text: str) -> None:
         if text not in self.handled:
@@ -159,6 +161,12 @@ def machine_defaults(run: PlainRun, env_name: str, configs: Any,
             if not os.environ.get(DUMMY_MANAGED_VARIABLE):
                 os.environ[DUMMY_MANAGED_VARIABLE] = "1"  # restored when the run ends
             continue
+        if run.mode != "replay" and cfg.base_url and cfg.server_type in ("vllm", "sglang") \
+                and cfg.base_url not in run.probed:
+            from hermes_replay._runner.generate_probe import check_generate
+
+            run.probed.add(cfg.base_url)
+            check_generate(cfg.base_url, cfg.server_type)  # an OpenAI-only server: stop now
         # VLLM/SGLang servers load their own tokenizer (from the hub unless it is a folder):
         # the env's one — the cassette's stored copy in replay — unless a local folder is named
         name = cfg.tokenizer_name
@@ -185,7 +193,7 @@ def _after_init(run: PlainRun, env: Any, env_name: str,
         check_tokenizer(loaded)  # replay: not the recorded tokenizer → stop now, say so
         fields["tokenizer"] = describe(loaded if run.mode == "replay" else asked or loaded)
     _active.annotate(**fields)
-    identity = GroupIdentity(env)
+    identity = GroupIdentity(env, note=run.note)
     identity.install(env)
     run.identities.append(identity)
     _warn_dummy_managed(run, env, env_name)

@@ -15,16 +15,20 @@ is driven through, on the instance it runs (the class and the file stay untouche
   slot the order in which the calls started (deterministic: asyncio starts gathered tasks in
   order), its reward the returned ``ScoredDataItem``'s score.
 
-The item hash is canonical JSON of the item (``repr`` for what JSON cannot hold, with memory
-addresses taken out), the occurrence how often this env instance has drawn that item — the
-rule of ``environments/_ids.py``, so plain and Hermes ids read alike. A group that comes back
-empty (every rollout filtered by ``score()``) is counted: atroposlib's ``process`` loop retries
-such a group forever, so after ``HERMES_REPLAY_MAX_EMPTY_GROUPS`` (default 20) empty groups in
-a row the run stops with :class:`EveryGroupDropped`, saying why and what to do. In ``serve``,
-atroposlib's ``handle_env`` catches every exception of ``collect_trajectories`` and logs it, and
-``env_manager`` keeps drawing items while the trainer waits for data that never comes; so the
-harness also wraps ``env_manager``, and the bound tripping inside a worker ends it with the same
-error.
+The item hash is the item's canonical JSON with its volatile values normalized
+(``_runner.plain_items``: the same under every ``PYTHONHASHSEED``, with new uuids and
+timestamps), the occurrence how often this env instance has drawn that item — ids read as the
+Hermes layer's do. ``get_next_item`` is wrapped too: each group also keeps the item's position
+in the run's order of items and its canonical text, and a replay matches a group whose content
+changed by that position (``_runner.plain_resolve``), naming the fields that changed.
+A group that comes back empty (every rollout filtered by ``score()``) is counted: atroposlib's
+``process`` loop retries such a group forever, so after ``HERMES_REPLAY_MAX_EMPTY_GROUPS``
+(default 20) empty groups in a row the run stops with :class:`EveryGroupDropped`, saying why and
+what to do. In ``serve``, atroposlib's ``handle_env`` catches every exception of
+``collect_trajectories`` and logs it, and ``env_manager`` keeps drawing items while the trainer
+waits for data that never comes; so the harness also wraps ``env_manager``, and the bound
+tripping inside a worker ends it with the same error. A return value atroposlib 0.4.0 cannot
+take stops the run the same way, naming it (``_runner.plain_shapes``).
 """
 
 from __future__ import annotations
@@ -33,59 +37,48 @@ import asyncio
 import contextlib
 import contextvars
 import functools
-import hashlib
-import json
 import os
-import re
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_replay import _active
 from hermes_replay._errors import HermesReplayError
+from hermes_replay._runner.plain_items import item_hash
+from hermes_replay._runner.plain_resolve import GroupResolver, Resolution, with_worker
+from hermes_replay._runner.plain_shapes import at_odds, shape_problem
 from hermes_replay._session.scope import rollout
-from hermes_replay._session.workers import ENV_VAR as WORKER_VARIABLE
-from hermes_replay._session.workers import FIRST as FIRST_WORKER
 
 __all__ = ["DEFAULT_MAX_EMPTY_GROUPS", "MAX_EMPTY_VARIABLE", "EveryGroupDropped", "GroupIdentity",
            "item_hash"]
 
 MAX_EMPTY_VARIABLE = "HERMES_REPLAY_MAX_EMPTY_GROUPS"
 DEFAULT_MAX_EMPTY_GROUPS = 20
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 class EveryGroupDropped(HermesReplayError):
     """A plain env's ``collect_trajectories`` returned no group too many times in a row."""
 
 
-def item_hash(item: Any) -> str:
-    """12 hex digits of the item's content, the same on every machine and in every run."""
-    try:
-        text = json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          default=lambda value: _ADDRESS.sub("", repr(value)))
-    except (TypeError, ValueError):
-        text = _ADDRESS.sub("", repr(item))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
-
-
-def _with_worker(base: str) -> str:
-    worker = os.environ.get(WORKER_VARIABLE, "").strip()
-    return base if worker in ("", FIRST_WORKER) else f"{base}@{worker}"
-
-
 @dataclass
 class _Group:
     """One ``collect_trajectories`` call in progress (shared by the tasks it spawns)."""
 
-    base: str  # train-<hash>-<occurrence>, no worker suffix
-    fingerprint: str
+    resolved: Resolution
     slots: list[str] = field(default_factory=list)
 
+    @property
+    def base(self) -> str:  # train-<hash>-<occurrence>, no worker suffix
+        return self.resolved.base
+
+    @property
+    def fingerprint(self) -> str:
+        return self.resolved.fingerprint
+
     def next_slot(self) -> str:
-        rid = _with_worker(f"{self.base}-{len(self.slots)}")
+        rid = with_worker(f"{self.base}-{len(self.slots)}")
         self.slots.append(rid)
+        _note_misses(rid, self.resolved.note)
         return rid
 
 
@@ -127,21 +120,26 @@ def _is_empty(groups: Any) -> bool:
 class GroupIdentity:
     """The wrappers installed on one plain env instance (see the module docstring)."""
 
-    def __init__(self, env: Any, max_empty: int | None = None) -> None:
+    def __init__(self, env: Any, max_empty: int | None = None,
+                 note: Callable[[str], None] | None = None) -> None:
         self.env_name = type(env).__name__
-        self._draws: Counter[str] = Counter()
+        self.resolver = GroupResolver(note)
+        self._custom_postprocess = _overrides(env, "postprocess_histories")
         self.max_empty = max_empty if max_empty is not None else _max_empty_from_env()
         self.empty_in_a_row = 0
         self.empty_total = 0
-        self.tripped: EveryGroupDropped | None = None
+        self.tripped: HermesReplayError | None = None
         self._tripped_event: asyncio.Event | None = None  # set while env_manager runs
 
     def install(self, env: Any) -> None:
         """Shadow the two methods on the instance: ``self.collect_trajectory(item)`` inside
         atroposlib's default ``collect_trajectories`` then finds the wrapped one."""
         for name, wrapper in (("collect_trajectories", self._collect_trajectories),
-                              ("collect_trajectory", self._collect_trajectory)):
-            bound = getattr(env, name)
+                              ("collect_trajectory", self._collect_trajectory),
+                              ("get_next_item", self._get_next_item)):
+            bound = getattr(env, name, None)
+            if bound is None:
+                continue
             env.__dict__[name] = functools.wraps(bound)(functools.partial(wrapper, bound))
         manager = getattr(env, "env_manager", None)
         if manager is not None:
@@ -167,25 +165,31 @@ class GroupIdentity:
             raise self.tripped
         return main.result()
 
+    async def _get_next_item(self, original: Callable[..., Any], *args: Any,
+                             **kwargs: Any) -> Any:
+        item = await original(*args, **kwargs)
+        self.resolver.drawn(item)
+        return item
+
     def _open_group(self, item: Any) -> _Group:
-        fingerprint = item_hash(item)
-        occurrence = self._draws[fingerprint]
-        self._draws[fingerprint] += 1
-        return _Group(f"train-{fingerprint}-{occurrence}", fingerprint)
+        group = _Group(self.resolver.open(item))
+        _note_misses(with_worker(group.base), group.resolved.note)
+        return group
 
     async def _collect_trajectories(self, original: Callable[..., Any], item: Any,
                                     *args: Any, **kwargs: Any) -> Any:
         group = self._open_group(item)
         token = _GROUP.set(group)
         try:
-            group_id = _with_worker(group.base)
+            group_id = with_worker(group.base)
             with rollout(group_id) as scope:
                 result = await original(item, *args, **kwargs)
+                self._check_shape(result)
                 scores = _scores(_groups_of(result))
                 if group.slots:  # collect_trajectory calls reported their own rewards
                     rollouts = list(group.slots)
                 else:  # one request (or several) for the whole group: its scores, in order
-                    rollouts = [_with_worker(f"{group.base}-{i}") for i in range(len(scores))]
+                    rollouts = [with_worker(f"{group.base}-{i}") for i in range(len(scores))]
                     turns = _answered(group_id)  # the group's requests are each rollout's
                     for choice, (rid, score) in enumerate(zip(rollouts, scores, strict=True)):
                         with rollout(rid) as one:
@@ -194,7 +198,7 @@ class GroupIdentity:
                                        **({} if turns is None else {"turns_used": turns}))
                 scope.report(kind="group", phase="train", group=group.fingerprint,
                              scores=scores if not _is_empty(_groups_of(result)) else None,
-                             rollouts=rollouts)
+                             rollouts=rollouts, **group.resolved.outcome())
         finally:
             _GROUP.reset(token)
         self._count(_groups_of(result), item)
@@ -215,6 +219,19 @@ class GroupIdentity:
                          **({} if turns is None else {"turns_used": turns}))
         return result
 
+    def _check_shape(self, result: Any) -> None:
+        """Stop at a return value atroposlib 0.4.0 cannot take (``plain_shapes``)."""
+        problem = shape_problem(result, self._custom_postprocess)
+        if problem is not None:
+            self._trip(at_odds(self.env_name, result, problem))
+
+    def _trip(self, error: HermesReplayError) -> None:
+        """Raise ``error``, and end ``serve``'s loop with it (``handle_env`` only logs it)."""
+        self.tripped = error
+        if self._tripped_event is not None:
+            self._tripped_event.set()
+        raise error
+
     def _count(self, groups: Any, item: Any) -> None:
         if not _is_empty(groups):
             self.empty_in_a_row = 0
@@ -222,11 +239,26 @@ class GroupIdentity:
         self.empty_in_a_row += 1
         self.empty_total += 1
         if self.max_empty > 0 and self.empty_in_a_row >= self.max_empty:
-            self.tripped = EveryGroupDropped(dropped_message(self.env_name, self.empty_in_a_row,
-                                                             item))
-            if self._tripped_event is not None:
-                self._tripped_event.set()
-            raise self.tripped
+            self._trip(EveryGroupDropped(dropped_message(self.env_name, self.empty_in_a_row,
+                                                         item)))
+
+
+def _overrides(env: Any, name: str) -> bool:
+    """True when ``env``'s class defines ``name`` itself, not atroposlib's ``BaseEnv``."""
+    try:
+        from atroposlib.envs.base import BaseEnv
+    except ImportError:
+        return False
+    mine = getattr(type(env), name, None)
+    return mine is not None and mine is not getattr(BaseEnv, name, None)
+
+
+def _note_misses(rollout_id: str, note: str | None) -> None:
+    """Have every miss of ``rollout_id`` say what changed in its item (``plain_resolve``)."""
+    session = _active.current()
+    add = getattr(session, "note_item", None)
+    if note and callable(add):
+        add(rollout_id, note)
 
 
 def _answered(rollout_id: str) -> int | None:

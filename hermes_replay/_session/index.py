@@ -8,6 +8,7 @@ request does not grow with the cassette.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,9 @@ class RecordingIndex:
         self._lines: dict[Key, int] = {}
         #: each rollout's reward calls, in order (``reward[r][K - 1]`` is reward call K)
         self.reward: dict[str, list[Recording]] = {}
+        #: makes the decoder of the cassette's tokenizer, asked at the first token-path miss
+        self.decoder: Callable[[], Callable[[list[int]], str] | None] | None = None
+        self._decode: Callable[[list[int]], str] | None = None
 
     @classmethod
     def build(cls, cassette: Cassette, matcher: Matcher) -> RecordingIndex:
@@ -224,7 +228,7 @@ class RecordingIndex:
                      f"request {n.seq + 1})" if nearest.reward_call is not None else
                      f"recorded (rollout {n.rollout or '-'}, turn {n.seq + 1})")
             changes = field_changes(nearest.lines(matcher), lines)
-            head = [f"--- {label}", "+++ request"]
+            head = [f"--- {label}", "+++ request", *self._text_of_tokens(n.request, request)]
             # the recorded side is cassette content: scrubbed as every display of it is
             # (``_cassette.display``); the live side was redacted before it was matched
             diff = redact_text("\n".join([*head, *field_report(changes, verbose=True)]))
@@ -235,6 +239,17 @@ class RecordingIndex:
                     reward_call=reward_call,
                     nearest_reward_call=nearest.reward_call if nearest is not None else None,
                     cause=cause, normalizer=normalizer)
+
+
+    def _text_of_tokens(self, recorded: dict[str, Any], request: dict[str, Any]) -> list[str]:
+        """A token-path miss's decoded text diff (``_session.token_misses``), or []."""
+        from hermes_replay._session.token_misses import prompt_ids, text_diff_lines
+
+        if prompt_ids(request) is None or prompt_ids(recorded) is None:
+            return []
+        if self._decode is None and self.decoder is not None:
+            self._decode, self.decoder = self.decoder(), None  # made once, at the first one
+        return text_diff_lines(recorded, request, self._decode)
 
 
 def fixing_normalizer(matcher: Matcher, recorded: dict[str, Any],

@@ -40,6 +40,7 @@ class Results:
     _lanes: dict[tuple[str | None, int], int | None]
     _new_outcomes: dict[str, dict[str, Any]]
     _recorded_outcomes: dict[str, dict[str, Any]]
+    _item_notes: dict[str, str]
     _miss_index: dict[tuple[str | None, int, str], Miss]
     _failed_attempts: int
     _passthrough: int
@@ -175,6 +176,18 @@ class Results:
                 r for r in self._recorded_outcomes if r not in self._new_outcomes]
             return {r: OutcomeComparison(r, self._recorded_outcomes.get(r),
                                          self._new_outcomes.get(r)) for r in ids}
+
+    def recorded_groups(self) -> dict[str, dict[str, Any]]:
+        """The plain-env groups the cassette held when the session started (``kind: group``
+        outcomes, by id): what ``_runner.plain_resolve`` matches a replayed item against."""
+        with self._lock:
+            return {rid: dict(o) for rid, o in self._recorded_outcomes.items()
+                    if o.get("kind") == "group"}
+
+    def note_item(self, rollout: str, note: str) -> None:
+        """Have every miss of ``rollout`` say ``note`` (what changed in its plain-env item)."""
+        with self._lock:
+            self._item_notes[rollout] = note
 
     @property
     def recorded_rollouts(self) -> list[str]:

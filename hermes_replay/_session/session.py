@@ -58,6 +58,7 @@ from hermes_replay._session.summary import ReplayEvent
 from hermes_replay._session.tools import ToolCallsDrifted, ToolLedger
 from hermes_replay._session.wire import WireHandling
 from hermes_replay._session.workers import check_name
+from hermes_replay._tokenizers.decode import token_decoder
 from hermes_replay._tokenizers.store import TokenizerMismatch, mismatch, stored_dir, with_store
 
 if TYPE_CHECKING:
@@ -191,6 +192,7 @@ class Session(WireHandling, Results):
         # after start fails the request and the session's exit
         self._deferred: DeferredReader | None = None
         self._recorded_outcomes: dict[str, dict[str, Any]] = {}
+        self._item_notes: dict[str, str] = {}  # rollout → what changed in its item
         self._issued: dict[str | None, int] = {}
         self._cursor: dict[str | None, int] = {}
         self._hits: list[tuple[str | None, int, Interaction]] = []
@@ -359,6 +361,8 @@ class Session(WireHandling, Results):
             raise CassetteError(f"bad header: normalizers: {exc}", path=self.path, line=1,
                                 hint=f"`hermes-replay normalize {self.path}` lists them; "
                                 "remove that one with --remove 'REGEX=REPLACEMENT'") from None
+        tokenizer = existing.header.tokenizer
+        self._index.decoder = lambda: token_decoder(self.path, tokenizer)
         self.tools.load(existing)
         return existing
 

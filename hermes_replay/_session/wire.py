@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -126,6 +126,7 @@ class WireHandling:
     _answered: dict[str | None, int]
     _miss_index: dict[tuple[str | None, int, str], Miss]
     _root_misses: dict[str, Miss]
+    _item_notes: dict[str, str]
     _reward_issued: dict[str, int]
     _failed_attempts: int
     _wants_memo: dict[tuple[str, str], bool]
@@ -379,6 +380,10 @@ class WireHandling:
             miss = self._index.diagnose(self.path, rollout, turn, request, self.matcher,
                                         reward_call=reward,
                                         cause=root.where if root is not None else None)
+            note = self._item_notes.get(rollout) if rollout is not None else None
+            if note:  # a plain env's item changed: say which fields, not only "no rollout"
+                miss = replace(miss, reason=note if miss.reason.startswith(
+                    "the cassette has no rollout") else f"{miss.reason}; {note}")
             if rollout is not None and root is None and reward is None:
                 self._root_misses[rollout] = miss  # what later misses of it follow from
             self._miss_index[key] = miss

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hermes_replay.scripted_endpoint import _tokens
@@ -53,7 +53,7 @@ class Engine:
             )
         samples = []
         for j in self.sampler.indices(key, n, greedy):
-            reply = rule.reply(conv, self.sampler.content_rng(key, j))
+            reply = rule.reply(replace(conv, sample=j), self.sampler.content_rng(key, j))
             samples.append(self._finish(key, j, rule.name, reply, conv.max_tokens))
         return samples
 

@@ -85,6 +85,9 @@ class Conversation:
     tools: list[dict[str, Any]] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
     path: str = "/v1/chat/completions"
+    #: the sample index this reply is drawn for (``_sampling``: consecutive within a group), so
+    #: a rule can give the samples of one group different shapes, not only different wording
+    sample: int = 0
 
     @property
     def tool_names(self) -> list[str]:

@@ -33,6 +33,8 @@ class ScriptedEndpoint:
     ``_sampling`` for the exact rule). ``latency=(min_s, max_s)`` delays each request uniformly.
     ``faults`` injects 5xx / timeouts / dropped connections. ``raw_tool_format`` is the parser
     format tool calls are written in wherever raw text is returned (completions, ``/generate``).
+    ``openai_only`` leaves ``/generate`` and ``/health`` out: the server then stands in for one
+    that speaks the OpenAI API alone (a hosted API), which a vLLM/SGLang client must be told.
     """
 
     def __init__(
@@ -44,8 +46,10 @@ class ScriptedEndpoint:
         raw_tool_format: str = "hermes",
         host: str = "127.0.0.1",
         port: int = 0,
+        openai_only: bool = False,
     ) -> None:
         self.script = resolve_script(script)
+        self.openai_only = openai_only
         self.seed = seed
         self.host = host
         self.port = port
@@ -119,11 +123,13 @@ class ScriptedEndpoint:
 
     async def _start_site(self) -> None:
         app = web.Application(middlewares=[self._middleware], client_max_size=64 * 2**20)
-        app.router.add_get("/health", self._health)
+        if not self.openai_only:
+            app.router.add_get("/health", self._health)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/completions", self._completions)
-        app.router.add_post("/generate", self._generate)
+        if not self.openai_only:
+            app.router.add_post("/generate", self._generate)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port)

@@ -8,10 +8,16 @@ Order of rules (first match answers):
    ``"required"`` or names a function; ``"none"`` disables it): call the named tool, else the one
    whose name and description best match the user's text, arguments filled from its JSON schema.
 3. ``answer-from-tool-results`` — the last message is a tool result: a final answer quoting it.
-4. ``plain-answer`` — anything else: a short answer echoing the question.
+4. ``plain-answer`` — anything else: an answer to a question the script knows nothing about.
 
 Wording varies with the sample's ``rng`` (so a GRPO group at temperature > 0 sees different
-samples) but is fixed for a given seed and sample index. ``generic_rules()`` returns the rules so
+samples) but is fixed for a given seed and sample index. A plain answer also varies its *shape*
+within a group (by sample index): an environment the script knows nothing about rewards some
+shape — a ``\boxed{}`` or ``#### N`` answer, ``<answer>`` tags, ``<think>`` reasoning, a short or a
+long reply — and a group whose replies all scored the same is dropped by atroposlib's
+identical-score filter; so sample 0 is the short echo, and samples 1, 2, … answer a guess (a
+number computed from the question's numbers, an option letter, a word of it) in the common
+formats in turn. ``generic_rules()`` returns the rules so
 other scripts can put their own rules in front and keep these as the fallback.
 """
 
@@ -176,11 +182,48 @@ def _answer_from_results(conv: Conversation, rng: random.Random) -> Reply:
     )
 
 
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_OPTION = re.compile(r"(?:^|\s|\()([A-E])[).:]\s")
+
+
+def _guess(question: str, rng: random.Random) -> str:
+    """A plausible answer to a question the script cannot read: an option letter when it
+    offers some, else a number made from its numbers (their sum, difference, product, or one
+    of them), else one of its longer words."""
+    options = _OPTION.findall(question)
+    if len(set(options)) >= 2:
+        return rng.choice(sorted(set(options)))
+    numbers = [float(x) for x in _NUMBER.findall(question)][:6]
+    if numbers:
+        a, b = (numbers[0], numbers[-1]) if len(numbers) > 1 else (numbers[0], 0.0)
+        value = rng.choice([a + b, a - b, a * b, a, b, sum(numbers)])
+        return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
+    words = [w for w in _WORD.findall(question.lower()) if len(w) > 3]
+    return rng.choice(words) if words else "yes"
+
+
 def _plain_answer(conv: Conversation, rng: random.Random) -> Reply:
     question = conv.last_user_text.strip().replace("\n", " ")[:200]
-    return Reply(
-        content=f"{rng.choice(_OPENERS)} You asked: {question} {rng.choice(_CLOSERS)}"
-    )
+    opener, closer = rng.choice(_OPENERS), rng.choice(_CLOSERS)
+    shape = conv.sample % 6
+    if shape == 0:  # sample 0 (every single request) stays the short echo it always was
+        return Reply(content=f"{opener} You asked: {question} {closer}")
+    guess = _guess(question, rng)
+    if shape == 1:
+        return Reply(content=f"<think>Reading the question and working it out.</think>\n"
+                             f"The answer is \\boxed{{{guess}}}. {closer}")
+    if shape == 2:
+        return Reply(content=f"Let me go step by step. First I restate: {question} Then I "
+                             f"compute the result. {closer}\n#### {guess}")
+    if shape == 3:
+        return Reply(content=f"{opener} <answer>{guess}</answer> {closer}")
+    if shape == 4:
+        return Reply(content=json.dumps({"answer": guess, "confidence":
+                                         round(rng.uniform(0.3, 0.9), 2)}))
+    filler = " ".join(rng.choice(("I", "think", "the", "question", "asks", "about", "this",
+                                  "and", "so", "it", "depends", "on", "details"))
+                      for _ in range(40))
+    return Reply(content=f"{opener} {filler}. Perhaps {guess}. {closer}")
 
 
 def _should_call_tool(conv: Conversation) -> bool:

@@ -18,6 +18,7 @@ back), is refused: its table would be empty or partial, and accepting it with
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
@@ -95,13 +96,50 @@ class RolloutSnapshotExtension(SingleFileSnapshotExtension):
     def serialize(self, data: Any, **kwargs: Any) -> str:
         if isinstance(data, RunResult):
             _refuse_a_run_that_proves_nothing(data)
-            return render_run(data)
+            text = render_run(data)
+            if data.cassette is not None:  # so a failed comparison can show the replies
+                _CASSETTES[text] = Path(data.cassette)
+                while len(_CASSETTES) > 64:
+                    del _CASSETTES[next(iter(_CASSETTES))]
+            return text
         if isinstance(data, str):
             return data
         raise TypeError(
             f"RolloutSnapshotExtension snapshots a hermes_replay RunResult, got "
             f"{type(data).__name__}; pass the object returned by the replay_run fixture."
         )
+
+
+# a rendered run -> the cassette it replayed (the newest 64): the snapshot text holds ids and
+# numbers only, and a moved reward is read beside the reply that earned it
+_CASSETTES: dict[str, Path] = {}
+_REPLY_CHARS = 160
+
+
+def own_replies(cassette: Path, rollouts: list[str]) -> dict[str, str]:
+    """Each rollout's last reply in ``cassette``, its own sample of an ``n > 1`` group (as
+    ``show`` and ``diff`` read it), on one line and cut to a glance. A cassette that no longer
+    reads gives nothing: the explanation stays as it was."""
+    from hermes_replay._diff.compare import _assistant, load_view
+    from hermes_replay._errors import CassetteError
+    from hermes_replay._terminal.render import sanitize
+
+    try:
+        view = load_view(cassette)
+    except (CassetteError, OSError, ValueError):
+        return {}
+    out: dict[str, str] = {}
+    for rid in rollouts:
+        turns = view.transcripts.get(rid) or []
+        if not turns:
+            continue
+        reply = _assistant(turns[-1])
+        text = reply.get("content") or reply.get("text")
+        if not isinstance(text, str) or not text.strip():
+            continue
+        line = sanitize(" ".join(text.split()))
+        out[rid] = line if len(line) <= _REPLY_CHARS else line[:_REPLY_CHARS] + "…"
+    return out
 
 
 _FIRST_RUN = ("no snapshot yet: this is the test's first run. Run `pytest --snapshot-update` "
@@ -134,10 +172,13 @@ def _delta(old: str, new: str) -> str:
         return ""
 
 
-def reward_changes(snapshot: str, current: str) -> list[str]:
+def reward_changes(snapshot: str, current: str,
+                   replies: dict[str, str] | None = None) -> list[str]:
     """What moved between a stored snapshot and this run: one line per changed rollout
-    (``rollout  old → new  Δ``, other changed columns after it), per rollout only one side
-    has, per changed metric; a missing snapshot says how to write it."""
+    (``rollout  old → new  Δ``, other changed columns after it, then the reply that earned
+    it when ``replies`` has one: the rollout's own, also for one sample of an ``n > 1``
+    group), per rollout only one side has, per changed metric; a missing snapshot says how
+    to write it."""
     if not snapshot.strip():
         return [_FIRST_RUN]
     old, old_metrics = _table(snapshot)
@@ -170,6 +211,8 @@ def reward_changes(snapshot: str, current: str) -> list[str]:
     for r in rows:
         line = f"  {r[0].ljust(width[0])}  {r[1].ljust(width[1])}  {r[2].rjust(width[2])}"
         out.append((line + (f"  ({r[3]})" if r[3] else "")).rstrip())
+        if replies and r[0] in replies:
+            out.append(f"      its reply: {replies[r[0]]}")
     return out
 
 
@@ -184,5 +227,12 @@ def failed_reward_snapshots(snapshot: Any) -> list[list[str]]:
                 not data.startswith(FORMAT_LINE):
             continue
         recalled = getattr(result, "recalled_data", None)
-        out.append(reward_changes(recalled if isinstance(recalled, str) else "", data))
+        old = recalled if isinstance(recalled, str) else ""
+        cassette = _CASSETTES.get(data)
+        replies = {}
+        if cassette is not None and old.strip():
+            before, after = _table(old)[0], _table(data)[0]
+            replies = own_replies(cassette, sorted(
+                rid for rid in set(before) | set(after) if before.get(rid) != after.get(rid)))
+        out.append(reward_changes(old, data, replies))
     return out

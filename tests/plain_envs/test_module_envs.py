@@ -157,3 +157,34 @@ def test_progress_counts_the_rollouts_the_summary_counts(
         pass
     loaded = [e for e in events if e.kind == "loaded"]
     assert [e.seq for e in loaded] == [8]  # 2 groups x 4 choices, not 8 + 2 groups + traffic
+
+
+def test_a_moved_reward_in_a_snapshot_shows_the_rollouts_own_reply(
+        checkout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 35, item 4: the snapshot says which rollout of an ``n > 1`` group moved, and now
+    why — the reply that earned it is that rollout's own sample, not the group's first."""
+    from types import SimpleNamespace
+
+    from hermes_replay.snapshot import RolloutSnapshotExtension, failed_reward_snapshots
+
+    cassette = checkout / "cassettes" / "word_sums_env" / "process.jsonl"
+    _record(["-m", MODULE], cassette, capsys)
+    result = run_cassette(cassette, out_dir=tmp_path / "out")
+    text = RolloutSnapshotExtension().serialize(result)
+    recorded = load_cassette(cassette)
+    picked = next(rid for rid, rec in recorded.rollouts.items()
+                  if rec.outcome.get("choice") == 2)
+    group = recorded.rollouts[recorded.rollouts[picked].outcome["traffic"]]
+    choices = group.interactions[-1].response["body"]["choices"]
+    own, first = choices[2]["message"]["content"], choices[0]["message"]["content"]
+    assert own != first
+    # the stored snapshot had another reward for that rollout
+    old = "\n".join(line.replace(line.split()[1], "0.1234", 1)
+                    if line.strip().startswith(picked + " ") else line
+                    for line in text.splitlines())
+    fake = SimpleNamespace(_execution_results={0: SimpleNamespace(
+        success=False, asserted_data=text, recalled_data=old)})
+    (lines,) = failed_reward_snapshots(fake)
+    shown = "\n".join(lines)
+    assert picked in shown and "0.1234 →" in shown, shown
+    assert f"its reply: {' '.join(own.split())[:60]}" in shown, shown

@@ -91,8 +91,21 @@ def dynamic_finding(rule: str, severity: str, file: str, message: str, line: int
 _finding = dynamic_finding
 
 
+def _module(env_file: Path) -> tuple[str, Path] | None:
+    """The module ``env_file`` runs as (a package env that imports relatively; below the
+    working directory, a namespace package as ``python -m`` from there sees it), or None."""
+    from hermes_replay._runner.envrun import module_of
+
+    where, cwd = env_file.resolve(), Path.cwd().resolve()
+    return module_of(where, root=cwd if where.is_relative_to(cwd) else None)
+
+
 def project_root(env_file: Path) -> Path:
-    """The directory to import from: the parent of the ``environments`` package, if any."""
+    """The directory to import from: where ``python -m`` runs a package env from, else the
+    parent of the ``environments`` package, if any."""
+    module = _module(env_file)
+    if module is not None:
+        return module[1]
     env_file = env_file.resolve()
     for parent in env_file.parents:
         if (parent / "environments" / "__init__.py").is_file():
@@ -103,18 +116,21 @@ def project_root(env_file: Path) -> Path:
 def import_check(env_file: Path, display: str, timeout: float = IMPORT_TIMEOUT) -> RuleRow:
     """Import the file in a fresh interpreter (no ``__main__`` block runs)."""
     row = RuleRow("import", DYNAMIC_RULES["import"], kind="dynamic")
+    module = _module(env_file)
     code = (
         "import importlib.util, sys\n"
         "spec = importlib.util.spec_from_file_location('hermes_check_target', sys.argv[1])\n"
         "module = importlib.util.module_from_spec(spec)\n"
         "sys.modules[spec.name] = module\n"
         "spec.loader.exec_module(module)\n"
-    )
+    ) if module is None else (  # relative imports: imported as its package's module
+        "import importlib, sys\nimportlib.import_module(sys.argv[2])\n")
     root = project_root(env_file)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
     try:
-        proc = subprocess.run([sys.executable, "-c", code, str(env_file.resolve())], cwd=root,
+        proc = subprocess.run([sys.executable, "-c", code, str(env_file.resolve()),
+                               module[0] if module else ""], cwd=root,
                               env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         row.findings.append(_finding("import", "fail", display,

@@ -26,14 +26,18 @@ RERUN_FIX = ("keep per-run state on the environment instance (set it in setup), 
 _SCRIPT = """
 import json, sys
 from pathlib import Path
+from hermes_replay._runner.envrun import module_of
 from hermes_replay._runner.plan import replay_argv
 from hermes_replay._runner.run import run_env
 
 env_file, cassette, argv, out = Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3]), \\
     Path(sys.argv[4])
+# run as `python -m` would run a package env from here (the check's root)
+module = module_of(env_file.resolve(), root=Path.cwd().resolve())
 runs = []
 for n in (1, 2):
     result = run_env(env_file, replay_argv(argv), cassette=cassette, mode="replay",
+                     module=module,
                      log_path=out / f"run-{n}.log", as_recorded=True,
                      trace=out / f"trace-{n}.jsonl")
     error = result.error

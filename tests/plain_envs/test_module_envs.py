@@ -11,6 +11,7 @@ shadowed by it (issue 35, items 2 and 3).
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -188,3 +189,17 @@ def test_a_moved_reward_in_a_snapshot_shows_the_rollouts_own_reply(
     shown = "\n".join(lines)
     assert picked in shown and "0.1234 →" in shown, shown
     assert f"its reply: {' '.join(own.split())[:60]}" in shown, shown
+
+
+def test_check_takes_a_module_env_and_runs_it_as_that_module(
+        checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``check -m …``: the import row imports the module (its relative import works), and the
+    process and one-process rerun rows run it as ``python -m`` would; the cassettes are found
+    under ``cassettes/<env>/`` by themselves."""
+    cassette = checkout / "cassettes" / "word_sums_env" / "process.jsonl"
+    _record(["-m", MODULE], cassette, capsys)
+    code = main(["check", "-m", MODULE])
+    out = capsys.readouterr().out
+    for rule in ("import", "process", "rerun", "rewards"):
+        assert re.search(rf"pass\s+{rule}\s", out), out[-4000:]
+    assert code == 0, out[-4000:]

@@ -293,12 +293,9 @@ def replay_on_ray(replay: Any, cassettes: list[Path], outs: list[Path], strict: 
     if root is not None:  # the outputs of this very run are not shipped with the inputs
         runtime_env = {"working_dir": str(root), "excludes": upload_excludes(root, outs)}
     _connect(address, jobs, runtime_env, log)
-    from hermes_replay._runner.trust import TRUST_VARIABLE, trusted_roots
+    from hermes_replay._runner.trust import with_trusted_roots
 
-    here, environ = str(Path.cwd()), dict(os.environ)
-    # what this driver trusts, as the one list every actor goes by (an actor on another node
-    # has neither this user's trust file nor this Python's installs)
-    environ[TRUST_VARIABLE] = os.pathsep.join(str(p) for p in trusted_roots())
+    here, environ = str(Path.cwd()), with_trusted_roots(dict(os.environ))
     todo = deque(Job(i, c.resolve(), o.resolve(), strict, verbose, dict(tools), here, environ)
                  for i, (c, o) in enumerate(zip(cassettes, outs, strict=True)))
     cpus = int(ray.cluster_resources().get("CPU", 1))

@@ -457,11 +457,9 @@ def _replay_in_processes(cassettes: list[Path], outs: list[Path], workers: int, 
 
     print(f"hermes-replay replay: {len(cassettes)} cassettes in {workers} processes",
           file=sys.stderr)
-    from hermes_replay._runner.trust import TRUST_VARIABLE, trusted_roots
+    from hermes_replay._runner.trust import with_trusted_roots
 
-    here, environ = str(Path.cwd()), dict(os.environ)
-    # what this process trusts (the pytest plugin's rootdir included) goes with every job
-    environ[TRUST_VARIABLE] = os.pathsep.join(str(p) for p in trusted_roots())
+    here, environ = str(Path.cwd()), with_trusted_roots(dict(os.environ))
     jobs = [Job(i, c.resolve(), o.resolve(), strict, verbose, dict(tools), here, environ)
             for i, (c, o) in enumerate(zip(cassettes, outs, strict=True))]
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 __all__ = ["TRUST_VARIABLE", "add_trusted", "config_dir", "trust_for_process",
-           "trust_reason", "trust_recorded", "trusted_roots"]
+           "trust_reason", "trust_recorded", "trusted_roots", "with_trusted_roots"]
 
 TRUST_VARIABLE = "HERMES_REPLAY_TRUST"
 HOME_VARIABLE = "HERMES_REPLAY_HOME"
@@ -62,7 +62,9 @@ def _read_file(path: Path) -> list[Path]:
             lines = [line.strip() for _, line in zip(range(_MAX_ENTRIES), handle, strict=False)]
     except OSError:
         return []
-    return [Path(line) for line in lines
+    # resolved as the folders they are compared with are (a hand-written entry may hold a
+    # link or a trailing slash)
+    return [Path(line).resolve() for line in lines
             if line and not line.startswith("#") and Path(line).is_absolute()]
 
 
@@ -116,6 +118,13 @@ def trusted_roots() -> list[Path]:
     for path, _ in _sources():
         seen.setdefault(path, None)
     return list(seen)
+
+
+def with_trusted_roots(environ: dict[str, str]) -> dict[str, str]:
+    """``environ`` for a worker (a ``-j`` process, a Ray actor) with what this process trusts
+    as its one list: a worker has neither this process's own roots (the pytest plugin's) nor,
+    on another node, this user's trust file or this Python's installs."""
+    return {**environ, TRUST_VARIABLE: os.pathsep.join(str(p) for p in trusted_roots())}
 
 
 def trust_reason(folder: Path) -> str | None:

@@ -13,8 +13,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "scale_bench.py"
+
+# on the same xdist worker as the Ray cluster tests (tests/hermes_replay/test_replay_on_ray.py),
+# so two Ray clusters never share the machine's two cores at once
+pytestmark = pytest.mark.xdist_group("ray")
 
 
 def test_quick_run_replays_every_cassette_on_both_sides_and_projects() -> None:

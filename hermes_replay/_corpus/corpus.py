@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -71,7 +71,6 @@ class CorpusResult:
     manifest: Path | None = None  # <out>/replay.json
     report: Path | None = None  # <out>/report.html, when written
     report_note: str | None = None  # the report's line: its path, or why it was not written
-    notes: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:

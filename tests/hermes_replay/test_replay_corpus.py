@@ -193,3 +193,7 @@ def test_the_plugin_judges_a_cassette_as_the_corpus_does(tmp_path, monkeypatch,
     corpus_result = tmp_path / "corpus-out" / "evaluate" / "result.json"
     misses = [json.loads(p.read_text())["misses"] for p in (plugin_result, corpus_result)]
     assert misses[0] == misses[1] and misses[0]  # the same runner wrote both
+    # the documented opt-out: the run's error handed back, not raised
+    quiet = replay_run(edited, raise_errors=False)
+    assert isinstance(quiet.error, CassetteMiss)
+    assert len(quiet.misses) == len(caught.value.misses)

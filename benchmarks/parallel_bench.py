@@ -1,7 +1,7 @@
 """Parallel replay: ``hermes-replay replay DIR -j 2`` against ``-j 1``, side by side in one run.
 
     .venv/bin/python benchmarks/parallel_bench.py [--generated 20] [--reps 2] [--shipped N]
-                                                   [--quick]
+                                                   [--quick] [--against DIR]
 
 The folder holds the shipped cassettes (``cassettes/``) and ``--generated`` more, recorded here
 first against the scripted endpoint (``process`` runs of the three example environments with
@@ -9,7 +9,9 @@ different split seeds, so every one replays different items). Each timed run is 
 a fresh process, as a user or CI runs it — imports, every cassette's recorded command, outputs,
 the final table — and must exit 0 with every cassette ``ok``. Runs alternate (ABAB…) so load
 from other processes falls on both; the ratio of medians is the result (target ≥ 1.6× on the
-2-core machine the project is built on).
+2-core machine the project is built on). ``--against DIR`` times a checkout of an earlier
+revision beside this tree, every run of one beside the same run of the other, and prints
+this/DIR per ``-j`` value (see ``_against``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._against import check_against, code_env
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 1.6
@@ -52,11 +59,15 @@ def generate(folder: Path, count: int) -> list[Path]:
     return out
 
 
-def timed_replay(folder: Path, jobs: int, out: Path, expected: int) -> float:
+def timed_replay(folder: Path, jobs: int, out: Path, expected: int,
+                 against: Path | None = None) -> float:
     t0 = time.perf_counter()
     proc = subprocess.run([str(Path(sys.executable).parent / "hermes-replay"), "replay",
                            str(folder), "-j", str(jobs), "--strict", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True)
+                          # from the project, not the repository: a worker's '' on sys.path
+                          # must not be this tree when the run is DIR's
+                          cwd=folder.parent, capture_output=True, text=True,
+                          env=code_env(against))
     wall = time.perf_counter() - t0
     rows = [line for line in proc.stdout.splitlines() if line.rstrip().endswith(" ok")]
     if proc.returncode != 0 or len(rows) != expected:
@@ -72,7 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shipped", type=int, default=None,
                    help="replay only the first N shipped cassettes (all)")
     p.add_argument("--quick", action="store_true", help="2 generated, 1 rep: proves it works")
+    p.add_argument("--against", metavar="DIR",
+                   help="also time this checkout of an earlier revision, run for run")
     args = p.parse_args(argv)
+    against = check_against(args.against)
+    trees: list[Path | None] = [None, against] if against else [None]
     generated = args.generated if args.generated is not None else (2 if args.quick else 20)
     reps = args.reps or (1 if args.quick else 2)
     os.chdir(ROOT)
@@ -102,13 +117,22 @@ def main(argv: list[str] | None = None) -> int:
         generate(folder / "generated", generated)
         total = len(shipped) + generated
         print(f"recorded {generated} cassettes in {time.perf_counter() - t0:.0f} s")
-        times: dict[int, list[float]] = {1: [], 2: []}
+        times: dict[tuple[Path | None, int], list[float]] = {}
         for rep in range(reps):
             for jobs in (1, 2) if rep % 2 == 0 else (2, 1):
-                wall = timed_replay(folder, jobs, Path(tmp) / f"out-{jobs}-{rep}", total)
-                times[jobs].append(wall)
-                print(f"  rep {rep}: -j {jobs}: {wall:6.1f} s wall ({total} cassettes ok)")
-    one, two = statistics.median(times[1]), statistics.median(times[2])
+                for tree in trees if rep % 2 == 0 else list(reversed(trees)):
+                    side = "this" if tree is None else "DIR "
+                    out = Path(tmp) / f"out-{jobs}-{rep}-{side.strip()}"
+                    wall = timed_replay(folder, jobs, out, total, tree)
+                    times.setdefault((tree, jobs), []).append(wall)
+                    print(f"  rep {rep}: {side if against else ''}-j {jobs}: {wall:6.1f} s wall "
+                          f"({total} cassettes ok)")
+    if against:
+        for jobs in (1, 2):
+            mine, base = (statistics.median(times[(t, jobs)]) for t in (None, against))
+            print(f"-j {jobs}: this tree median {mine:.1f} s · {against} median {base:.1f} s · "
+                  f"this/DIR {mine / base:.3f}")
+    one, two = statistics.median(times[(None, 1)]), statistics.median(times[(None, 2)])
     ratio = one / two
     print(f"\n-j 1 median {one:.1f} s · -j 2 median {two:.1f} s · {ratio:.2f}x faster")
     ok = ratio >= TARGET

@@ -2,6 +2,7 @@
 side in one run, and a projection for 100,000 cassettes on 50 nodes.
 
     .venv/bin/python benchmarks/scale_bench.py [--cassettes 1000] [--reps 1] [--quick]
+                                                [--against DIR]
 
 The folder holds ``--cassettes`` cassettes: a few small ``process`` recordings made here first
 against the scripted endpoint (three example environments, one group of two rollouts each),
@@ -10,7 +11,9 @@ corpus of many small recordings is. Each timed run is the real CLI in a fresh pr
 (imports, every cassette's recorded command, outputs, the final table; ``--no-report``: the
 page is the same work for both) and must exit 0 with every cassette ``ok``. Runs alternate
 (ABAB…) so load from other processes falls on both; the ratio of medians is the result
-(target: Ray's wall ≤ 1.25× that of ``-j 2`` on one machine).
+(target: Ray's wall ≤ 1.25× that of ``-j 2`` on one machine). ``--against DIR`` times a
+checkout of an earlier revision beside this tree, run for run, and prints this/DIR per side
+(see ``_against``).
 
 Ray's side starts its own local cluster each run (``--ray-address local``), which is part of
 its wall. Ray's per-task overhead is measured apart (no-op calls on two warm actors), and
@@ -41,6 +44,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._against import check_against, code_env
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 1.25
@@ -95,12 +103,13 @@ def corpus(project: Path, recorded: list[Path], count: int) -> Path:
     return folder
 
 
-def timed(project: Path, args: list[str], out: Path, expected: int) -> tuple[float, str]:
+def timed(project: Path, args: list[str], out: Path, expected: int,
+          against: Path | None = None) -> tuple[float, str]:
     """Wall seconds of one CLI run, and what it said about Ray (which cluster it ran on)."""
     t0 = time.perf_counter()
     proc = subprocess.run([str(Path(sys.executable).parent / "hermes-replay"), "replay",
                            "corpus", "--no-report", "--out", str(out), *args],
-                          cwd=project, capture_output=True, text=True)
+                          cwd=project, capture_output=True, text=True, env=code_env(against))
     wall = time.perf_counter() - t0
     rows = [line for line in proc.stdout.splitlines()
             if line.startswith("corpus/") and line.rstrip().endswith(" ok")]
@@ -167,7 +176,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ray-address", default="local",
                    help="what the Ray side joins (local: a new local cluster per run)")
     p.add_argument("--quick", action="store_true", help="12 cassettes, 1 rep: proves it works")
+    p.add_argument("--against", metavar="DIR",
+                   help="also time this checkout of an earlier revision, run for run")
     args = p.parse_args(argv)
+    against = check_against(args.against)
+    trees: list[Path | None] = [None, against] if against else [None]
     count = args.cassettes or (12 if args.quick else 1000)
     reps = args.reps or 1
     _loopback_only()
@@ -198,17 +211,25 @@ def main(argv: list[str] | None = None) -> int:
         sides = {"-j 2": ["-j", "2"],
                  "ray": ["--executor", "ray", "--ray-address", args.ray_address, "-j", "2"]}
         times: dict[str, list[float]] = {name: [] for name in sides}
+        base: dict[str, list[float]] = {name: [] for name in sides}
         for rep in range(reps):
             order = list(sides) if rep % 2 == 0 else list(reversed(sides))
             for name in order:
-                wall, said = timed(project, sides[name], project / f"out-{rep}-{name[-1]}",
-                                   count)
-                times[name].append(wall)
-                print(f"  rep {rep}: {name:5}: {wall:7.1f} s wall, {count / wall:6.2f} "
-                      f"cassettes/s ({count} ok; load average {_load()})")
-                if said:
-                    print(f"           {said}")
-                shutil.rmtree(project / f"out-{rep}-{name[-1]}")
+                for tree in trees if rep % 2 == 0 else list(reversed(trees)):
+                    out = project / f"out-{rep}-{name[-1]}"
+                    wall, said = timed(project, sides[name], out, count, tree)
+                    (times if tree is None else base)[name].append(wall)
+                    tag = "" if against is None else ("this " if tree is None else "DIR  ")
+                    print(f"  rep {rep}: {tag}{name:5}: {wall:7.1f} s wall, {count / wall:6.2f} "
+                          f"cassettes/s ({count} ok; load average {_load()})")
+                    if said:
+                        print(f"           {said}")
+                    shutil.rmtree(out)
+        if against is not None:
+            for name in sides:
+                mine, theirs = statistics.median(times[name]), statistics.median(base[name])
+                print(f"{name}: this tree median {mine:.1f} s · {against} median "
+                      f"{theirs:.1f} s · this/DIR {mine / theirs:.3f}")
         os.chdir(ROOT)
         per_task, startup = ray_task_overhead(200 if args.quick else 2000)
     shutil.rmtree(ray_state, ignore_errors=True)

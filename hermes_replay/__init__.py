@@ -12,10 +12,14 @@ Public API (everything else is private and may change)::
     offer_known_good(prompt, make_reply)        # a rollout's known-good reply, for `probe`
     tool_call(name, args, run, source="agent")  # the seam tools go through: record / replay / run
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
-    run_cassette(path, out_dir=…) -> RunResult  # re-run a recorded env command (replay_run)
+    run_cassette(path, options=None, out_dir=…) -> RunResult  # re-run one recorded command
+    RunOptions(mode=…, strict=…, tools=…, …)    # how a cassette is re-run, as one value
+    replay_corpus(paths, options=None, *, jobs=…, shard=…, executor=…, out=…) -> CorpusResult
+        # replay a folder (or several) as `hermes-replay replay DIR` does: rows, table,
+        # exit code; CorpusObserver hears it happen; CorpusError when nothing can run
     scrub(value) -> value                       # any str/JSON with every known secret removed
     write_report(path, out, against=None) -> Path  # one HTML page (the 'report' extra)
-    HermesReplayError > CassetteError, RecordingFailed, ReplayFailed,
+    HermesReplayError > CassetteError, CorpusError, RecordingFailed, ReplayFailed,
         CassetteMiss > UnusedRecordings, ToolCallsDrifted   (see _errors, _tools)
     RequestNotRecorded > ToolCallMiss (BaseExceptions: a replay miss, raised at the request or
         tool call that has no recording; see _errors, _tools)
@@ -31,6 +35,9 @@ Tokenizer hooks for environment base classes (a cassette carries its tokenizer):
 from hermes_replay._active import active_mode, annotate
 from hermes_replay._cassette import Cassette
 from hermes_replay._cassette.load import load_cassette
+from hermes_replay._corpus.corpus import CorpusObserver, CorpusResult, replay_corpus
+from hermes_replay._corpus.errors import CorpusError
+from hermes_replay._corpus.one import CassetteResult
 from hermes_replay._errors import (
     CassetteError,
     CassetteMiss,
@@ -42,6 +49,7 @@ from hermes_replay._errors import (
 )
 from hermes_replay._layer import install_layer_fallback
 from hermes_replay._report import write_report
+from hermes_replay._runner.options import RunOptions
 from hermes_replay._runner.result import RolloutOutcome, RunResult
 from hermes_replay._runner.run import run_cassette
 from hermes_replay._secrets.redact import scrub
@@ -65,6 +73,10 @@ __all__ = [
     "Cassette",
     "CassetteError",
     "CassetteMiss",
+    "CassetteResult",
+    "CorpusError",
+    "CorpusObserver",
+    "CorpusResult",
     "HermesReplayError",
     "RecordingFailed",
     "ReplayEvent",
@@ -73,6 +85,7 @@ __all__ = [
     "RequestNotRecorded",
     "RolloutOutcome",
     "RolloutScope",
+    "RunOptions",
     "RunResult",
     "Session",
     "TokenizerMismatch",
@@ -90,6 +103,7 @@ __all__ = [
     "load_cassette",
     "offer_known_good",
     "recorded_endpoint",
+    "replay_corpus",
     "rollout",
     "run_cassette",
     "scoring",

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 0
-    from hermes_replay._cli._runner import LogFolderError
+    from hermes_replay._runner.log_folder import LogFolderError
     from hermes_replay._runner.signals import describe, exit_code, terminate_as_interrupt
 
     # transformers' import-time advice that no torch is installed (the harness needs only the

@@ -31,7 +31,6 @@ lazily so test sessions that never touch a cassette pay nothing.
 from __future__ import annotations
 
 import difflib
-import inspect
 from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -300,14 +299,10 @@ def _options(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 
 def _marker_keywords() -> frozenset[str]:
-    """What a marker may set: the options of ``cassette()`` and of ``run_cassette()``."""
-    from hermes_replay._runner.run import run_cassette
-    from hermes_replay._session.session import Session
+    """What a marker may set: the options of ``cassette()`` and ``RunOptions``."""
+    from hermes_replay._runner.options import option_names
 
-    names = set(inspect.signature(Session.__init__).parameters)
-    names |= set(inspect.signature(run_cassette).parameters)
-    return frozenset(names - {"self", "path", "out_dir", "options", "command", "output",
-                              "on_rollout", "raise_errors"})
+    return option_names() - {"session"}
 
 
 def _tool_options(request: pytest.FixtureRequest, options: dict[str, Any]) -> dict[str, Any]:
@@ -332,8 +327,14 @@ def _tool_options(request: pytest.FixtureRequest, options: dict[str, Any]) -> di
 def replay_run(
     request: pytest.FixtureRequest, replay_mode: str, tmp_path: Path
 ) -> Callable[..., RunResult]:
-    """Call it to re-run the marked cassette's environment command; returns a RunResult."""
-    from hermes_replay._runner.run import run_cassette
+    """Call it to re-run the marked cassette's environment command; returns a RunResult.
+
+    The run is the one every replay shares (``_corpus.one.run_one``: the same runner, verdict
+    and ``result.json`` as ``hermes-replay replay`` and ``replay_corpus``); its error, if any,
+    is raised here."""
+    from hermes_replay._corpus.one import run_one
+    from hermes_replay._runner.options import RunOptions
+    from hermes_replay._session.options import OptionError
 
     mode = _effective_mode(request, replay_mode)
     runs = 0
@@ -345,6 +346,7 @@ def replay_run(
 
         nonlocal runs
         runs += 1
+        raise_errors = options.pop("raise_errors", True)  # the run's error in result.error
         merged = _tool_options(request, {**_options(request), **options})
         if request.config.getoption("--trust-cassette"):
             merged["trust_cassette"] = True
@@ -352,17 +354,21 @@ def replay_run(
         if mode == "auto":  # as `record --missing-only`: rollouts the run no longer makes go,
             merged.setdefault("drop_unrun", True)  # or the next replay fails on them
         try:
-            result = run_cassette(cassette, out_dir=tmp_path / f"run-{runs}", mode=mode,
-                                  command=command, **merged)
-        except CassetteMiss as exc:
-            raise exc.with_hint(_pytest_miss_hint(request, exc.misses, cassette)) from None
-        except BaseException:
+            options_ = RunOptions.of(where=f"{request.node.nodeid}: replay_run()", mode=mode,
+                                     **merged)
+        except OptionError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        done = run_one(cassette, tmp_path / f"run-{runs}", options_, command=command)
+        if done.error is not None and (raise_errors or done.run is None):
             if mode == "auto":
                 _note_auto(request.node, cassette, None)
-            raise
+            if isinstance(done.error, CassetteMiss):
+                raise done.error.with_hint(
+                    _pytest_miss_hint(request, done.error.misses, cassette)) from None
+            raise done.error
         if mode == "auto":
-            _note_auto(request.node, cassette, result.summary)
-        return result
+            _note_auto(request.node, cassette, done.run.summary)
+        return done.run
 
     return run
 

@@ -150,6 +150,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("_report",),
     ("_check",),
     ("probe",),
+    ("_corpus",),
     ("_cli",),
     ("cli", "pytest_plugin", "snapshot"),          # the top: entry points and extensions
 ]
@@ -193,3 +194,26 @@ def test_the_graph_is_read_at_all() -> None:
     assert _private("hermes_replay._session.scope") and not _private("hermes_replay.tool_formats")
     generic = GRAPH["hermes_replay.scripted_endpoint.scripts.generic"]
     assert "hermes_replay.scripted_endpoint._script" in generic
+
+
+# The command line parses and presents; replaying a set of cassettes (pools, Ray, shards, the
+# manifest) is the ``_corpus`` room's, reachable from Python as ``replay_corpus``.
+_CONCURRENCY = ("multiprocessing", "concurrent.futures", "ray")
+CLI_LINES = 3000
+
+
+def test_the_cli_runs_no_processes_or_clusters_itself() -> None:
+    found = sorted(f"{m} imports {t}" for m, ts in GRAPH.items()
+                   if m.startswith("hermes_replay._cli") for t in ts
+                   if any(t == c or t.startswith(c + ".") for c in _CONCURRENCY))
+    assert found == []
+    # the check sees such an import where there is one
+    assert "multiprocessing" in GRAPH["hermes_replay._corpus.processes"]
+    assert any(t == "ray" for t in GRAPH["hermes_replay._corpus.on_ray"])
+
+
+def test_the_cli_stays_parsing_and_presentation() -> None:
+    lines = sum(len(p.read_text(encoding="utf-8").splitlines())
+                for m, p in MODULES.items() if m.startswith("hermes_replay._cli"))
+    assert lines < CLI_LINES, (f"hermes_replay/_cli/ holds {lines} lines: move the work into "
+                               "the room it belongs to (ARCHITECTURE.md)")

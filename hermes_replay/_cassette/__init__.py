@@ -22,7 +22,8 @@ final rewrite in ``_cassette.write``; the body encoding in ``_cassette.format``.
 one place the rest of the package imports them from.
 
 Room ``_cassette``: the format and everything that reads or rewrites a file of it (``files``,
-``load``, ``merge``, ``compact``, ``verify``, ``messages``, ``matching``, ``toolcalls``). May
+``load``, ``merge``, ``compact``, ``verify``, ``messages``, ``matching``, ``toolcalls``,
+``transcript`` — its rollouts as readable text, for ``show``). May
 import the foundation, ``_secrets`` and ``_tokenizers``; never a session or a runner.
 """
 

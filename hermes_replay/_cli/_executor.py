@@ -2,8 +2,9 @@
 cassettes of a folder run.
 
 ``local`` (the default) is this machine: one process, or ``-j N`` worker processes
-(``_parallel``). ``ray`` hands each cassette to warm actors of a Ray cluster (``_ray``; the
-``ray`` extra). The flags are parsed here so ``replay`` stays about what to replay.
+(``_corpus.processes``). ``ray`` hands each cassette to warm actors of a Ray cluster
+(``_corpus.on_ray``; the ``ray`` extra). The flags are parsed here so ``replay`` stays about
+what to replay.
 """
 
 from __future__ import annotations
@@ -11,16 +12,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from hermes_replay._errors import HermesReplayError
-
-__all__ = ["ExecutorError", "add_executor_args", "check_executor_args", "executor_options"]
+__all__ = ["add_executor_args", "check_executor_args", "executor_options"]
 
 RAY_HINT = "pip install 'hermes-replay[ray]'"
-
-
-class ExecutorError(HermesReplayError):
-    """The executor cannot run the replay: no cluster at the address given, or files it
-    cannot ship. The message says which and the next step."""
 
 
 def add_executor_args(p: argparse.ArgumentParser) -> None:
@@ -54,6 +48,7 @@ def check_executor_args(args: argparse.Namespace) -> str | None:
 
 
 def executor_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The executor keywords of ``replay_corpus`` the flags give."""
     if args.executor != "ray":
         return {"executor": "local"}
-    return {"executor": "ray", "address": args.ray_address, "upload": args.ray_upload}
+    return {"executor": "ray", "ray_address": args.ray_address, "ray_upload": args.ray_upload}

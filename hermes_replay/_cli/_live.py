@@ -2,21 +2,19 @@
 re-score a recorded run with a live judge.
 
 The flags are parsed and checked here (a combination that cannot work is a usage error before
-anything runs); the work is the session's (``_session.live_calls``) and the runner's. What K
-runs gave is folded into the cassette's summary row here: per rollout, the recorded reward
-beside the K new ones (mean, spread), so the table, ``replay.json`` and ``results`` carry it.
+anything runs); the work is the session's (``_session.live_calls``) and the corpus'
+(``_corpus.rescore``: K runs folded into the cassette's row).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 from typing import Any
 
 from hermes_replay._session.live_calls import DEFAULT_CALL_TIMEOUT, PATTERN_HELP, LiveCalls
 
-__all__ = ["add_live_args", "live_options", "refused_with", "rescore_stats"]
+__all__ = ["add_live_args", "live_options", "refused_with"]
 
 
 def add_live_args(p: argparse.ArgumentParser) -> None:
@@ -100,21 +98,3 @@ def refused_with(args: argparse.Namespace) -> str | None:
         return ("--llm live=… re-scores with the recorded tool results: drop --tools "
                 "execute / --tool NAME=execute")
     return None
-
-
-def rescore_stats(recorded: dict[str, float | None],
-                  runs: list[dict[str, float | None]]) -> dict[str, dict[str, Any]]:
-    """Per rollout: the recorded reward, the K new ones, their mean, stdev (population),
-    min and max (None where a run gave no reward)."""
-    out: dict[str, dict[str, Any]] = {}
-    ids = list(dict.fromkeys([rid for run in runs for rid in run]))
-    for rid in sorted(ids):
-        rewards = [run.get(rid) for run in runs]
-        values = [r for r in rewards if r is not None]
-        mean = sum(values) / len(values) if values else None
-        spread = (math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
-                  if values and mean is not None else None)
-        out[rid] = {"recorded": recorded.get(rid), "rewards": rewards, "mean": mean,
-                    "stdev": spread, "min": min(values) if values else None,
-                    "max": max(values) if values else None}
-    return out

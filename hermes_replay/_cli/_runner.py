@@ -1,33 +1,25 @@
-"""What the CLI's run commands share: the ``-- MODE [env flags]`` argv, usage checks, and
-``run_with_progress`` — the library's one runner (``hermes_replay._runner.run``) with a progress
-line
-and a printed summary. The work itself is never done here.
+"""What the CLI's run commands share: the ``-- MODE [env flags]`` argv, usage checks, the
+flags of matching and tool policy, and ``run_with_progress`` — the library's one runner
+(``hermes_replay._runner.run``) with a progress line. The work itself is never done here.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import secrets
 import sys
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from hermes_replay._cassette.files import relative_to_cwd  # re-exported: the CLI's one import point
-from hermes_replay._cli._run_summary import RunSummary
-from hermes_replay._errors import (
-    CassetteMiss,
-    HermesReplayError,
-    RecordingFailed,
-    UnusedRecordings,
-)
-from hermes_replay._runner.envrun import redirected_to
+from hermes_replay._corpus.job import ENV_MODES
+from hermes_replay._corpus.summary import RunSummary, summarize
+from hermes_replay._errors import HermesReplayError
+from hermes_replay._runner.envrun import redirected_to, shown_on
 from hermes_replay._runner.fd_capture import terminal_stream
+from hermes_replay._runner.log_folder import LogFolderError, default_log_folder, env_log_path
 from hermes_replay._runner.result import RunResult
-from hermes_replay._terminal.render import Progress, sanitize
+from hermes_replay._terminal.render import Progress
 
 __all__ = [
     "ENV_MODES",
@@ -46,12 +38,9 @@ __all__ = [
     "run_with_progress",
 ]
 
-ENV_MODES = ("serve", "process", "evaluate")
 # ENV_FILE, as the commands that run an environment take it
 ENV_HELP = ("the environment file (a CLI), or its module as python -m takes it "
             "(-m environments.community.x.y, run from the repository root)")
-LOG_DIR_VARIABLE = "HERMES_REPLAY_LOG_DIR"  # where env logs of record/passthrough go
-LOG_DAYS = 7  # env logs in the default (temp) folder older than this are removed
 REDACTED = "<redacted>"
 
 
@@ -165,80 +154,6 @@ def add_verbose_flag(parser: argparse.ArgumentParser) -> None:
         "diff in full")
 
 
-def env_log_path(prog: str, env_file: Path, env_mode: str) -> Path:
-    """A new file for the env's own output of a run with no output folder (``record``,
-    ``passthrough``, ``replay ENV_FILE -- MODE``): in ``$HERMES_REPLAY_LOG_DIR`` if set (a
-    CI job keeps it as an artifact), else in a private per-user folder under the system's
-    temp folder (``default_log_folder``) — never beside the cassette, which is committed.
-    Created private (0600) with ``O_EXCL|O_NOFOLLOW``: a live run's output is scrubbed of
-    known secrets, but it stays the user's, and a planted link is never written through."""
-    from datetime import datetime, timezone
-
-    chosen = os.environ.get(LOG_DIR_VARIABLE, "").strip()
-    if chosen:
-        folder = Path(chosen)
-        folder.mkdir(parents=True, exist_ok=True)
-    else:
-        folder = default_log_folder()
-        _prune_logs(folder)  # a folder the user chose is theirs to keep (a CI artifact, say)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    for _ in range(100):
-        path = folder / f"{prog}-{env_file.stem}-{env_mode}-{stamp}-{secrets.token_hex(4)}.log"
-        try:
-            os.close(os.open(path, flags, 0o600))
-        except FileExistsError:
-            continue
-        return path
-    raise FileExistsError(f"hermes-replay: could not make a new log file in {folder}")
-
-
-class LogFolderError(HermesReplayError):
-    """The default log folder is not this user's private folder (see ``default_log_folder``)."""
-
-
-def default_log_folder() -> Path:
-    """``<temp>/hermes-replay-logs-<uid>``, made 0700 and checked on every use: a real folder
-    (not a link), owned by this user, closed to others. The temp folder is shared; another
-    local user could plant the folder first and swap a log for a link, so a root ``record``
-    would overwrite the link's target. Anything else found there is refused, naming the way
-    out, rather than trusted as found."""
-    import stat
-    import tempfile
-
-    folder = Path(tempfile.gettempdir()) / f"hermes-replay-logs-{os.getuid()}"
-    try:
-        os.mkdir(folder, 0o700)
-    except FileExistsError:
-        pass
-    info = os.lstat(folder)
-    problem = None
-    if not stat.S_ISDIR(info.st_mode):
-        problem = "is not a folder (a link or a file)"
-    elif info.st_uid != os.getuid():
-        problem = f"belongs to another user (uid {info.st_uid})"
-    elif info.st_mode & 0o077:
-        problem = f"is open to other users (mode {stat.S_IMODE(info.st_mode):o})"
-    if problem:
-        raise LogFolderError(
-            f"hermes-replay: the log folder {folder} {problem}, so it is not used. Next step: "
-            f"remove it if it is not yours to keep, or set {LOG_DIR_VARIABLE} to a folder of "
-            "your own")
-    return folder
-
-
-def _prune_logs(folder: Path) -> None:
-    """Remove env logs older than ``LOG_DAYS`` from the default log folder: one file per live
-    run would otherwise pile up there forever. Another user's files are left alone."""
-    cutoff = time.time() - LOG_DAYS * 86400
-    for old in folder.glob("*.log"):
-        try:
-            if old.is_file() and old.stat().st_mtime < cutoff:
-                old.unlink()
-        except OSError:  # not ours to remove, or gone meanwhile
-            continue
-
-
 def redact_command(argv: Sequence[str]) -> list[str]:
     """The env argv with credential flag values, URL passwords and keys replaced, for
     headers and printed commands (the shared rules of ``_redact.redact_argv``)."""
@@ -247,31 +162,12 @@ def redact_command(argv: Sequence[str]) -> list[str]:
     return redact_argv(argv)
 
 
-@contextmanager
-def _quiet(log_path: Path | None, progress: Progress) -> Iterator[None]:
-    """Send the env's own output to ``log_path``; None leaves it on the terminal (printed
-    above a live progress bar, so the two do not run into each other)."""
+def quiet(log_path: Path | None, progress: Progress) -> Any:
+    """Send the env's own output to ``log_path``; None shows it on the terminal (printed
+    above a live progress bar, so the two do not run into each other; scrubbed)."""
     if log_path is not None:
-        with redirected_to(log_path):
-            yield
-        return
-    from hermes_replay._runner.fd_capture import captured_fds, terminal_stream
-
-    out, err = progress.above(sys.stdout), progress.above(sys.stderr)
-    terminal = terminal_stream(sys.stderr)
-
-    def shown(text: str) -> None:  # what the env wrote below Python, scrubbed, on the terminal
-        terminal.write(text)
-        terminal.flush()
-
-    try:
-        # -v shows the env's output, but a key an env echoes (os.system, a child process)
-        # must not reach a terminal or a CI log as it is: fds 1 and 2 are scrubbed here too
-        with captured_fds(shown), redirect_stdout(out), redirect_stderr(err):
-            yield
-    finally:
-        out.flush()  # a last line without its newline
-        err.flush()
+        return redirected_to(log_path)
+    return shown_on(progress.above(sys.stdout), progress.above(sys.stderr))
 
 
 def add_tool_policy_args(p: argparse.ArgumentParser) -> None:
@@ -314,94 +210,25 @@ def run_with_progress(
     verbose: bool = False,
     normalizers: list[Any] | None = None,
 ) -> tuple[RunSummary, RunResult | None]:
-    """Call ``run`` (``run_env`` or ``run_cassette`` with its arguments bound) with a progress
-    line, the env's output quieted into ``log_path``, and its result turned into the summary
-    the CLI prints. Errors are printed once and end up in ``summary.error``; misses are shown
-    with their diffs (the first few, shortened, unless ``verbose``) and a CLI next step (which
-    repeats ``normalizers``, the ones given as flags, in its ``record --missing-only``)."""
+    """Call ``run`` (``run_env`` with its arguments bound) with a progress line and the env's
+    output quieted into ``log_path``; the run is judged where every run is
+    (``_corpus.summary.summarize``) and its message printed once."""
     err = sys.stderr if err is None else err
     # the env's fds 1/2 go to its log during the run (``fd_capture``); the progress line
     # must still reach the terminal
     progress = Progress(terminal_stream(err), label=label)
-    summary = RunSummary(mode=mode, cassette=str(cassette) if cassette else None,
-                         log=str(log_path) if log_path else None)
     result: RunResult | None = None
+    stopped: BaseException | None = None
     progress.start()
     try:
-        result = run(output=_quiet(log_path, progress), on_rollout=progress.rollout_done,
+        result = run(output=quiet(log_path, progress), on_rollout=progress.rollout_done,
                      on_event=progress.event, raise_errors=False)
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (see _signals)
-        from hermes_replay._runner.signals import describe, exit_code
-
-        progress.close()
-        kept = (f"; the previous cassette was kept, completed interactions are in "
-                f"{cassette}.partial" if mode == "record" else "")
-        print(f"\nhermes-replay {mode}: {describe(exc)}; nothing was overwritten{kept}.",
-              file=err)
-        summary.error, summary.exit_code = describe(exc), exit_code(exc)
-        return summary, None
-    except HermesReplayError as exc:  # before the run started (a bad cassette)
-        progress.close()
-        print(f"hermes-replay {mode}: {sanitize(str(exc))}", file=err)
-        summary.error = str(exc).splitlines()[0]
-        return summary, None
+    except (KeyboardInterrupt, HermesReplayError) as exc:  # Ctrl-C; a bad cassette
+        stopped = exc
     finally:
         progress.close()
-    _fill_summary(summary, result)
-    error = result.error
-    if isinstance(error, RecordingFailed):
-        summary.error = str(error)
-    elif isinstance(error, UnusedRecordings):
-        print(f"hermes-replay {mode}: {sanitize(str(error))}", file=err)
-        summary.error = f"{len(error.unused)} recordings never used (strict)"
-    elif isinstance(error, CassetteMiss):
-        from hermes_replay._cli._misses import cli_miss_hint, miss_report
-
-        hint = cli_miss_hint(cassette, error.misses, normalizers)
-        report = miss_report(error, verbose=verbose, hint=hint)
-        print(f"hermes-replay {mode}: {report}", file=err)
-        summary.error = f"{len(error.misses)} requests had no recording"
-    elif error is not None:
-        print(f"hermes-replay {mode}: {sanitize(str(error))}", file=err)
-        summary.error = str(error).splitlines()[0]
-    if mode != "replay" and (summary.error or summary.exit_code):
-        _print_log_tail(log_path, err)  # (a failed replay's error carries the tail already)
-    return summary, result
-
-
-def _print_log_tail(log_path: Path | None, err: Any) -> None:
-    """The end of the env log: what the environment said last (a crash's traceback)."""
-    from hermes_replay._runner.verdict import log_tail
-
-    tail = log_tail(log_path)
-    if tail:
-        print(f"last lines of the environment output ({log_path}):", file=err)
-        print("\n".join(f"  | {sanitize(line)}" for line in tail), file=err)
-
-
-def _fill_summary(summary: RunSummary, result: RunResult) -> None:
-    """The numbers the CLI prints, from the run's result and its session's own counts."""
-    rewards = [r.reward for r in result.rollouts if r.reward is not None]
-    summary.exit_code = result.exit_code
-    summary.rollouts = len(result.rollouts)
-    summary.turns = sum(r.turns or 0 for r in result.rollouts)
-    summary.mean_reward = sum(rewards) / len(rewards) if rewards else None
-    summary.changed = result.changed_rewards()
-    summary.handled = list(result.handled)
-    core = result.summary
-    if core is None:
-        return
-    summary.rollouts = max(summary.rollouts, core.rollouts)
-    summary.turns = core.turns or summary.turns
-    summary.misses = len(core.misses)
-    summary.consequences = sum(1 for m in core.misses if m.cause is not None)
-    summary.unused = len(core.unused)
-    summary.other_workers = core.other_workers
-    summary.unused_keys = list(result.unused)
-    summary.recorded = core.recorded
-    summary.failed_attempts = core.failed_attempts
-    summary.rerecorded = dict(core.rerecorded)
-    summary.written = dict(core.written) if core.written is not None else None
-    summary.tools_replayed = core.tools_replayed
-    summary.tools_executed = core.tools_executed
-    summary.tool_drift = [d.describe() for d in core.tool_drift]
+    summary, message = summarize(mode, cassette, result, stopped, log=log_path,
+                                 verbose=verbose, normalizers=normalizers)
+    if message:
+        print(message, file=err)
+    return summary, result if stopped is None else None

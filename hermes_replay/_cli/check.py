@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         render_json,
         render_table,
     )
-    from hermes_replay._cli.record import module_as_file
+    from hermes_replay._runner.env_target import module_as_file
 
     path = Path(module_as_file(args.env_file))
     if not path.is_file():
@@ -95,7 +95,7 @@ def own_cassettes(env_file: Path) -> Path | None:
     """The env's cassettes, found as ``watch`` finds them: ``cassettes/<env stem>/`` where
     ``record`` puts them (from here, or the project root), else the folder of any cassette
     under the project's ``cassettes/`` whose header names this env file."""
-    from hermes_replay._cli._watch_plan import env_file_of, project_root
+    from hermes_replay._corpus.watch_plan import env_file_of, project_root
     from hermes_replay._runner.plan import find_cassettes
 
     root = project_root(env_file.resolve())

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(prepared, int):
         return prepared
     env_args, endpoint, secret = prepared
-    from hermes_replay._cli.record import resolve_env
+    from hermes_replay._runner.env_target import resolve_env
     from hermes_replay._runner.run import run_env
 
     env_file, module = resolve_env("passthrough", args.env_file)  # type: ignore[misc]

@@ -85,7 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hermes_replay._cli.record import module_as_file
+    from hermes_replay._runner.env_target import module_as_file
     from hermes_replay.probe import (
         ProbeRun,
         list_probes,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shlex
 import sys
 import textwrap
@@ -37,6 +36,7 @@ from hermes_replay._cli._runner import (
 )
 from hermes_replay._cli._worker import add_worker_flag, given_worker, worker_variable
 from hermes_replay._runner.dead_endpoint import DEFAULT_FIRST_ANSWER_TIMEOUT
+from hermes_replay._runner.env_target import check_env_file, resolve_env
 from hermes_replay._terminal.render import Style
 
 USAGE = (
@@ -121,64 +121,6 @@ def register(sub: Any) -> None:
         help="NAME of the environment variable holding the API key (the key is never a flag)",
     )
     p.set_defaults(func=run)
-
-
-def check_env_file(prog: str, env_file: str) -> str | None:
-    """Why ENV_FILE cannot be run (a usage message), or None."""
-    found = resolve_env(prog, env_file)
-    return found if isinstance(found, str) else None
-
-
-_MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
-
-
-def module_as_file(given: str) -> str:
-    """A module name (``environments.community.x.y``) as its file, looked up from the working
-    directory as ``python -m`` would; anything else unchanged. For the commands that read an
-    env file by path (``check``, ``probe``, ``watch``): the file then runs as its module."""
-    from hermes_replay._runner.envrun import file_of_module
-
-    if _MODULE_NAME.fullmatch(given) and not given.endswith(".py") and not Path(given).exists():
-        found = file_of_module(given, Path.cwd())
-        if found is not None:
-            return str(found)
-    return given
-
-
-def resolve_env(prog: str, given: str) -> tuple[Path, tuple[str, Path] | None] | str:
-    """ENV_FILE as the user gave it — a file, or a module the way ``python -m`` takes it
-    (``environments.community.x.y``, looked up from the working directory as ``python -m``
-    run there would) — as ``(file, (module, folder) or None)``, or a usage message. A file
-    that lies in a package and imports relatively runs as its module, from the working
-    directory when it lies below it (Atropos' namespace packages have no ``__init__.py``)."""
-    from hermes_replay._runner.envrun import file_of_module, module_below, module_of
-    from hermes_replay._runner.plan import project_root
-
-    path = Path(given)
-    cwd = Path.cwd()
-    if _MODULE_NAME.fullmatch(given) and not given.endswith(".py") and not path.exists():
-        found = file_of_module(given, cwd)
-        if found is None:
-            return (f"hermes-replay {prog}: no module {given} found from {cwd} (looked for "
-                    f"{Path(*given.split('.')).with_suffix('.py')} there and on sys.path). "
-                    "Next step: run from the folder you would run `python -m "
-                    f"{given}` from (the repository root), or pass the env file's path.")
-        folder = found.resolve().parents[len(given.split(".")) - 1]
-        return found, module_below(found, folder)
-    if not path.is_file():
-        return (
-            f"hermes-replay {prog}: environment file {given} does not exist "
-            f"(looked in {cwd}). Next step: pass the path of your env .py file, or its "
-            "module (-m environments.community.x.y) from the repository root."
-        )
-    if path.suffix != ".py":
-        return (
-            f"hermes-replay {prog}: {given} is not a Python file; ENV_FILE is the "
-            "environment script that ends with `MyEnv.cli()`."
-        )
-    where = path.resolve()
-    root = cwd.resolve() if where.is_relative_to(cwd.resolve()) else project_root(where.parent)
-    return path, module_of(where, root=root)
 
 
 def resolve_endpoint(args: argparse.Namespace, env_args: list[str]) -> Endpoint:
@@ -319,26 +261,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _groups_outside_the_project(env_args: list[str], env_file: Path,
                                 log: Path | None) -> list[str]:
-    """``process`` writes its scored groups to atroposlib's default ``data/<name>.jsonl`` in
-    the working directory — the user's repository — when no path is given. A recording is
-    after the cassette: unasked, those files go beside the env log instead (and the header's
-    command stays as the user typed it, so a replay puts them in its own output folder)."""
-    from datetime import datetime, timezone
+    from hermes_replay._runner.log_folder import groups_beside_log
 
-    from hermes_replay._cli._runner import LOG_DIR_VARIABLE, default_log_folder
-    from hermes_replay._runner.plan import flag_value
-
-    if not env_args or env_args[0] != "process" or \
-            flag_value(env_args, "--env.data_path_to_save_groups") is not None:
-        return []
-    chosen = os.environ.get(LOG_DIR_VARIABLE, "").strip()
-    folder = log.parent if log is not None else (Path(chosen) if chosen else
-                                                  default_log_folder())
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    groups = folder / f"record-{env_file.stem}-groups-{stamp}.jsonl"
-    print(f"  scored groups (atroposlib's process output): {groups} (pass "
-          "--env.data_path_to_save_groups PATH to keep them elsewhere)", file=sys.stderr)
-    return ["--env.data_path_to_save_groups", str(groups)]
+    flags = groups_beside_log(env_args, env_file, log)
+    if flags:
+        print(f"  scored groups (atroposlib's process output): {flags[1]} (pass "
+              "--env.data_path_to_save_groups PATH to keep them elsewhere)", file=sys.stderr)
+    return flags
 
 
 def _trust_recorded_project(env_file: Path, recorded_name: str) -> None:

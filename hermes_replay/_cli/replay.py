@@ -30,25 +30,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections import Counter
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cli._executor import (
-    ExecutorError,
-    add_executor_args,
-    check_executor_args,
-    executor_options,
-)
-from hermes_replay._cli._live import add_live_args, live_options, refused_with, rescore_stats
-from hermes_replay._cli._manifest import Manifest, ManifestRow, write_manifest
-from hermes_replay._cli._parallel import default_jobs
-from hermes_replay._cli._run_summary import RunSummary
+from hermes_replay._cli._executor import add_executor_args, check_executor_args, executor_options
+from hermes_replay._cli._live import add_live_args, live_options, refused_with
 from hermes_replay._cli._runner import (
-    ENV_MODES,
     add_env_command,
     add_matching_options,
     add_tool_policy_args,
@@ -56,17 +44,22 @@ from hermes_replay._cli._runner import (
     default_cassette_path,
     env_log_path,
     matching_options,
+    quiet,
     run_with_progress,
     tool_options,
 )
-from hermes_replay._cli._shard import Shard, ShardError, parse_shard, shard_from_slurm, take_shard
 from hermes_replay._cli._worker import add_worker_flag, given_worker, worker_variable
-from hermes_replay._runner.plan import find_cassettes, replay_argv, special_file_problem
+from hermes_replay._corpus.corpus import CorpusObserver, CorpusResult, replay_corpus
+from hermes_replay._corpus.discover import NOTHING_RECORDED
+from hermes_replay._corpus.errors import CorpusError
+from hermes_replay._corpus.one import CassetteResult, RunHooks
+from hermes_replay._corpus.shard import ShardError, parse_shard, shard_from_slurm
+from hermes_replay._corpus.summary import RunSummary, exit_code, status
+from hermes_replay._runner.plan import replay_argv
 from hermes_replay._runner.stall import DEFAULT_MAX_MISSES
 from hermes_replay._terminal.render import Progress, Style, fmt_reward, sanitize, table
 
-NOTHING_RECORDED = "nothing recorded yet — record one with: hermes-replay record"
-
+__all__ = ["NOTHING_RECORDED", "final_table", "register", "run"]
 
 def register(sub: Any) -> None:
     p = add_env_command(
@@ -184,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     try:
-        tools = {**tool_options(args), **_guards(args)}
+        options = _run_options(args, live.get("live"))
     except ValueError as exc:
         print(f"hermes-replay replay: {sanitize(str(exc))}", file=sys.stderr)
         return 2
@@ -206,12 +199,26 @@ def run(args: argparse.Namespace) -> int:
             print("hermes-replay replay: --twice runs in this process, one cassette after "
                   "another; it takes no --shard or --executor", file=sys.stderr)
             return 2
-        return replay_twice_all(Path(args.target), out=args.out, **matching_options(args),
-                                **tools)
-    return replay_all(Path(args.target), out=args.out, strict=args.strict,
-                      fail_on_change=args.fail_on_change, verbose=args.verbose,
-                      options=matching_options(args), report=args.report, jobs=args.jobs,
-                      shard=shard, executor=executor_options(args), **tools, **live)
+        return replay_twice_all(Path(args.target), args.out, options)
+    style = Style(sys.stdout)
+    try:
+        done = replay_corpus(args.target, options, out=args.out, jobs=args.jobs, shard=shard,
+                             fail_on_change=args.fail_on_change, verbose=args.verbose,
+                             rescore=live.get("rescore"), report=args.report,
+                             observer=_Printer(style, args.verbose),
+                             **executor_options(args))
+    except CorpusError as exc:
+        print(f"hermes-replay replay: {sanitize(str(exc))}", file=sys.stderr)
+        return exc.exit_code
+    return _present(done, style)
+
+
+def _run_options(args: argparse.Namespace, live: Any = None) -> Any:
+    """The ``RunOptions`` the flags give; ValueError names a bad one."""
+    from hermes_replay._runner.options import RunOptions
+
+    return RunOptions.of(where="hermes-replay replay", strict=args.strict, live=live,
+                         **tool_options(args), **matching_options(args), **_guards(args))
 
 
 def _guards(args: argparse.Namespace) -> dict[str, Any]:
@@ -223,17 +230,18 @@ def _guards(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run_env(args: argparse.Namespace) -> int:
-    from hermes_replay._cli.record import resolve_env
+    from hermes_replay._runner.env_target import resolve_env
     from hermes_replay._runner.run import run_env
 
     resolved = resolve_env("replay", str(args.target))
     problem = (resolved if isinstance(resolved, str) else None) or check_env_args(
         "replay", args.target, args.env_args
     )
+    options = None
     try:
-        tools = {**tool_options(args), **_guards(args)}
+        options = _run_options(args)
     except ValueError as exc:
-        problem = f"hermes-replay replay: {exc}"
+        problem = problem or f"hermes-replay replay: {exc}"
     if problem:
         print(problem, file=sys.stderr)
         return 2
@@ -265,13 +273,12 @@ def _run_env(args: argparse.Namespace) -> int:
               file=sys.stderr)
     with worker_variable(worker):
         summary, _ = run_with_progress(
-            partial(run_env, env_file, argv, cassette=cassette, mode="replay", module=module,
-                    strict=args.strict, worker=worker, log_path=log,
-                    **matching_options(args), **tools),
+            partial(run_env, env_file, argv, cassette=cassette, module=module, log_path=log,
+                    options=options.replace(worker=worker)),
             mode="replay", cassette=cassette, label=f"replaying {cassette}", log_path=log,
-            verbose=args.verbose, normalizers=matching_options(args).get("normalizers"))
+            verbose=args.verbose, normalizers=list(options.normalizers))
     print("\n".join(summary.lines(Style(sys.stdout))))
-    return _exit_code([summary], args.fail_on_change)
+    return exit_code([summary], args.fail_on_change)
 
 
 def _header_command(cassette: Path) -> list[str]:
@@ -283,343 +290,114 @@ def _header_command(cassette: Path) -> list[str]:
         return []
 
 
-def _exit_code(summaries: list[RunSummary], fail_on_change: bool) -> int:
-    if any(s.error or s.exit_code or s.misses for s in summaries):
-        return 1
-    if fail_on_change and any(s.changed for s in summaries):
-        return 1
-    return 0
-
-
 # --------------------------------------------------------------------------- the main job
 
 
-@dataclass
-class _Row:
-    cassette: str
-    mode: str
-    summary: RunSummary
+class _Printer(CorpusObserver):
+    """The main job on a terminal or in a CI log: each cassette's summary as it finishes
+    (what it printed above it), a live progress line while one runs in this process, a bar
+    over the cassettes while workers run them (on a terminal; piped, the summaries as they
+    come are the progress)."""
+
+    def __init__(self, style: Style, verbose: bool) -> None:
+        self.style = style
+        self.verbose = verbose
+        self.progress: Progress | None = None  # the one cassette running here
+        self.bar: Progress | None = None  # over the cassettes, with workers
+        self.out: Any = sys.stdout
+        self.err: Any = sys.stderr
+
+    def started(self, count: int, workers: int, executor: str) -> None:
+        if workers > 1 and executor == "local":
+            self.bar = Progress(sys.stderr, label="replaying", unit="cassettes")
+            self.bar.total = count
+            if self.bar.tty:
+                self.bar.start()
+            self.out, self.err = self.bar.above(sys.stdout), self.bar.above(sys.stderr)
+
+    def cassette_started(self, job: Any) -> RunHooks:
+        from hermes_replay._runner.fd_capture import terminal_stream
+
+        cassette = job.cassette
+        self.progress = Progress(terminal_stream(sys.stderr),
+                                 label=f"replaying {cassette.parent.name}/{cassette.name}")
+        self.progress.start()
+        progress = self.progress
+        return RunHooks(output=lambda log: quiet(log, progress),
+                        on_rollout=progress.rollout_done, on_event=progress.event)
+
+    def cassette_done(self, result: CassetteResult) -> None:
+        if self.progress is not None:
+            self.progress.close()
+            self.progress = None
+        for text in (result.output, result.message):
+            if text:
+                self.err.write(text if text.endswith("\n") else text + "\n")
+        self.err.flush()
+        print("\n".join(result.summary.lines(self.style)), file=self.out, flush=True)
+        if self.bar is not None and self.bar.tty:
+            self.bar.item_done(turns=result.summary.turns, misses=result.summary.misses)
+
+    def note(self, text: str) -> None:
+        print(text, file=self.err, flush=True)
+
+    def finished(self) -> None:
+        if self.progress is not None:
+            self.progress.close()
+        if self.bar is not None:
+            self.err.flush()
+            self.bar.close()
 
 
-def _fresh_out_dir(shard: Shard | None = None) -> Path:
-    """A new ``./replay-out/<UTC time>/``; a shard's goes below its Slurm array job's id
-    when there is one (``replay-out/<job id>/shard-2-of-8``), so one array's shards sit
-    side by side for ``hermes-replay results replay-out/<job id>/*``."""
-    array_job = os.environ.get("SLURM_ARRAY_JOB_ID")
-    if shard is not None and array_job:
-        return Path("replay-out") / f"slurm-{array_job}" / shard.folder_name
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    if shard is not None:
-        stamp += f"-{shard.folder_name}"
-    out = Path("replay-out") / stamp
-    n = 1
-    while out.exists():
-        n += 1
-        out = Path("replay-out") / f"{stamp}-{n}"
-    return out
-
-
-def _nothing_to_replay(target: Path) -> int:
-    """No cassette under ``target``: exit 2, as ``verify`` does. A CI step that replays an
-    empty (or missing default) folder has tested nothing, and must not pass as if it had."""
-    print(f"hermes-replay replay: no cassette in {target}, so nothing was replayed "
-          f"({NOTHING_RECORDED} ENV_FILE --endpoint URL --model NAME -- process). Next step: "
-          "record one, or pass the folder that holds them.", file=sys.stderr)
-    return 2
-
-
-def replay_all(
-    target: Path, *, out: Path | None, strict: bool, fail_on_change: bool, verbose: bool = False,
-    options: dict[str, Any] | None = None, report: bool = True, jobs: int | None = None,
-    shard: Shard | None = None, executor: dict[str, Any] | None = None, **tools: Any,
-) -> int:
-    if not target.exists() and target != Path("cassettes"):
-        print(
-            f"hermes-replay replay: {target} does not exist. Next step: pass a cassette file or "
-            "a folder of cassettes (default ./cassettes).",
-            file=sys.stderr,
-        )
-        return 2
-    problem = special_file_problem(target)
-    if problem is not None:
-        print(f"hermes-replay replay: {problem}", file=sys.stderr)
-        return 2
-    from hermes_replay._cassette.merge import is_merged_shard
-
-    # shards already merged are replayed through their merged cassette, not twice
-    cassettes = [c for c in find_cassettes(target) if not (target.is_dir() and is_merged_shard(c))]
-    if not cassettes:
-        return _nothing_to_replay(target)
-    rels = [c.relative_to(target) if target.is_dir() else Path(c.name) for c in cassettes]
-    manifest = Manifest(corpus=str(target), shard=None if shard is None else str(shard),
-                        corpus_cassettes=[r.as_posix() for r in rels])
-    names = _output_names(rels)  # over the whole corpus: the same in every shard
-    if shard is not None:
-        keep = take_shard(rels, shard)
-        cassettes, rels = [cassettes[i] for i in keep], [rels[i] for i in keep]
-        names = [names[i] for i in keep]
-        print(f"hermes-replay replay: shard {shard}: {len(cassettes)} of "
-              f"{len(manifest.corpus_cassettes)} cassettes", file=sys.stderr)
-    out = out or _fresh_out_dir(shard)
-    style = Style(sys.stdout)
-    tools = {**(options or {}), **tools}  # both are keyword options of run_cassette
-    outs = [out / name for name in names]
-    workers = min(jobs or default_jobs(), max(1, len(cassettes)))
-    if executor and executor.get("executor") == "ray":
-        from hermes_replay._cli._ray import replay_on_ray
-
-        try:
-            outcomes, interrupted = replay_on_ray(replay_cassette, cassettes, outs, strict,
-                                                  verbose, tools, style, jobs=jobs, **executor)
-            rows = [_Row(str(cassettes[o.index]), o.mode, o.summary) for o in outcomes]
-        except ExecutorError as exc:
-            print(f"hermes-replay replay: {sanitize(str(exc))}", file=sys.stderr)
-            return 2
-    elif workers > 1:
-        rows, interrupted = _replay_in_processes(cassettes, outs, workers, strict, verbose,
-                                                 tools, style)
-    else:
-        rows, interrupted = [], False
-        for cassette, out_dir in zip(cassettes, outs, strict=True):
-            summary, mode = replay_cassette(cassette, out_dir, strict, verbose, tools)
-            rows.append(_Row(str(cassette), mode, summary))
-            print("\n".join(summary.lines(style)))
-            if summary.exit_code in (130, 143):  # Ctrl-C/SIGTERM: stop, still show what was done
-                interrupted = True
-                break
-    by_path = {str(c): rel.as_posix() for c, rel in zip(cassettes, rels, strict=True)}
-    manifest.rows = [ManifestRow(by_path.get(r.cassette, r.cassette), r.cassette, r.mode,
-                                 r.summary) for r in rows]
-    manifest.complete = not interrupted
-    write_manifest(out, manifest)
+def _present(done: CorpusResult, style: Style) -> int:
+    """The final table, where the outputs are, the report and the exit code."""
     print()
-    print(_final_table(rows, style))
-    print(f"outputs: {out}")
-    if interrupted:
-        return rows[-1].summary.exit_code if rows and rows[-1].summary.exit_code else 130
-    if report:
-        from hermes_replay._report import report_line
-
-        print(report_line(out))
-    code = _exit_code([r.summary for r in rows], fail_on_change)
-    if any(r.summary.changed for r in rows) and not code:
+    print(final_table([(str(r.cassette), r.mode, r.summary) for r in done.results], style))
+    print(f"outputs: {done.out}")
+    if done.interrupted:
+        return done.exit_code
+    if done.report_note:
+        print(done.report_note)
+    code = done.exit_code
+    if done.changed and not code:
         print("rewards changed (shown above); pass --fail-on-change to make that exit 1")
     return code
 
 
-def replay_twice_all(target: Path, *, out: Path | None, **tools: Any) -> int:
+def replay_twice_all(target: Path, out: Path | None, options: Any) -> int:
     """``replay --twice``: each cassette replayed twice, the first difference reported."""
-    from hermes_replay._runner.twice import replay_twice
+    from hermes_replay._corpus.twice import replay_corpus_twice
 
-    if not target.exists():
-        print(f"hermes-replay replay: {target} does not exist. Next step: pass a cassette file "
-              "or a folder of cassettes.", file=sys.stderr)
-        return 2
-    cassettes = find_cassettes(target)
-    if not cassettes:
-        return _nothing_to_replay(target)
-    out = out or _fresh_out_dir()
-    differ = 0
-    for cassette in cassettes:
-        rel = cassette.relative_to(target) if target.is_dir() else Path(cassette.name)
-        print(f"replaying {cassette} twice …", file=sys.stderr)
-        report = replay_twice(cassette, out / rel.with_suffix(""), **tools)
-        print("\n".join(report.lines()))
-        differ += not report.deterministic
-    print(f"{len(cassettes) - differ} of {len(cassettes)} cassette(s) replay the same twice; "
-          f"outputs: {out}")
+    try:
+        reports, where = replay_corpus_twice(
+            target, out, options,
+            started=lambda c: print(f"replaying {c} twice …", file=sys.stderr),
+            done=lambda report: print("\n".join(report.lines())))
+    except CorpusError as exc:
+        print(f"hermes-replay replay: {sanitize(str(exc))}", file=sys.stderr)
+        return exc.exit_code
+    differ = sum(not r.deterministic for r in reports)
+    print(f"{len(reports) - differ} of {len(reports)} cassette(s) replay the same twice; "
+          f"outputs: {where}")
     return 1 if differ else 0
 
 
-def _output_names(rels: list[Path]) -> list[Path]:
-    """Each cassette's output folder under --out, one per cassette: ``x.jsonl`` and
-    ``x.jsonl.zst`` side by side (what ``compact -o`` leaves) would share ``x/`` — one
-    result.json, one rescored file — so the compressed one then gets ``x.zst/``."""
-    names = [_output_name(rel) for rel in rels]
-    taken = Counter(names)
-    return [name.with_name(name.name + ".zst") if taken[name] > 1 and rel.name.endswith(".zst")
-            else name for rel, name in zip(rels, names, strict=True)]
-
-
-def _output_name(rel: Path) -> Path:
-    """Where a cassette's outputs go under --out: its path without .jsonl / .jsonl.zst."""
-    name = rel.name
-    for suffix in (".jsonl.zst", ".jsonl"):
-        if name.endswith(suffix):
-            return rel.with_name(name[: -len(suffix)])
-    return rel.with_suffix("")
-
-
-def _replay_in_processes(cassettes: list[Path], outs: list[Path], workers: int, strict: bool,
-                         verbose: bool, tools: dict[str, Any],
-                         style: Style) -> tuple[list[_Row], bool]:
-    from hermes_replay._cli._parallel import Job, replay_in_processes
-
-    print(f"hermes-replay replay: {len(cassettes)} cassettes in {workers} processes",
-          file=sys.stderr)
-    from hermes_replay._runner.trust import with_trusted_roots
-
-    here, environ = str(Path.cwd()), with_trusted_roots(dict(os.environ))
-    jobs = [Job(i, c.resolve(), o.resolve(), strict, verbose, dict(tools), here, environ)
-            for i, (c, o) in enumerate(zip(cassettes, outs, strict=True))]
-
-    # on a terminal, a bar over the cassettes (each worker's own progress stays in the
-    # worker); piped, the summaries as they come are the progress
-    progress = Progress(sys.stderr, label="replaying", unit="cassettes")
-    progress.total = len(cassettes)
-    if progress.tty:
-        progress.start()
-    out, err = progress.above(sys.stdout), progress.above(sys.stderr)
-
-    def done(outcome: Any) -> None:
-        if outcome.stderr:
-            err.write(outcome.stderr)
-        outcome.summary.cassette = str(cassettes[outcome.index])
-        print("\n".join(outcome.summary.lines(style)), file=out, flush=True)
-        if progress.tty:
-            progress.item_done(turns=outcome.summary.turns, misses=outcome.summary.misses)
-
-    try:
-        outcomes, interrupted = replay_in_processes(replay_cassette, jobs, workers, done)
-    finally:
-        err.flush()
-        progress.close()
-    return [_Row(str(cassettes[o.index]), o.mode, o.summary) for o in outcomes], interrupted
-
-
-def replay_cassette(
-    cassette: Path, out_dir: Path, strict: bool, verbose: bool, tools: dict[str, Any]
-) -> tuple[RunSummary, str]:
-    from hermes_replay import CassetteError, load_cassette
-    from hermes_replay._runner.run import run_cassette
-
-    fail = RunSummary(mode="replay", cassette=str(cassette))
-    try:
-        header = load_cassette(cassette).header
-    except CassetteError as exc:
-        fail.error = str(exc)
-        print(f"hermes-replay replay: {sanitize(str(exc))}", file=sys.stderr)
-        return fail, "?"
-    command = list(header.command or [])
-    if not header.env_file or not command or command[0] not in ENV_MODES:
-        fail.skipped = (
-            "not recorded with `hermes-replay record` (no env file/command in its header); "
-            "replay it from its test, or with `hermes-replay replay ENV_FILE --cassette "
-            f"{cassette} -- MODE …`"
-        )
-        return fail, command[0] if command else "?"
-    if command[0] == "serve":
-        fail.skipped = (
-            "a serve run needs a live Atropos API; replay it while the API runs with "
-            f"`hermes-replay replay {header.env_file} --cassette {cassette} -- "
-            f"{' '.join(command)}`"
-        )
-        return fail, "serve"
-    out_dir = out_dir.resolve()
-    if tools.get("live") is not None:
-        summary = _rescore_cassette(cassette, out_dir, strict, verbose, dict(tools))
-    else:
-        log = None if verbose else out_dir / "env.log"
-        summary, _ = run_with_progress(
-            partial(run_cassette, cassette, out_dir=out_dir, strict=strict, **tools),
-            mode="replay", cassette=cassette, log_path=log, verbose=verbose,
-            label=f"replaying {cassette.parent.name}/{cassette.name}",
-            normalizers=tools.get("normalizers"))
-    summary.cassette = str(cassette)
-    if summary.log:
-        summary.log = _shown(Path(summary.log))
-    return summary, command[0]
-
-
-def _rescore_cassette(cassette: Path, out_dir: Path, strict: bool, verbose: bool,
-                      tools: dict[str, Any]) -> RunSummary:
-    """``--llm live=…`` (and ``--rescore K``): the cassette replayed K times (default 1) with
-    the selected calls live. Run 1 writes ``<out>/<rel>/`` and ``<out>/<rel>.rescored.jsonl``,
-    run k ≥ 2 ``<out>/<rel>/rescore-k/`` and ``<out>/<rel>.rescored-k.jsonl``. The row is run
-    1's (the first failing run's, if one failed: the rest are then not run), plus per rollout
-    the recorded reward beside the K new ones."""
-    from hermes_replay._runner.run import run_cassette
-
-    runs = int(tools.pop("rescore", None) or 1)
-    spec = tools["live"]
-    rewards: list[dict[str, float | None]] = []
-    recorded: dict[str, float | None] = {}
-    summary: RunSummary | None = None
-    first_cassette: Path | None = None
-    for k in range(1, runs + 1):
-        run_out = out_dir if k == 1 else out_dir / f"rescore-{k}"
-        suffix = "" if k == 1 else f"-{k}"
-        rescored = out_dir.parent / f"{out_dir.name}.rescored{suffix}.jsonl"
-        log = None if verbose else run_out / "env.log"
-        label = f"re-scoring {cassette.parent.name}/{cassette.name}" + (
-            f" ({k}/{runs})" if runs > 1 else "")
-        this, result = run_with_progress(
-            partial(run_cassette, cassette, out_dir=run_out, strict=strict, rescored=rescored,
-                    **tools),
-            mode="replay", cassette=cassette, log_path=log, verbose=verbose, label=label,
-            normalizers=tools.get("normalizers"))
-        failed = bool(this.error or this.exit_code or this.misses or result is None)
-        if summary is None or failed:
-            summary = this
-        if failed:
-            break
-        assert result is not None
-        recorded = dict(result.recorded_rewards)
-        rewards.append(dict(result.rewards))
-        if k == 1:
-            first_cassette = rescored
-    assert summary is not None
-    patterns = ", ".join(f"live={p}" for p in spec["patterns"])
-    summary.live = f"{patterns} -> {spec['base_url']}"
-    if summary.error or summary.exit_code or summary.misses:
-        return summary
-    summary.rescored_cassette = _shown(first_cassette) if first_cassette else None
-    if runs > 1:
-        summary.rescore = rescore_stats(recorded, rewards)
-        # a reward "changed" when the mean of the K new ones is not the recorded one
-        summary.changed = {rid: (s["recorded"], s["mean"])
-                           for rid, s in summary.rescore.items()
-                           if rid in recorded and _differs(s["recorded"], s["mean"])}
-    return summary
-
-
-def _differs(old: float | None, new: float | None) -> bool:
-    if old is None or new is None:
-        return (old is None) != (new is None)
-    return abs(old - new) > 1e-9
-
-
-def _shown(path: Path) -> str:
-    """A path as the user would type it: relative to the working directory when inside it."""
-    try:
-        return str(path.relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
-
-
-def _final_table(rows: list[_Row], style: Style) -> str:
+def final_table(rows: list[tuple[str, str, RunSummary]], style: Style) -> str:
+    """One line per cassette: its counts and its status (``_corpus.summary.status``)."""
+    colors = {"skip": "yellow", "ERROR": "red", "MISS": "red", "CHANGED": "yellow",
+              "ok": "green"}
     body = []
-    for r in rows:
-        s = r.summary
-        if s.skipped:
-            status = style("skip", "yellow")
-        elif s.error or s.exit_code:
-            status = style("ERROR", "red") if not s.misses else style("MISS", "red")
-        elif s.misses:
-            status = style("MISS", "red")
-        elif s.changed:
-            status = style("CHANGED", "yellow")
-        else:
-            status = style("ok", "green")
-        body.append([r.cassette, r.mode, s.rollouts, s.turns, s.misses, s.unused,
-                     fmt_reward(s.mean_reward), len(s.changed), status])
+    for cassette, mode, s in rows:
+        word = status(s)
+        body.append([cassette, mode, s.rollouts, s.turns, s.misses, s.unused,
+                     fmt_reward(s.mean_reward), len(s.changed), style(word, colors[word])])
     headers = ["cassette", "mode", "rollouts", "turns", "misses", "unused", "mean reward",
                "changed", "status"]
     align = "llrrrrrrl"
-    if any(r.summary.rescore for r in rows):  # --rescore K: the judge's spread per cassette
+    if any(s.rescore for _, _, s in rows):  # --rescore K: the judge's spread per cassette
         headers.insert(-1, "judge stdev")
         align = align[:-1] + "rl"
-        for line, r in zip(body, rows, strict=True):
-            spreads = [v["stdev"] for v in r.summary.rescore.values() if v.get("stdev") is not None]
+        for line, (_, _, s) in zip(body, rows, strict=True):
+            spreads = [v["stdev"] for v in s.rescore.values() if v.get("stdev") is not None]
             line.insert(-1, fmt_reward(sum(spreads) / len(spreads)) if spreads else "-")
     return table(headers, body, align=align, style=style)

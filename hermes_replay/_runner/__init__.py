@@ -1,8 +1,11 @@
 """Room ``_runner``: running an environment file under a cassette and judging the run.
 
-- ``run`` — the one runner (CLI, pytest plugin, ``run_cassette``); ``envrun`` runs an env's
-  CLI in-process; ``plan`` finds cassettes and env files and rewrites the recorded argv;
-  ``env_guard`` decides which files may run at all (read, never executed)
+- ``run`` — runs an env file under a cassette (``run_cassette``, ``run_env``), with its
+  options as one value (``options.RunOptions``); ``envrun`` runs an env's CLI in-process;
+  ``env_target`` resolves the env a user names (a file, or a module as ``python -m`` takes
+  it); ``plan`` finds cassettes and env files and rewrites the recorded argv; ``env_guard``
+  decides which files may run at all (read, never executed); ``log_folder`` is where a live
+  run's own output goes
 - bounds: ``offline`` (``netblock``: loopback only; ``stall``: no endless loops),
   ``signals`` (SIGTERM like Ctrl-C), ``seed`` (the run's seed)
 - ``warm`` — a process with the environment stack imported, each run a fresh fork of it

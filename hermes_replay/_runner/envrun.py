@@ -23,7 +23,7 @@ from typing import Any
 from hermes_replay._pyast import parse
 
 __all__ = ["FORGOTTEN_FILES", "OutcomeCollector", "file_of_module", "module_below", "module_of",
-           "redirected_to", "run_env_file"]
+           "redirected_to", "run_env_file", "shown_on"]
 
 
 def _has_relative_imports(path: Path) -> bool:
@@ -291,3 +291,24 @@ def redirected_to(log_path: Path | None) -> Iterator[None]:
                 yield
         finally:
             _SINK.target = None
+
+
+@contextmanager
+def shown_on(out: Any, err: Any) -> Iterator[None]:
+    """The env's stdout/stderr on ``out``/``err`` for the block (``-v``): Python's streams,
+    and what it writes below Python (fds 1 and 2: ``os.system``, child processes) on the
+    terminal — scrubbed, since a key an env echoes must not reach a terminal or a CI log."""
+    from hermes_replay._runner.fd_capture import captured_fds, terminal_stream
+
+    terminal = terminal_stream(sys.stderr)
+
+    def shown(text: str) -> None:
+        terminal.write(text)
+        terminal.flush()
+
+    try:
+        with captured_fds(shown), redirect_stdout(out), redirect_stderr(err):
+            yield
+    finally:
+        out.flush()  # a last line without its newline
+        err.flush()

@@ -30,10 +30,10 @@ from hermes_replay._errors import (
 )
 from hermes_replay._runner.dead_endpoint import DEFAULT_FIRST_ANSWER_TIMEOUT
 from hermes_replay._runner.flags import checked_flags
+from hermes_replay._runner.options import RunOptions
 from hermes_replay._runner.plan import flag_value
 from hermes_replay._runner.result import RolloutOutcome, RunResult, is_group_record
 from hermes_replay._runner.seed import run_seed, seed_globals, seeded_setup
-from hermes_replay._runner.stall import DEFAULT_MAX_MISSES
 from hermes_replay._session.isolation import tool_isolation
 
 __all__ = ["read_eval_metrics", "read_groups", "run_cassette", "run_env"]
@@ -41,32 +41,31 @@ __all__ = ["read_eval_metrics", "read_groups", "run_cassette", "run_env"]
 
 def run_cassette(
     path: str | Path,
+    options: RunOptions | None = None,
     *,
     out_dir: str | Path,
-    mode: str = "replay",
     command: Sequence[str] | None = None,
-    strict: bool = False,
-    block_network: bool | None = None,
     raise_errors: bool = True,
     output: AbstractContextManager[Any] | None = None,
     on_rollout: Callable[[str, dict[str, Any]], None] | None = None,
-    trust_cassette: bool = False,
-    seed: int | None = None,
-    max_misses: int = DEFAULT_MAX_MISSES,
-    **options: Any,
+    on_event: Callable[[Any], None] | None = None,
+    rescored: Path | None = None,
+    **keywords: Any,
 ) -> RunResult:
-    """Re-run the command recorded in cassette ``path`` (or ``command``) in ``mode``.
+    """Re-run the command recorded in cassette ``path`` (or ``command``) as ``options`` say.
 
-    Misses raise ``CassetteMiss`` when the run ends (with a diff per request); a replay that did
-    not really run (the env exited non-zero or raised, recorded rollouts never ran) raises
-    ``ReplayFailed``. ``raise_errors=False`` is the explicit opt-out for callers that want the
-    raw result: the error is then returned in ``result.error`` instead. In replay mode
-    non-loopback sockets and DNS lookups are refused unless ``block_network=False``, and a run
-    that misses ``max_misses`` times with no progress stops with ``ReplayStalled``. The env's
-    own output goes to ``out_dir/env.log`` unless ``output`` (a context manager redirecting
-    it) is given.
-    Tool commands that execute run inside bubblewrap unless ``trust_cassette=True``; ``seed``
-    overrides the recorded seed (see :func:`run_env`).
+    ``options`` is a :class:`RunOptions` (mode, strict, tools, matching, offline bounds, seed,
+    a live judge); ``keywords`` are laid over it by name (``run_cassette(p, out_dir=o,
+    strict=True)``), so either way works. Misses raise ``CassetteMiss`` when the run ends
+    (with a diff per request); a replay that did not really run (the env exited non-zero or
+    raised, recorded rollouts never ran) raises ``ReplayFailed``. ``raise_errors=False`` is
+    the explicit opt-out for callers that want the raw result: the error is then returned in
+    ``result.error`` instead. In replay mode non-loopback sockets and DNS lookups are refused
+    unless ``block_network=False``, and a run that misses ``max_misses`` times with no
+    progress stops with ``ReplayStalled``. The env's own output goes to ``out_dir/env.log``
+    unless ``output`` (a context manager redirecting it) is given. Tool commands that execute
+    run inside bubblewrap unless ``trust_cassette=True``; ``seed`` overrides the recorded
+    seed (see :func:`run_env`).
     """
     from hermes_replay._cassette.files import name_too_long
     from hermes_replay._cassette.load import load_cassette
@@ -74,9 +73,8 @@ def run_cassette(
     from hermes_replay._runner.plan import find_env_file, redirect_outputs, replay_argv
     from hermes_replay._session.options import check_options
 
-    check_options({"strict": strict, "block_network": block_network,
-                   "raise_errors": raise_errors, "trust_cassette": trust_cassette},
-                  where="run_cassette()")
+    check_options({"raise_errors": raise_errors}, where="run_cassette()")
+    options = RunOptions.of(options, where="run_cassette()", **keywords)
     cassette_path = Path(path).resolve()
     given = Path(out_dir)
     # the folder itself resolved, never a link planted at its name (fresh_out_dir refuses it)
@@ -125,12 +123,10 @@ def run_cassette(
     base = recorded_cwd(root, header.extra)
     module = recorded_module(env_file, root, header.extra)
     with _working_dir(base):
-        result = run_env(env_file.resolve(), argv, cassette=cassette_path, mode=mode,
-                         output=output, log_path=out / "env.log", strict=strict,
-                         block_network=block_network, on_rollout=on_rollout,
-                         env_name=header.env_name, raise_errors=False,
-                         as_recorded=command is None, trust_cassette=trust_cassette,
-                         seed=seed, max_misses=max_misses, module=module, **options)
+        result = run_env(env_file.resolve(), argv, cassette=cassette_path, options=options,
+                         output=output, log_path=out / "env.log", on_rollout=on_rollout,
+                         on_event=on_event, env_name=header.env_name, raise_errors=False,
+                         as_recorded=command is None, rescored=rescored, module=module)
     result.out_dir = out
     result.recorded_rewards = recorded_rewards
     from hermes_replay._runner.result_io import write_run_result
@@ -146,21 +142,18 @@ def run_env(
     argv: Sequence[str],
     *,
     cassette: Path | None,
-    mode: str = "replay",
+    options: RunOptions | None = None,
     output: AbstractContextManager[Any] | None = None,
     log_path: Path | None = None,
-    block_network: bool | None = None,
     on_rollout: Callable[[str, dict[str, Any]], None] | None = None,
+    on_event: Callable[[Any], None] | None = None,
     env_name: str | None = None,
     raise_errors: bool = False,
     as_recorded: bool = False,
-    trust_cassette: bool = False,
-    seed: int | None = None,
-    max_misses: int = DEFAULT_MAX_MISSES,
     first_answer_timeout: float = DEFAULT_FIRST_ANSWER_TIMEOUT,
     rescored: Path | None = None,
     module: tuple[str, Path] | None = None,
-    **options: Any,
+    **keywords: Any,
 ) -> RunResult:
     """Run ``env_file`` with ``argv`` (``[mode, flags…]``) inside a cassette session.
 
@@ -169,9 +162,10 @@ def run_env(
     ``result.error`` (raised instead with ``raise_errors=True``); ``as_recorded`` says ``argv``
     is the cassette's own command, so every recorded rollout must run. ``KeyboardInterrupt``
     propagates. ``cassette=None`` only for ``passthrough``, which reads and writes nothing.
-    ``options`` go to the session. ``module`` (``(name, folder)``) runs the file as ``python -m
-    name`` from ``folder`` would (a module in a namespace package, as Atropos runs its
-    community envs); by default a file in a package that imports relatively runs so too.
+    ``options`` (:class:`RunOptions`, ``keywords`` laid over it by name) say how to run.
+    ``module`` (``(name, folder)``) runs the file as ``python -m name`` from ``folder`` would
+    (a module in a namespace package, as Atropos runs its community envs); by default a file
+    in a package that imports relatively runs so too.
 
     Tools that execute run inside bubblewrap (``_session.isolation``); ``trust_cassette=True`` runs
     them on the host. Before the environment starts, ``random`` and numpy are seeded
@@ -206,9 +200,13 @@ def run_env(
     from hermes_replay._runner.wandb import capture_wandb
     from hermes_replay._session.options import check_options
 
-    # a truthy non-boolean here would run tools on the host (trust_cassette="no")
-    check_options({"trust_cassette": trust_cassette, "block_network": block_network,
-                   "raise_errors": raise_errors}, where="run_env()")
+    check_options({"raise_errors": raise_errors}, where="run_env()")
+    # one checked value: a truthy non-boolean would run tools on the host (trust="no")
+    options = RunOptions.of(options, where="run_env()", **keywords)
+    mode, block_network = options.mode, options.block_network
+    session_options: dict[str, Any] = options.session_options()
+    if on_event is not None:
+        session_options["on_event"] = on_event
     collector = OutcomeCollector(on_rollout=on_rollout)
     session = None
     plain: Any = None
@@ -218,11 +216,11 @@ def run_env(
     outputs: RunOutputs | None = None
     path = cassette if cassette is not None else Path("(passthrough)")
     live_calls = None
-    if options.get("live") is not None:
+    if options.live is not None:
         from hermes_replay._session.live_calls import LiveCalls
 
         try:
-            live_calls = options["live"] = LiveCalls.build(options["live"])
+            live_calls = session_options["live"] = LiveCalls.build(options.live)
         except ValueError as exc:
             raise LiveCallsFailed(str(exc), cassette=path,
                                   hint="fix the --llm/--live-* flags") from None
@@ -235,18 +233,19 @@ def run_env(
                 stack.enter_context(_block(
                     allow=[live_calls.host_port()] if live_calls is not None else ()))
             captured = stack.enter_context(capture_wandb())
-            stack.enter_context(tool_isolation(mode, trust_cassette))
-            session = stack.enter_context(hermes_replay.cassette(path, mode=mode, **options))  # type: ignore[arg-type]
+            stack.enter_context(tool_isolation(mode, options.trust_cassette))
+            session = stack.enter_context(hermes_replay.cassette(path, mode=mode,  # type: ignore[arg-type]
+                                                                 **session_options))
             session.observe(collector)
             plain = stack.enter_context(plain_env_support(mode))
-            run_seed_value = _seed_run(session, mode, seed)
+            run_seed_value = _seed_run(session, mode, options.seed)
             if run_seed_value is not None:
                 stack.enter_context(seeded_setup(run_seed_value))
             stack.enter_context(output if output is not None else redirected_to(log_path))
             stack.enter_context(library_output_with_env())
             stack.enter_context(checked_flags())  # a misspelt flag stops the run here
             if mode == "replay":  # a run that keeps missing is stopped (ReplayStalled)
-                stack.enter_context(stall_guard(session, max_misses=max_misses))
+                stack.enter_context(stall_guard(session, max_misses=options.max_misses))
                 if live_calls is not None:  # and a dead live endpoint, naming it
                     stack.enter_context(dead_endpoint_guard(
                         session, first_answer_timeout=first_answer_timeout))

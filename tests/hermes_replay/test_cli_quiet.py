@@ -123,7 +123,7 @@ def test_old_env_logs_in_the_default_folder_are_pruned_but_a_chosen_folder_is_ke
     week go when the next one is made there. A folder the user chose is never pruned."""
     import tempfile
 
-    from hermes_replay._cli._runner import LOG_DAYS, LOG_DIR_VARIABLE, env_log_path
+    from hermes_replay._runner.log_folder import LOG_DAYS, LOG_DIR_VARIABLE, env_log_path
 
     monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
     chosen = tmp_path / "artifacts"

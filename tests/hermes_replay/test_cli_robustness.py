@@ -46,7 +46,7 @@ def test_a_fifo_or_a_folder_named_jsonl_is_not_a_cassette(
     (tmp_path / "cassettes" / "dir.jsonl").mkdir()
     (tmp_path / "cassettes" / "dir.jsonl.zst").mkdir()
     assert find_cassettes(tmp_path / "cassettes") == [good]
-    from hermes_replay._cli._watch_plan import WatchPlan
+    from hermes_replay._corpus.watch_plan import WatchPlan
 
     plan = WatchPlan.from_target(tmp_path / "cassettes")  # what `watch` replays, and re-finds
     assert plan.cassettes == [good.resolve()]
@@ -170,7 +170,7 @@ def test_a_full_disk_is_a_message_not_a_traceback(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyproject.toml").write_text("")
     _header_only(tmp_path / "cassettes" / "a.jsonl", env_file="environments/none.py")
-    from hermes_replay._cli import _manifest
+    from hermes_replay._corpus import manifest as _manifest
 
     monkeypatch.setattr(_manifest, "write_text_atomic", _disk_full)
     assert main(["replay", "cassettes", "--out", "FULL", "--no-report"]) == 1
@@ -212,7 +212,7 @@ def test_ray_upload_never_ships_credentials_files(tmp_path: Path) -> None:
     pytest.importorskip("ray")
     from ray._private.runtime_env.packaging import _get_excludes
 
-    from hermes_replay._cli._ray import upload_excludes
+    from hermes_replay._corpus.on_ray import upload_excludes
 
     root = tmp_path / "project"
     for name in (".env", ".env.local", "prod.env", ".envrc", "deploy/id_rsa", "certs/tls.key",

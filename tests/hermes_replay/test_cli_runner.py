@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from hermes_replay._cli._run_summary import RunSummary
 from hermes_replay._cli._runner import redact_command
 from hermes_replay._cli.replay import NOTHING_RECORDED
+from hermes_replay._corpus.summary import RunSummary
 from hermes_replay._runner.envrun import run_env_file
 from hermes_replay._runner.plan import (
     changed_rewards,

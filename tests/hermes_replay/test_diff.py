@@ -267,7 +267,7 @@ def test_evaluate_output_folder(tmp_path):
 
 
 def test_colors_only_on_a_tty(monkeypatch):
-    from hermes_replay._cli.diff import render_report
+    from hermes_replay._diff.render import render_report
     from hermes_replay._terminal.render import Style
 
     report = compare(view_from_result(_result_of(EVALUATE), "a"),

@@ -68,7 +68,7 @@ def test_a_miss_lists_every_field_and_cli_v_shows_all(tmp_path: Path) -> None:
     text = str(CassetteMiss([miss], cassette="c.jsonl"))
     assert "body.messages[1].content" in text and "more field(s) differ" in text
     # the CLI report: the same, and -v shows every field
-    from hermes_replay._cli._misses import miss_report
+    from hermes_replay._corpus.misses import miss_report
 
     error = CassetteMiss([miss], cassette="c.jsonl")
     assert "more field(s) differ" in miss_report(error, verbose=False, hint="next")

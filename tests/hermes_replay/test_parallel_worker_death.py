@@ -96,7 +96,7 @@ def test_sigkill_of_the_parent_leaves_no_process_behind(calc_project: Path) -> N
 
 
 def test_the_error_row_says_how_the_worker_died(tmp_path: Path) -> None:
-    from hermes_replay._cli._parallel import Job, _died
+    from hermes_replay._corpus.processes import Job, _died
 
     job = Job(0, tmp_path / "c.jsonl", tmp_path / "out", False, False, {}, str(tmp_path), {})
     error = _died(job, -signal.SIGKILL).summary.error or ""

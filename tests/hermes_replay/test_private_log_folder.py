@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_replay._cli._runner import (
+from hermes_replay._runner.log_folder import (
     LOG_DIR_VARIABLE,
     LogFolderError,
     default_log_folder,

@@ -8,13 +8,14 @@ import hermes_replay
 def test_all_is_sorted_and_exactly_the_public_names() -> None:
     assert hermes_replay.__all__ == sorted(hermes_replay.__all__)
     assert set(hermes_replay.__all__) == {
-        "Cassette", "CassetteError", "CassetteMiss", "HermesReplayError", "RecordingFailed",
+        "Cassette", "CassetteError", "CassetteMiss", "CassetteResult", "CorpusError",
+        "CorpusObserver", "CorpusResult", "HermesReplayError", "RecordingFailed",
         "ReplayEvent", "ReplayFailed", "ReplaySummary", "RequestNotRecorded", "RolloutOutcome",
-        "RolloutScope", "RunResult", "Session", "TokenizerMismatch", "ToolCallMiss",
+        "RolloutScope", "RunOptions", "RunResult", "Session", "TokenizerMismatch", "ToolCallMiss",
         "ToolCallsDrifted", "UnusedRecordings", "__version__", "active_mode", "annotate",
         "bundled_tokenizer_path", "cassette", "check_tokenizer", "current_rollout",
         "describe_tokenizer", "load_cassette", "offer_known_good", "recorded_endpoint",
-        "rollout", "run_cassette", "scoring", "scrub",
+        "replay_corpus", "rollout", "run_cassette", "scoring", "scrub",
         "tokenizer_for_run", "tool_call", "write_report",
     }
     for name in hermes_replay.__all__:
@@ -26,6 +27,7 @@ def test_exception_tree() -> None:
     assert issubclass(hermes_replay.CassetteMiss, hermes_replay.HermesReplayError)
     assert issubclass(hermes_replay.UnusedRecordings, hermes_replay.CassetteMiss)
     assert issubclass(hermes_replay.RecordingFailed, hermes_replay.HermesReplayError)
+    assert issubclass(hermes_replay.CorpusError, hermes_replay.HermesReplayError)
     assert issubclass(hermes_replay.TokenizerMismatch, hermes_replay.CassetteError)
     assert not issubclass(hermes_replay.CassetteMiss, hermes_replay.CassetteError)
     assert issubclass(hermes_replay.ToolCallMiss, hermes_replay.RequestNotRecorded)

@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 from hermes_replay._cassette import CassetteHeader, Interaction, write_cassette
-from hermes_replay._cli._tokens import token_decoder
 from hermes_replay._tokenizers.bundled import tokenizer_fingerprint, tokenizer_path
+from hermes_replay._tokenizers.fold import token_decoder
 from hermes_replay._tokenizers.store import store_tokenizer, stored_dir
 from hermes_replay.cli import main
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_replay._cli._shard import (
+from hermes_replay._corpus.shard import (
     Shard,
     ShardError,
     parse_shard,

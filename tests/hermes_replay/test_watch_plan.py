@@ -1,4 +1,4 @@
-"""What a save makes ``hermes-replay watch`` replay (``_cli._watch_plan``): the cassettes whose
+"""What a save makes ``hermes-replay watch`` replay (``_corpus.watch_plan``): the cassettes whose
 last run imported the saved file, a cassette's own file, every cassette not run yet; what it
 watches (never a virtual environment's folders); how a syntax error is shown."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import trust
 
-from hermes_replay._cli._watch_plan import WatchPlan, syntax_error, watched_dirs
+from hermes_replay._corpus.watch_plan import WatchPlan, syntax_error, watched_dirs
 
 SHIPPED = Path(__file__).resolve().parents[2] / "cassettes"
 

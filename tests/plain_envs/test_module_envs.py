@@ -120,12 +120,13 @@ def test_watch_learns_the_modules_a_package_env_imports_relatively(
     imports today's file) and must still count as imported."""
     import os
 
-    from hermes_replay._cli._watch_run import replay_in_child
+    from hermes_replay import RunOptions
+    from hermes_replay._corpus.watch_run import replay_in_child
 
     cassette = checkout / "cassettes" / "word_sums_env" / "process.jsonl"
     _record(["-m", MODULE], cassette, capsys)
     replayed = replay_in_child(str(cassette), str(tmp_path / "out"), str(checkout),
-                               dict(os.environ), [str(checkout)], {})
+                               dict(os.environ), [str(checkout)], RunOptions())
     assert replayed.summary.error is None, replayed.printed[-2000:]
     imported = {Path(p).name for p in replayed.imported}
     assert "scoring.py" in imported, imported  # (the env file itself: from the header)

@@ -139,7 +139,7 @@ def test_a_recorded_working_folder_never_leaves_the_project(tmp_path):
 def test_a_module_name_as_env_file_runs_that_module(tmp_path, monkeypatch):
     """``record pkg.env`` (a module, as ``python -m`` takes it) is the file ``pkg/env.py`` run
     as the module ``pkg.env`` from the working directory (issue 35: it used to be refused)."""
-    from hermes_replay._cli.record import resolve_env
+    from hermes_replay._runner.env_target import resolve_env
 
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")

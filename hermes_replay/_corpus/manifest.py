@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_replay._cassette.files import write_text_atomic
-from hermes_replay._cli._run_summary import RunSummary
+from hermes_replay._corpus.summary import RunSummary
 from hermes_replay._errors import CassetteError
 
 __all__ = ["MANIFEST_FILE", "Manifest", "ManifestRow", "read_manifest", "write_manifest"]
@@ -105,7 +105,7 @@ def _summary(data: dict[str, Any]) -> RunSummary:
 
 def _shard(value: Any) -> str | None:
     """The manifest's ``shard``: None or an ``I/N`` ``results`` can use."""
-    from hermes_replay._cli._shard import parse_shard
+    from hermes_replay._corpus.shard import parse_shard
 
     if value is None:
         return None

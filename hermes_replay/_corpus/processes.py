@@ -1,19 +1,19 @@
-"""``hermes-replay replay DIR -j N``: replay the cassettes of a folder in N worker processes.
+"""The ``local`` executor with ``jobs > 1`` (``replay DIR -j N``): the cassettes of a corpus
+in N worker processes.
 
 Why processes: a replay is CPU-bound Python (the env, its tokenizer and reward code, the SDK
 parsing replies), so threads would share one core. Each worker process replays one cassette
-at a time exactly as the sequential main job does (``replay.replay_cassette``: its recorded
-command, outputs under ``--out``, the env's output in ``env.log``) and sends back the summary;
-the parent prints each summary as its cassette finishes, then one table in the cassettes'
-order and one exit code for all of them.
+at a time exactly as the sequential path does (``job.replay_job``: its recorded command,
+outputs under the out folder, the env's output in ``env.log``) and sends back its result; the
+caller hears each as its cassette finishes.
 
 Workers are forked from a fork server (a fresh interpreter started for the purpose: never a fork
 of a parent that may run threads, and — unlike ``spawn`` — never a re-run of the parent's main
 script); each job carries the parent's working directory and environment as they are when the
 job is handed out, since the fork server keeps those of the moment it started. A worker imports
-the environment stack once, on its first cassette. What a child printed to stderr (a miss with
-its diff, a bad cassette) is printed by the parent under that cassette's summary; its periodic
-progress lines are not (the parent reports progress per cassette).
+the environment stack once, on its first cassette. What a child printed to stderr comes back
+as the result's ``output``; its periodic progress lines do not (the parent reports progress
+per cassette).
 """
 
 from __future__ import annotations
@@ -28,35 +28,15 @@ from collections.abc import Callable
 from contextlib import redirect_stderr
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from pathlib import Path
 from typing import Any
 
-from hermes_replay._cli._run_summary import RunSummary
+from hermes_replay._corpus.job import Job
+from hermes_replay._corpus.one import CassetteResult
+from hermes_replay._corpus.summary import RunSummary
 
-__all__ = ["Job", "Outcome", "default_jobs", "replay_in_processes"]
+__all__ = ["default_jobs", "replay_in_processes", "without_progress"]
 
 _PROGRESS_PREFIX = "[hermes-replay] "  # the periodic progress lines of a non-TTY run
-
-
-@dataclass(frozen=True)
-class Job:
-    index: int
-    cassette: Path
-    out_dir: Path
-    strict: bool
-    verbose: bool
-    tools: dict[str, Any]
-    cwd: str
-    environ: dict[str, str]
-
-
-@dataclass
-class Outcome:
-    index: int
-    summary: RunSummary
-    mode: str
-    stderr: str = ""
-    archive: bytes | None = None  # --ray-upload: the cassette's out folder, as a tar.gz
 
 
 def default_jobs() -> int:
@@ -67,21 +47,24 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-Replay = Callable[[Path, Path, bool, bool, dict[str, Any]], tuple[RunSummary, str]]
+def without_progress(text: str) -> str:
+    """What a worker printed, less its periodic progress lines."""
+    return "".join(line for line in text.splitlines(keepends=True)
+                   if not line.startswith(_PROGRESS_PREFIX))
 
 
-def _replay_one(replay: Replay, job: Job) -> Outcome:
-    """In a worker process: one cassette, as the sequential main job replays it (``replay``
-    is ``replay.replay_cassette``, passed by reference so this module does not import it)."""
+def _replay_one(job: Job) -> CassetteResult:
+    """In a worker process: one cassette, as the sequential path replays it."""
+    from hermes_replay._corpus.job import replay_job
+
     os.chdir(job.cwd)
     os.environ.clear()
     os.environ.update(job.environ)
     err = io.StringIO()
     with redirect_stderr(err):
-        summary, mode = replay(job.cassette, job.out_dir, job.strict, job.verbose, job.tools)
-    shown = "".join(line for line in err.getvalue().splitlines(keepends=True)
-                    if not line.startswith(_PROGRESS_PREFIX))
-    return Outcome(job.index, summary, mode, shown)
+        result = replay_job(job)
+    result.output = without_progress(err.getvalue())
+    return result.detached()
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -107,7 +90,7 @@ def _die_with_parent(alive: Connection) -> None:
     threading.Thread(target=watch, name="hermes-replay-parent-watch", daemon=True).start()
 
 
-def _worker(replay: Replay, conn: Connection, alive: Connection) -> None:
+def _worker(conn: Connection, alive: Connection) -> None:
     """A worker process: replay the jobs the parent sends, one at a time, until told to stop."""
     _die_with_parent(alive)
     while True:
@@ -117,7 +100,7 @@ def _worker(replay: Replay, conn: Connection, alive: Connection) -> None:
             return
         if job is None:
             return
-        conn.send(_replay_one(replay, job))
+        conn.send(_replay_one(job))
 
 
 @dataclass
@@ -128,10 +111,10 @@ class _Proc:
     job: Job | None = None
 
 
-def _start(ctx: Any, replay: Replay) -> _Proc:
+def _start(ctx: Any) -> _Proc:
     conn, child = ctx.Pipe()
     alive_r, alive_w = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_worker, args=(replay, child, alive_r), daemon=True,
+    process = ctx.Process(target=_worker, args=(child, alive_r), daemon=True,
                           name="hermes-replay-worker")
     process.start()
     child.close()
@@ -139,7 +122,7 @@ def _start(ctx: Any, replay: Replay) -> _Proc:
     return _Proc(process, conn, alive_w)
 
 
-def _died(job: Job, exitcode: int | None) -> Outcome:
+def _died(job: Job, exitcode: int | None) -> CassetteResult:
     if exitcode is not None and exitcode < 0:
         try:
             how = f"killed by {signal.Signals(-exitcode).name}"
@@ -151,11 +134,12 @@ def _died(job: Job, exitcode: int | None) -> Outcome:
     summary.error = (f"the replay worker process died while replaying {job.cassette} ({how}: "
                      "out of memory, or killed); the other cassettes ran on. Next step: replay "
                      f"it alone to see why (hermes-replay replay {job.cassette} -v)")
-    return Outcome(job.index, summary, "?", "")
+    return CassetteResult(job.cassette, job.out_dir, "?", summary, index=job.index,
+                          rel=job.rel)
 
 
-def replay_in_processes(replay: Replay, jobs: list[Job], workers: int,
-                        on_done: Callable[[Outcome], None]) -> tuple[list[Outcome], bool]:
+def replay_in_processes(jobs: list[Job], workers: int, on_done: Callable[[CassetteResult], None]
+                        ) -> tuple[list[CassetteResult], bool]:
     """Replay ``jobs`` in ``workers`` processes; ``on_done`` hears each as it finishes.
 
     Returns the outcomes in job order and whether Ctrl-C stopped the run: then no further
@@ -166,7 +150,7 @@ def replay_in_processes(replay: Replay, jobs: list[Job], workers: int,
     """
     ctx = _context()
     todo = deque(jobs)
-    outcomes: dict[int, Outcome] = {}
+    outcomes: dict[int, CassetteResult] = {}
     procs: list[_Proc] = []
     interrupted = False
 
@@ -177,7 +161,7 @@ def replay_in_processes(replay: Replay, jobs: list[Job], workers: int,
 
     try:
         for _ in range(min(workers, len(jobs))):
-            procs.append(_start(ctx, replay))
+            procs.append(_start(ctx))
             hand_out(procs[-1])
         while any(p.job is not None for p in procs):
             busy = [p for p in procs if p.job is not None]
@@ -192,7 +176,7 @@ def replay_in_processes(replay: Replay, jobs: list[Job], workers: int,
                     proc.process.join(5)
                     outcome = _died(proc.job, proc.process.exitcode)
                     _stop(proc)
-                    procs[procs.index(proc)] = proc = _start(ctx, replay) if todo else proc
+                    procs[procs.index(proc)] = proc = _start(ctx) if todo else proc
                 outcomes[outcome.index] = outcome
                 on_done(outcome)
                 if proc.process.is_alive():

@@ -1,15 +1,22 @@
-"""What ``record``/``replay``/``passthrough`` print at the end of one run (plain lines,
-colored by the caller's ``Style``; ``-j`` sends it between processes, so it stays a dataclass
-of plain values)."""
+"""One run, summed up: ``RunSummary`` (what ``record``/``replay``/``passthrough`` print at the
+end of a run, a row of a corpus' table and of ``replay.json``), and the one place that judges
+it — :func:`summarize` (a run's result or error into a summary and the message to show),
+:func:`status` (ok, CHANGED, MISS, ERROR, skip) and :func:`exit_code`.
+
+``-j`` and Ray send summaries between processes, so a summary stays a dataclass of plain
+values; its lines are plain text, colored by the caller's ``Style``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hermes_replay._terminal.render import Style, fmt_reward, sanitize
 
-__all__ = ["RunSummary"]
+__all__ = ["RunSummary", "exit_code", "failed", "status", "summarize"]
 
 
 @dataclass
@@ -131,3 +138,119 @@ class RunSummary:
                           f"[{fmt_reward(s.get('min'))}–{fmt_reward(s.get('max'))}]")
                 out.append(f"    {sanitize(rid)}: {fmt_reward(s.get('recorded'))} -> {spread}")
         return out
+
+
+def failed(summary: RunSummary) -> bool:
+    """The run failed: an error, a non-zero exit, or a miss (a changed reward is not)."""
+    return bool(summary.error or summary.exit_code or summary.misses)
+
+
+def status(summary: RunSummary) -> str:
+    """The row's verdict: ``skip``, ``MISS``, ``ERROR``, ``CHANGED`` or ``ok``."""
+    if summary.skipped:
+        return "skip"
+    if summary.misses:
+        return "MISS"
+    if summary.error or summary.exit_code:
+        return "ERROR"
+    return "CHANGED" if summary.changed else "ok"
+
+
+def exit_code(summaries: Iterable[RunSummary], fail_on_change: bool) -> int:
+    """1 when any run failed (or, with ``fail_on_change``, a reward moved), else 0."""
+    rows = list(summaries)
+    if any(failed(s) for s in rows):
+        return 1
+    return 1 if fail_on_change and any(s.changed for s in rows) else 0
+
+
+def summarize(mode: str, cassette: Path | None, result: Any, error: BaseException | None, *,
+              log: Path | None = None, verbose: bool = False,
+              normalizers: list[Any] | None = None) -> tuple[RunSummary, str]:
+    """A finished run as its summary and the message to show above it (empty when there is
+    nothing to say). ``result`` is the run's ``RunResult``; ``error`` what stopped it before
+    there was one (a bad cassette, Ctrl-C). A miss is shown with its diffs (the first few,
+    shortened, unless ``verbose``) and a next step made of commands (which repeats
+    ``normalizers``, the ones given as flags, in its ``record --missing-only``); a failed
+    live run ends with the last lines of its ``log``."""
+    from hermes_replay._errors import (
+        CassetteMiss,
+        HermesReplayError,
+        RecordingFailed,
+        UnusedRecordings,
+    )
+
+    summary = RunSummary(mode=mode, cassette=str(cassette) if cassette else None,
+                         log=str(log) if log else None)
+    if isinstance(error, KeyboardInterrupt):  # Ctrl-C, or SIGTERM/SIGHUP (see _signals)
+        from hermes_replay._runner.signals import describe
+        from hermes_replay._runner.signals import exit_code as signal_exit_code
+
+        kept = (f"; the previous cassette was kept, completed interactions are in "
+                f"{cassette}.partial" if mode == "record" else "")
+        summary.error, summary.exit_code = describe(error), signal_exit_code(error)
+        return summary, (f"\nhermes-replay {mode}: {describe(error)}; nothing was "
+                         f"overwritten{kept}.")
+    if error is not None or result is None:  # before the run started (a bad cassette)
+        summary.error = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return summary, f"hermes-replay {mode}: {sanitize(str(error))}"
+    fill(summary, result)
+    error = result.error
+    message = ""
+    if isinstance(error, RecordingFailed):
+        summary.error = str(error)
+    elif isinstance(error, UnusedRecordings):
+        message = f"hermes-replay {mode}: {sanitize(str(error))}"
+        summary.error = f"{len(error.unused)} recordings never used (strict)"
+    elif isinstance(error, CassetteMiss):
+        from hermes_replay._corpus.misses import cli_miss_hint, miss_report
+
+        hint = cli_miss_hint(cassette, error.misses, normalizers)
+        message = f"hermes-replay {mode}: {miss_report(error, verbose=verbose, hint=hint)}"
+        summary.error = f"{len(error.misses)} requests had no recording"
+    elif isinstance(error, HermesReplayError) or error is not None:
+        message = f"hermes-replay {mode}: {sanitize(str(error))}"
+        summary.error = str(error).splitlines()[0]
+    if mode != "replay" and (summary.error or summary.exit_code):
+        tail = _log_tail(log)  # (a failed replay's error carries the tail already)
+        message = "\n".join(part for part in (message, tail) if part)
+    return summary, message
+
+
+def _log_tail(log_path: Path | None) -> str:
+    """The end of the env log: what the environment said last (a crash's traceback)."""
+    from hermes_replay._runner.verdict import log_tail
+
+    tail = log_tail(log_path)
+    if not tail:
+        return ""
+    return "\n".join([f"last lines of the environment output ({log_path}):",
+                      *(f"  | {sanitize(line)}" for line in tail)])
+
+
+def fill(summary: RunSummary, result: Any) -> None:
+    """The numbers a summary shows, from the run's result and its session's own counts."""
+    rewards = [r.reward for r in result.rollouts if r.reward is not None]
+    summary.exit_code = result.exit_code
+    summary.rollouts = len(result.rollouts)
+    summary.turns = sum(r.turns or 0 for r in result.rollouts)
+    summary.mean_reward = sum(rewards) / len(rewards) if rewards else None
+    summary.changed = result.changed_rewards()
+    summary.handled = list(result.handled)
+    core = result.summary
+    if core is None:
+        return
+    summary.rollouts = max(summary.rollouts, core.rollouts)
+    summary.turns = core.turns or summary.turns
+    summary.misses = len(core.misses)
+    summary.consequences = sum(1 for m in core.misses if m.cause is not None)
+    summary.unused = len(core.unused)
+    summary.other_workers = core.other_workers
+    summary.unused_keys = list(result.unused)
+    summary.recorded = core.recorded
+    summary.failed_attempts = core.failed_attempts
+    summary.rerecorded = dict(core.rerecorded)
+    summary.written = dict(core.written) if core.written is not None else None
+    summary.tools_replayed = core.tools_replayed
+    summary.tools_executed = core.tools_executed
+    summary.tool_drift = [d.describe() for d in core.tool_drift]

@@ -1,9 +1,10 @@
-"""``replay DIR --executor ray``: each cassette a task on warm actors of a Ray cluster.
+"""The ``ray`` executor (``replay DIR --executor ray``): each cassette a task on warm actors of a
+Ray cluster.
 
 We schedule nothing ourselves beyond keeping each actor busy: Ray places the actors on the
 cluster's nodes (one CPU each), and each actor replays one cassette at a time exactly as a
-``-j`` worker process does (``replay.replay_cassette``: its recorded command, outputs under
-``--out``, the env's output in ``env.log``).
+``-j`` worker process does (``job.replay_job``: its recorded command, outputs under the out
+folder, the env's output in ``env.log``).
 
 - **Cluster**: ``--ray-address ADDR``, else ``auto`` (``RAY_ADDRESS``, or the cluster a
   ``ray start`` on this machine joined); when there is none, a local cluster of this
@@ -32,13 +33,15 @@ import sys
 import tarfile
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._cli._executor import ExecutorError
-from hermes_replay._cli._parallel import Job, Outcome, default_jobs
-from hermes_replay._cli._run_summary import RunSummary
-from hermes_replay._terminal.render import Style
+from hermes_replay._corpus.errors import ExecutorError
+from hermes_replay._corpus.job import Job
+from hermes_replay._corpus.one import CassetteResult
+from hermes_replay._corpus.processes import default_jobs, without_progress
+from hermes_replay._corpus.summary import RunSummary
 
 __all__ = ["replay_on_ray"]
 
@@ -60,7 +63,7 @@ _EXCLUDES = [".git", ".venv*", "**/__pycache__", "replay-out", "node_modules", "
 class _Worker:
     """A warm replay worker (made a Ray actor class in :func:`_actor_class`)."""
 
-    def __init__(self, replay: Any) -> None:
+    def __init__(self) -> None:
         # The environment stack, imported once per actor: what makes the first cassette of a
         # cold process slow (seconds), paid here instead of per task.
         # (``environments``, our agent layer, comes with the first env file: this package
@@ -69,8 +72,8 @@ class _Worker:
         import openai  # noqa: F401
         import transformers  # noqa: F401
 
-        self.replay_cassette = replay  # ``replay.replay_cassette``: unpickling it imported the
-        # CLI's replay module here (passed in, so this module does not import it)
+        import hermes_replay._corpus.job  # noqa: F401  (the replay path itself)
+
         self.started = time.time()
 
     def where(self) -> tuple[str, int]:
@@ -78,11 +81,11 @@ class _Worker:
 
         return ray.get_runtime_context().get_node_id(), os.getpid()
 
-    def replay(self, job: Job, upload_root: str | None) -> Outcome:
-        replay_cassette = self.replay_cassette
+    def replay(self, job: Job, upload_root: str | None) -> tuple[CassetteResult, bytes | None]:
         node, pid = self.where()
+        archive = None
         if upload_root is None:
-            outcome = _run_job(replay_cassette, job, job.cassette, job.out_dir, Path(job.cwd))
+            outcome = _run_job(job, job.cassette, job.out_dir, Path(job.cwd))
         else:  # paths below the uploaded project (this actor's working directory)
             import shutil
             import tempfile
@@ -98,20 +101,21 @@ class _Worker:
             job = dataclasses.replace(
                 job, environ=_trust_moved(job.environ, Path(upload_root), here))
             try:
-                outcome = _run_job(replay_cassette, job, cassette, out_dir, cwd)
-                outcome.archive = _tar(out_dir)
+                outcome = _run_job(job, cassette, out_dir, cwd)
+                archive = _tar(out_dir)
             finally:
                 shutil.rmtree(out_dir, ignore_errors=True)
         outcome.summary.worker = f"{node[:12]}:{pid}"
-        return outcome
+        return outcome, archive
 
 
-def _run_job(replay: Any, job: Job, cassette: Path, out_dir: Path, cwd: Path) -> Outcome:
+def _run_job(job: Job, cassette: Path, out_dir: Path, cwd: Path) -> CassetteResult:
     """One cassette in this actor: the driver's environment laid over the worker's own (not
     replacing it: the worker's machine and Ray's variables stay), its stderr captured."""
+    import dataclasses
     from contextlib import redirect_stderr
 
-    from hermes_replay._cli._parallel import _PROGRESS_PREFIX
+    from hermes_replay._corpus.job import replay_job
 
     saved = dict(os.environ)
     os.environ.update({k: v for k, v in job.environ.items()
@@ -120,13 +124,14 @@ def _run_job(replay: Any, job: Job, cassette: Path, out_dir: Path, cwd: Path) ->
     err = io.StringIO()
     try:
         with redirect_stderr(err):
-            summary, mode = replay(cassette, out_dir, job.strict, job.verbose, job.tools)
+            result = replay_job(dataclasses.replace(job, cassette=cassette, out_dir=out_dir))
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    shown = "".join(line for line in err.getvalue().splitlines(keepends=True)
-                    if not line.startswith(_PROGRESS_PREFIX))
-    return Outcome(job.index, summary, mode, shown)
+    result.output = without_progress(err.getvalue())
+    # the row names the cassette and out folder the driver gave, not this actor's copies
+    result.cassette, result.out_dir = job.cassette, job.out_dir
+    return result.detached()
 
 
 def _trust_moved(environ: dict[str, str], upload_root: Path, here: Path) -> dict[str, str]:
@@ -276,46 +281,40 @@ def _connect(address: str | None, jobs: int | None, runtime_env: dict[str, Any] 
     return False
 
 
-def replay_on_ray(replay: Any, cassettes: list[Path], outs: list[Path], strict: bool,
-                  verbose: bool, tools: dict[str, Any], style: Style, *,
-                  jobs: int | None = None, address: str | None = None, upload: bool = False,
-                  **_: Any) -> tuple[list[Outcome], bool]:
-    """Replay ``cassettes`` into ``outs`` on Ray with ``replay`` (``replay.replay_cassette``,
-    passed by reference so this module does not import it); returns the outcomes in order
-    and whether Ctrl-C stopped the run."""
+def replay_on_ray(jobs: list[Job], on_done: Callable[[CassetteResult], None], *,
+                  note: Callable[[str], None], workers: int | None = None,
+                  address: str | None = None,
+                  upload: bool = False) -> tuple[list[CassetteResult], bool]:
+    """Replay ``jobs`` on Ray; ``on_done`` hears each result in the jobs' order as soon as
+    the ones before it are in, ``note`` what the executor has to say (the cluster joined, the
+    actors made, a retry). Returns the results in order and whether Ctrl-C stopped the run."""
     import ray
 
-    log = _log()
-    if not cassettes:
+    if not jobs:
         return [], False
-    root = _project_root(cassettes) if upload else None
+    root = _project_root([j.cassette for j in jobs]) if upload else None
     runtime_env = None
     if root is not None:  # the outputs of this very run are not shipped with the inputs
-        runtime_env = {"working_dir": str(root), "excludes": upload_excludes(root, outs)}
-    _connect(address, jobs, runtime_env, log)
-    from hermes_replay._runner.trust import with_trusted_roots
-
-    here, environ = str(Path.cwd()), with_trusted_roots(dict(os.environ))
-    todo = deque(Job(i, c.resolve(), o.resolve(), strict, verbose, dict(tools), here, environ)
-                 for i, (c, o) in enumerate(zip(cassettes, outs, strict=True)))
+        runtime_env = {"working_dir": str(root),
+                       "excludes": upload_excludes(root, [j.out_dir for j in jobs])}
+    _connect(address, workers, runtime_env, note)
+    todo = deque(jobs)
     cpus = int(ray.cluster_resources().get("CPU", 1))
-    size = max(1, min(cpus, jobs or cpus, len(cassettes)))
-    log(f"hermes-replay replay: {len(cassettes)} cassettes on {size} Ray actors"
-        + (f" (project shipped from {root})" if root else " (shared filesystem)"))
-    pool = _Pool(_actor_class(), size, None if root is None else str(root), replay)
-    printer = _InOrder(style)
+    size = max(1, min(cpus, workers or cpus, len(jobs)))
+    note(f"hermes-replay replay: {len(jobs)} cassettes on {size} Ray actors"
+         + (f" (project shipped from {root})" if root else " (shared filesystem)"))
+    pool = _Pool(_actor_class(), size, None if root is None else str(root))
+    printer = _InOrder(on_done)
     interrupted = False
     try:
-        for outcome in pool.run(todo, log):
-            if upload and outcome.archive is not None:
-                _untar(outcome.archive, outs[outcome.index])
-                outcome.archive = None
-            outcome.summary.cassette = str(cassettes[outcome.index])
+        for outcome, archive in pool.run(todo, note):
+            if upload and archive is not None:
+                _untar(archive, jobs[outcome.index].out_dir)
             printer.add(outcome)
     except KeyboardInterrupt:
         interrupted = True
         printer.flush_rest()
-        log("hermes-replay replay: interrupted; cancelling the Ray tasks")
+        note("hermes-replay replay: interrupted; cancelling the Ray tasks")
     finally:
         pool.stop()
         ray.shutdown()  # a local cluster ends here; a joined one only loses this driver
@@ -323,30 +322,20 @@ def replay_on_ray(replay: Any, cassettes: list[Path], outs: list[Path], strict: 
     return done, interrupted
 
 
-def _log() -> Any:
-    def log(text: str) -> None:
-        print(text, file=sys.stderr, flush=True)
-
-    return log
-
-
 class _InOrder:
-    """Prints each outcome once every outcome before it in the folder's order has come."""
+    """Hands on each result once every result before it in the corpus' order has come."""
 
-    def __init__(self, style: Style) -> None:
-        self.style = style
-        self.waiting: dict[int, Outcome] = {}
-        self.done: list[Outcome] = []
+    def __init__(self, on_done: Callable[[CassetteResult], None]) -> None:
+        self.on_done = on_done
+        self.waiting: dict[int, CassetteResult] = {}
+        self.done: list[CassetteResult] = []
         self.next = 0
 
-    def add(self, outcome: Outcome) -> None:
+    def add(self, outcome: CassetteResult) -> None:
         self.waiting[outcome.index] = outcome
         while self.next in self.waiting:
             ready = self.waiting.pop(self.next)
-            if ready.stderr:
-                sys.stderr.write(ready.stderr)
-                sys.stderr.flush()
-            print("\n".join(ready.summary.lines(self.style)), flush=True)
+            self.on_done(ready)
             self.done.append(ready)
             self.next += 1
 
@@ -359,12 +348,10 @@ class _InOrder:
 class _Pool:
     """Actors kept ``_DEPTH`` tasks deep; a dead actor replaced and its cassettes retried once."""
 
-    def __init__(self, actor_cls: Any, size: int, upload_root: str | None,
-                 replay: Any) -> None:
+    def __init__(self, actor_cls: Any, size: int, upload_root: str | None) -> None:
         self.cls = actor_cls
         self.upload_root = upload_root
-        self.replay = replay
-        self.actors = [actor_cls.remote(replay) for _ in range(size)]
+        self.actors = [actor_cls.remote() for _ in range(size)]
         self.pending: dict[Any, tuple[Job, Any, int]] = {}  # ref -> job, actor, attempt
         self.deaths: dict[int, str] = {}  # job index -> why its first worker died
 
@@ -392,12 +379,12 @@ class _Pool:
                     outcome = ray.get(ref)
                 except RayTaskError as exc:  # the replay itself raised in the actor
                     yield _failed(job, f"the replay raised in its Ray worker: "
-                                  f"{_reason(exc)}")
+                                  f"{_reason(exc)}"), None
                     continue
                 except RayError as exc:  # the actor died: killed, out of memory, node lost
                     if actor in self.actors:  # replace it once, for all its lost tasks
                         self.actors.remove(actor)
-                        self.actors.append(self.cls.remote(self.replay))
+                        self.actors.append(self.cls.remote())
                     if attempt == 0:
                         log(f"ERROR {job.cassette}: its Ray worker died "
                             f"({_reason(exc)}); retrying once on another worker")
@@ -406,12 +393,13 @@ class _Pool:
                     else:
                         yield _failed(job, f"its Ray worker died, and again on the retry "
                                       f"({_reason(exc)}) — see the Ray logs of the nodes "
-                                      "(/tmp/ray/session_latest/logs)")
+                                      "(/tmp/ray/session_latest/logs)"), None
                     continue
+                outcome, archive = outcome
                 if job.index in self.deaths:
                     outcome.summary.retried = (f"its first Ray worker died "
                                                f"({self.deaths[job.index]})")
-                yield outcome
+                yield outcome, archive
 
     def stop(self) -> None:
         import ray
@@ -441,7 +429,8 @@ def _reason(exc: BaseException) -> str:
     return (text[0] if text else type(exc).__name__)[:300]
 
 
-def _failed(job: Job, message: str) -> Outcome:
+def _failed(job: Job, message: str) -> CassetteResult:
     summary = RunSummary(mode="replay", cassette=str(job.cassette))
     summary.error = message
-    return Outcome(job.index, summary, "?", "")
+    return CassetteResult(job.cassette, job.out_dir, "?", summary, index=job.index,
+                          rel=job.rel)

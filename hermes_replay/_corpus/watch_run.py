@@ -2,8 +2,8 @@
 verdict it prints: ``ok``, ``CHANGED`` with one line per rollout whose reward moved (recorded →
 now), ``MISS`` with each request's diff, ``ERROR`` with the environment's last words.
 
-The replay is the main job's own (``replay.replay_cassette``: the recorded command, outputs in
-the watch's output folder, the env's output in its ``env.log``), so a verdict here is the one
+The replay is the main job's own (``job.replay_job``: the recorded command, outputs in the
+watch's output folder, the env's output in its ``env.log``), so a verdict here is the one
 ``hermes-replay replay CASSETTE`` would give.
 """
 
@@ -15,9 +15,9 @@ import shutil
 from contextlib import redirect_stderr
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from hermes_replay._cli._run_summary import RunSummary
+from hermes_replay._corpus.summary import RunSummary
+from hermes_replay._runner.options import RunOptions
 from hermes_replay._terminal.render import Style, fmt_reward, sanitize
 
 __all__ = ["STACK", "Replayed", "replay_in_child", "verdict_lines"]
@@ -41,7 +41,7 @@ STACK = (
     "hermes_replay._cassette.load",
     "hermes_replay._session.session",
     "hermes_replay._session.intercept",
-    "hermes_replay._cli.replay",
+    "hermes_replay._corpus.job",
 )
 
 _PROGRESS_PREFIX = "[hermes-replay] "  # a non-TTY run's periodic progress lines
@@ -59,9 +59,9 @@ class Replayed:
 
 
 def replay_in_child(cassette: str, out_dir: str, cwd: str, environ: dict[str, str],
-                    roots: list[str], tools: dict[str, Any]) -> Replayed:
+                    roots: list[str], options: RunOptions) -> Replayed:
     """Replay ``cassette`` into ``out_dir`` (emptied first) as the main job would."""
-    from hermes_replay._cli.replay import replay_cassette
+    from hermes_replay._corpus.job import Job, replay_job
     from hermes_replay._runner.warm import user_module_files
 
     os.chdir(cwd)
@@ -71,10 +71,11 @@ def replay_in_child(cassette: str, out_dir: str, cwd: str, environ: dict[str, st
     shutil.rmtree(out, ignore_errors=True)  # atroposlib appends to an existing groups file
     err = io.StringIO()
     with redirect_stderr(err):
-        summary, mode = replay_cassette(Path(cassette), out, False, False, tools)
-    printed = "".join(line for line in err.getvalue().splitlines(keepends=True)
-                      if not line.startswith(_PROGRESS_PREFIX))
-    return Replayed(summary, mode, printed, user_module_files([Path(r) for r in roots]))
+        result = replay_job(Job(0, Path(cassette), out, options))
+    printed = "".join(line for line in (err.getvalue() + result.message + "\n")
+                      .splitlines(keepends=True) if not line.startswith(_PROGRESS_PREFIX))
+    return Replayed(result.summary, result.mode, printed.rstrip("\n") + "\n" if printed.strip()
+                    else "", user_module_files([Path(r) for r in roots]))
 
 
 def verdict_lines(name: str, replayed: Replayed, seconds: float, style: Style) -> list[str]:

@@ -10,6 +10,7 @@ SIGTERM and SIGINT are sent to the process mid-run.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -42,13 +43,17 @@ SLOW_WITH_SANDBOX = TINY_ENV.replace(
     '    print("SANDBOX", sandbox_root(), flush=True)')
 
 
+def _make_project(root: Path) -> Path:
+    (root / "pyproject.toml").write_text("", encoding="utf-8")
+    (root / "envs").mkdir()
+    (root / "envs" / "tiny_env.py").write_text(TINY_ENV, encoding="utf-8")
+    (root / "tmp").mkdir()
+    return root
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
-    (tmp_path / "envs").mkdir()
-    (tmp_path / "envs" / "tiny_env.py").write_text(TINY_ENV, encoding="utf-8")
-    (tmp_path / "tmp").mkdir()
-    return tmp_path
+    return _make_project(tmp_path)
 
 
 def _env(project: Path) -> dict[str, str]:
@@ -68,12 +73,22 @@ def _record(project: Path, base_url: str, *, limit: int | None = None, steps: in
     return proc
 
 
-@pytest.fixture
-def recorded(project: Path) -> tuple[Path, bytes, ScriptedEndpoint]:
-    """A good cassette already there (what every fault must leave alone)."""
+@pytest.fixture(scope="module")
+def _good_cassettes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One good recording for the module (a real ``record`` subprocess, ~8 s): each test gets
+    a copy of its cassettes folder rather than recording its own."""
+    project = _make_project(tmp_path_factory.mktemp("good-recording"))
     with ScriptedEndpoint(script="generic", seed=0, latency=(0.2, 0.2)) as ep:
         proc = _record(project, ep.base_url)
         assert proc.returncode == 0, proc.stderr.read()
+    return project / "cassettes"
+
+
+@pytest.fixture
+def recorded(project: Path, _good_cassettes: Path) -> tuple[Path, bytes, ScriptedEndpoint]:
+    """A good cassette already there (what every fault must leave alone)."""
+    shutil.copytree(_good_cassettes, project / "cassettes")
+    with ScriptedEndpoint(script="generic", seed=0, latency=(0.2, 0.2)) as ep:
         cassette = project / "cassettes" / "tiny_env" / "process.jsonl"
         yield cassette, cassette.read_bytes(), ep
 

@@ -72,3 +72,12 @@ def calc_project(_calc_recording, tmp_path, monkeypatch):
     trust(root)  # a copy of the recorded project: the user's own, trusted as after `trust`
     monkeypatch.chdir(root)
     return root
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``-n 2`` distributes tests one by one (xdist's ``load``), except those marked with an
+    ``xdist_group``: each group runs on one worker (``loadgroup``), so the Ray cluster tests
+    never run two clusters at once on a 2-core machine. Set here, not in addopts, so a run with
+    ``-p no:xdist`` (the hermetic-suite test's) still parses its options."""
+    if getattr(config.option, "dist", "no") == "load":
+        config.option.dist = "loadgroup"

@@ -19,9 +19,15 @@ import time
 from pathlib import Path
 
 import pytest
-from test_record_faults_end_cleanly import _env, _one_clean_message, project, recorded
+from test_record_faults_end_cleanly import (
+    _env,
+    _good_cassettes,
+    _one_clean_message,
+    project,
+    recorded,
+)
 
-__all__ = ["project", "recorded"]  # fixtures, used by name below
+__all__ = ["_good_cassettes", "project", "recorded"]  # fixtures, used by name below
 
 PADDING = 20_000  # interactions: a second or more of reading, even on a quiet machine
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from hermes_replay._corpus.job import Job
+from hermes_replay._corpus.job import Job, replay_job
 from hermes_replay._corpus.one import CassetteResult
 from hermes_replay._corpus.summary import RunSummary
 
@@ -55,8 +55,6 @@ def without_progress(text: str) -> str:
 
 def _replay_one(job: Job) -> CassetteResult:
     """In a worker process: one cassette, as the sequential path replays it."""
-    from hermes_replay._corpus.job import replay_job
-
     os.chdir(job.cwd)
     os.environ.clear()
     os.environ.update(job.environ)

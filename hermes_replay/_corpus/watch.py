@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hermes_replay._corpus.summary import status
 from hermes_replay._runner.options import RunOptions
 from hermes_replay._terminal.render import Style
 
@@ -125,7 +126,7 @@ class Watcher:
                 else:
                     self.plan.ran(done.key, done.value.imported)
                     lines = verdict_lines(name, done.value, done.seconds, self.style)
-                    word = _word(done.value.summary)
+                    word = _WORDS[status(done.value.summary)]
                 tally[word] = tally.get(word, 0) + 1
                 cpu += done.cpu
                 self.say("\n".join(lines))
@@ -155,14 +156,9 @@ class Watcher:
         return text.replace("\n", "\n        ")
 
 
-def _word(summary: Any) -> str:
-    if summary.skipped:
-        return "skipped"
-    if summary.misses:
-        return "missed"
-    if summary.error or summary.exit_code:
-        return "error"
-    return "changed" if summary.changed else "ok"
+# the tally's word for each status (``summary.status``: the one judge of a row)
+_WORDS = {"skip": "skipped", "MISS": "missed", "ERROR": "error", "CHANGED": "changed",
+          "ok": "ok"}
 
 
 def _relevant(change: Any, path: str) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _sandbox_creations import SandboxCreations
 
 from hermes_replay.snapshot import RolloutSnapshotExtension
 
@@ -24,6 +25,9 @@ PROBE_CASSETTES = sorted((ROOT / "cassettes").glob("*/probe-*.jsonl"))
 
 def test_every_example_environment_has_process_evaluate_and_probe_cassettes() -> None:
     assert len(EXAMPLES) >= 3
+    # every shipped cassette is replayed (and checked to create no sandbox) by a test below
+    unreplayed = set((ROOT / "cassettes").glob("*/*.jsonl")) - {*CASSETTES, *PROBE_CASSETTES}
+    assert not unreplayed, f"shipped cassettes no test here replays: {sorted(unreplayed)}"
     for stem in EXAMPLES:
         assert (ROOT / "cassettes" / stem / "probe-known-good.jsonl").is_file(), (
             f"cassettes/{stem}/probe-*.jsonl are missing: run hermes-replay probe "
@@ -35,21 +39,26 @@ def test_every_example_environment_has_process_evaluate_and_probe_cassettes() ->
             )
 
 
-def _replayed_as_recorded(path: Path, replay_run):
+def _replayed_as_recorded(path: Path, replay_run, monkeypatch: pytest.MonkeyPatch):
     """Replay ``path`` strictly: ran, no miss, nothing unused, every recorded rollout scored
-    and no reward moved."""
+    and no reward moved — and with sandbox creation made impossible, so the replay executed
+    nothing the cassette says (tools answered from it; ``test_replay_executes_nothing`` runs
+    them on request)."""
+    creations = SandboxCreations(monkeypatch, fail=True)
     result = replay_run(path, strict=True)
     assert result.exit_code == 0, (result.out_dir / "env.log").read_text()[-3000:]
     assert not result.misses and not result.unused
     assert result.rewards, "the replay scored no rollout"
     assert set(result.rewards) == set(result.recorded_rewards)
     assert result.changed_rewards() == {}
+    assert creations.count == 0
     return result
 
 
 @pytest.mark.parametrize("path", CASSETTES, ids=lambda p: f"{p.parent.name}-{p.stem}")
-def test_shipped_cassette_replays_as_recorded(path: Path, replay_run, snapshot) -> None:
-    result = _replayed_as_recorded(path, replay_run)
+def test_shipped_cassette_replays_as_recorded(path: Path, replay_run, snapshot,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    result = _replayed_as_recorded(path, replay_run, monkeypatch)
     assert all(0.0 <= r <= 1.0 for r in result.rewards.values() if r is not None)
 
     mode = path.stem
@@ -73,7 +82,8 @@ def test_shipped_cassette_replays_as_recorded(path: Path, replay_run, snapshot) 
 
 
 @pytest.mark.parametrize("path", PROBE_CASSETTES, ids=lambda p: f"{p.parent.name}-{p.stem}")
-def test_probe_cassette_replays_as_recorded(path: Path, replay_run, snapshot) -> None:
+def test_probe_cassette_replays_as_recorded(path: Path, replay_run, snapshot,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """A probe table is a regression snapshot: what each scripted policy earned stays put."""
-    result = _replayed_as_recorded(path, replay_run)
+    result = _replayed_as_recorded(path, replay_run, monkeypatch)
     assert result == snapshot(extension_class=RolloutSnapshotExtension)

@@ -16,6 +16,21 @@ for _key, _value in {
 # pytester runs real pytest sessions for the plugin's own tests.
 pytest_plugins = ["pytester"]
 
+# Bytecode for the fresh interpreters the suite starts. With PYTHONDONTWRITEBYTECODE set (as
+# on these machines, and in many Docker images) nothing writes bytecode for hermes_replay and
+# environments (site-packages got theirs from pip), so each of the ~200 fresh interpreters
+# the suite starts (check, --twice, record subprocesses, benchmarks, sub-sessions) compiled
+# them from source again: about 0.5 s of CPU each. For this run only, bytecode goes to a cache
+# folder of its own (PYTHONPYCACHEPREFIX), never into the checkout; the first process to start
+# sets it up, every later one (xdist workers, subprocesses) inherits it.
+_PYCACHE_OWNER = False
+if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
+    import tempfile
+
+    os.environ["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="hermes-replay-pycache-")
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    _PYCACHE_OWNER = True
+
 
 import pytest  # noqa: E402
 
@@ -81,3 +96,10 @@ def pytest_configure(config: pytest.Config) -> None:
     ``-p no:xdist`` (the hermetic-suite test's) still parses its options."""
     if getattr(config.option, "dist", "no") == "load":
         config.option.dist = "loadgroup"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _PYCACHE_OWNER and not hasattr(config, "workerinput"):
+        import shutil
+
+        shutil.rmtree(os.environ.pop("PYTHONPYCACHEPREFIX"), ignore_errors=True)

@@ -16,9 +16,12 @@ guard's first tick. So where the watched condition is a count, the code that cha
 ``poke()``: the check runs at once on that thread, and a trip interrupts without waiting for a
 tick. The thread stays for what only time can tell (a deadline) and to repeat the interrupt.
 
-Only where Ctrl-C works as usual (the main thread, Python's default SIGINT handler, POSIX):
-elsewhere — a worker thread, pytest-timeout's or a debugger's handler — the guard is off
-rather than fighting another owner of SIGINT.
+Only where no one else owns SIGINT (the main thread, POSIX, and Python's default handler or
+SIGINT ignored): elsewhere — a worker thread, pytest-timeout's or a debugger's handler — the
+guard is off rather than fighting another owner of SIGINT. Ignored is how a shell starts a
+background job (``cmd &`` in a script, CI runners, ``nohup``): the guard takes SIGINT for its
+block all the same — it used to stand down there, and a recording against a dead endpoint
+retried 108 times — but a SIGINT from outside stays ignored, and SIG_IGN is put back after.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ def can_interrupt_main() -> bool:
     """Whether a watchdog may own SIGINT here (see the module docstring)."""
     return (os.name == "posix"
             and threading.current_thread() is threading.main_thread()
-            and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+            and signal.getsignal(signal.SIGINT) in (signal.default_int_handler, signal.SIG_IGN))
 
 
 class _Watch(Generic[TripT]):
@@ -109,9 +112,14 @@ def watchdog(check: Callable[[], TripT | None], *, error: Callable[[TripT], Base
     else:
         dog = _ACTIVE = _Dog(interval)
 
+        ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
         def on_sigint(signum: int, frame: Any) -> None:
-            if not dog.stop.is_set():
-                raise KeyboardInterrupt
+            if dog.stop.is_set():
+                return
+            if ignored and not any(w.trip is not None for w in dog.watches):
+                return  # not a trip: a Ctrl-C this process ignored before the guard still is
+            raise KeyboardInterrupt
 
         previous = signal.signal(signal.SIGINT, on_sigint)
         thread = threading.Thread(target=dog.run, name=name, daemon=True)

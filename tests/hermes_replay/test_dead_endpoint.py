@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import socket
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -47,11 +49,14 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _refusing_port() -> int:
-    """A port on 127.0.0.1 nothing listens on (bound, then closed: connections are refused)."""
+@pytest.fixture
+def refusing_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that refuses connections: bound and never listening, and held for
+    the test (a port bound and closed again could be taken by another program's server on a
+    busy machine, and then answer)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+        yield int(sock.getsockname()[1])
 
 
 @pytest.fixture
@@ -86,11 +91,12 @@ def _record(url: str, *flags: str) -> int:
                  "openai", *flags, "--", *PROCESS_ARGS])
 
 
-def test_refused_connections_stop_the_recording_at_once(project: Path, capsys) -> None:
+def test_refused_connections_stop_the_recording_at_once(project: Path, capsys,
+                                                       refusing_port: int) -> None:
     earlier = project / "data" / "groups.jsonl"  # an earlier run's output: not this run's
     earlier.parent.mkdir()
     earlier.write_text('{"earlier": true}\n', encoding="utf-8")
-    url = f"http://127.0.0.1:{_refusing_port()}/v1"
+    url = f"http://127.0.0.1:{refusing_port}/v1"
     assert _record(url) == 1
     out, _ = capsys.readouterr()
     assert f"error: {url} did not answer: " in out, out
@@ -107,7 +113,8 @@ def test_refused_connections_stop_the_recording_at_once(project: Path, capsys) -
 
 @pytest.mark.parametrize("earlier_run", [True, False], ids=["earlier-run", "new-folder"])
 def test_a_failed_evaluate_recording_puts_the_eval_folder_back(project: Path,
-                                                               earlier_run: bool) -> None:
+                                                               earlier_run: bool,
+                                                               refusing_port: int) -> None:
     # atroposlib's evaluate writes evaluate_config.yaml before anything runs (over an earlier
     # run's); a failed recording must neither leave it as if it were a run's, nor lose that one
     evals = project / "evals"
@@ -117,7 +124,7 @@ def test_a_failed_evaluate_recording_puts_the_eval_folder_back(project: Path,
         evals.mkdir()
         for name, text in earlier.items():
             (evals / name).write_text(text, encoding="utf-8")
-    url = f"http://127.0.0.1:{_refusing_port()}/v1"
+    url = f"http://127.0.0.1:{refusing_port}/v1"
     code = main(["record", ENV_REL, "--endpoint", url, "--model", "scripted", "--server-type",
                  "openai", "--cassette", "cassettes/calc_tool_env/evaluate.jsonl", "--",
                  "evaluate", "--env.eval_size", "2", "--env.data_dir_to_save_evals", "evals"])
@@ -128,12 +135,12 @@ def test_a_failed_evaluate_recording_puts_the_eval_folder_back(project: Path,
         assert not evals.exists(), sorted(p.name for p in evals.rglob("*"))
 
 
-def test_a_refused_recording_makes_few_attempts(project: Path) -> None:
+def test_a_refused_recording_makes_few_attempts(project: Path, refusing_port: int) -> None:
     """The count, through the library's runner (what ``run_cassette`` uses too): a handful of
     failed attempts, where every retry layer used to run to its end (108 here)."""
     from hermes_replay._runner.run import run_env
 
-    port = _refusing_port()
+    port = refusing_port
     argv = [*PROCESS_ARGS, "--openai.base_url", f"http://127.0.0.1:{port}/v1",
             "--openai.model_name", "scripted", "--openai.api_key", "x",
             "--openai.server_type", "openai", "--openai.health_check", "false"]
@@ -147,6 +154,21 @@ def test_a_refused_recording_makes_few_attempts(project: Path) -> None:
     assert result.summary.failed_attempts == DEFAULT_MAX_UNANSWERED, \
         result.summary.failed_attempts
     assert result.summary.recorded == 0
+
+
+def test_a_recording_started_as_a_background_job_stops_at_once_too(project: Path,
+                                                                  refusing_port: int) -> None:
+    """``hermes-replay record … &`` in a script (or nohup, or a CI runner) starts with SIGINT
+    ignored; the guard used to stand down there and this ran all 108 attempts."""
+    url = f"http://127.0.0.1:{refusing_port}/v1"
+    done = subprocess.run(
+        [sys.executable, "-m", "hermes_replay.cli", "record", ENV_REL, "--endpoint", url,
+         "--model", "scripted", "--server-type", "openai", "--", *PROCESS_ARGS],
+        cwd=Path.cwd(), capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert f"error: {url} did not answer: " in done.stdout, done.stdout[-2000:]
+    assert f"{DEFAULT_MAX_UNANSWERED} requests in a row could not connect" in done.stdout
 
 
 def test_an_endpoint_that_never_answers_is_stopped_after_the_first_answer_timeout(

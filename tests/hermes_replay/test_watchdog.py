@@ -20,6 +20,15 @@ class Stuck(Exception):
     pass
 
 
+@pytest.fixture(autouse=True)
+def _python_handles_ctrl_c():
+    """Each test starts under Python's own SIGINT handler, whatever the suite was started
+    under (a background job ignores SIGINT), and leaves the disposition as it found it."""
+    found = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, found)
+
+
 def _require_default_handler() -> None:
     # the guard stands down under any other SIGINT owner (see the module docstring); an earlier
     # test that left its own handler installed would make every assertion below vacuous
@@ -173,3 +182,25 @@ def test_off_where_it_cannot_own_sigint() -> None:
         assert signal.getsignal(signal.SIGINT) is other_owner  # left as it was
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_where_ctrl_c_is_ignored_a_trip_still_interrupts_and_an_outside_one_does_not() -> None:
+    """A background job (``cmd &`` in a script, a CI runner, nohup) starts with SIGINT ignored.
+    The guard takes SIGINT for its block there too — it used to stand down, and a recording
+    against a dead endpoint retried 108 times — while a SIGINT from outside stays ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    assert can_interrupt_main()
+    with watchdog(lambda: None, error=Stuck, name="test-watchdog", interval=0.01):
+        signal.raise_signal(signal.SIGINT)  # someone else's Ctrl-C: still ignored
+        time.sleep(0.05)
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # put back
+    count = 0
+    with pytest.raises(Stuck, match="stuck"):
+        with watchdog(lambda: "stuck" if count >= 3 else None, error=Stuck,
+                      name="test-watchdog", interval=3600) as poke:
+            while count < 1000:
+                count += 1
+                poke()
+    assert count == 3  # the trip interrupted at once, at the poke
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    assert _guard_threads() == []

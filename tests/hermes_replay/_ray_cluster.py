@@ -34,6 +34,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from _ctrl_c import ctrl_c_reaches_children
+
 PORT = 6379  # free by construction: the namespace is new
 ADDRESS = f"127.0.0.1:{PORT}"
 
@@ -89,7 +91,8 @@ class RayCluster:
 
     def popen(self, argv: Sequence[str], **kw: Any) -> subprocess.Popen[str]:
         env = self._env(kw.pop("env", {}))
-        return subprocess.Popen([*self.prefix(), *argv], env=env, text=True, **kw)
+        with ctrl_c_reaches_children():  # a test interrupts it
+            return subprocess.Popen([*self.prefix(), *argv], env=env, text=True, **kw)
 
     def run(self, argv: Sequence[str], timeout: float = 600,
             **kw: Any) -> subprocess.CompletedProcess[str]:

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _ctrl_c import ctrl_c_reaches_children
 from test_cli_record_replay import TINY_ENV
 
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
@@ -66,8 +67,9 @@ def _record(project: Path, base_url: str, *, limit: int | None = None, steps: in
            "process", "--env.total_steps", str(steps)]
     argv = ([sys.executable, "-c", LIMITED, str(limit), *cli] if limit is not None
             else [sys.executable, "-m", "hermes_replay.cli", *cli])
-    proc = subprocess.Popen(argv, cwd=project, env=_env(project), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with ctrl_c_reaches_children():  # some tests interrupt it
+        proc = subprocess.Popen(argv, cwd=project, env=_env(project), text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if wait:
         proc.wait(timeout=300)
     return proc

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _ctrl_c import ctrl_c_reaches_children
 
 ENV = Path("environments/calc_tool_env.py")
 STATE = Path("environments/calc_state.py")
@@ -34,9 +35,10 @@ class _Watch:
 
     def __init__(self, root: Path, *args: str) -> None:
         env = {**os.environ, "NO_COLOR": "1"}
-        self.proc = subprocess.Popen(
-            [str(Path(sys.executable).with_name("hermes-replay")), "watch", *args], cwd=root,
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        with ctrl_c_reaches_children():  # stopped with Ctrl-C
+            self.proc = subprocess.Popen(
+                [str(Path(sys.executable).with_name("hermes-replay")), "watch", *args],
+                cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.seen: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()

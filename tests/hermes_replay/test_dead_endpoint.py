@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from pathlib import Path
 import openai
 import pytest
 from _calc_project import ENV_REL, PROCESS_ARGS, write_project
+from _ctrl_c import ctrl_c_ignored_in_children
 from _loopback_app import LoopbackApp
 from aiohttp import web
 
@@ -140,15 +140,14 @@ def test_a_refused_recording_makes_few_attempts(project: Path, refusing_port: in
     failed attempts, where every retry layer used to run to its end (108 here)."""
     from hermes_replay._runner.run import run_env
 
-    port = refusing_port
-    argv = [*PROCESS_ARGS, "--openai.base_url", f"http://127.0.0.1:{port}/v1",
+    argv = [*PROCESS_ARGS, "--openai.base_url", f"http://127.0.0.1:{refusing_port}/v1",
             "--openai.model_name", "scripted", "--openai.api_key", "x",
             "--openai.server_type", "openai", "--openai.health_check", "false"]
     result = run_env((project / ENV_REL).resolve(), argv,
                      cassette=project / "c.jsonl", mode="record",
                      log_path=project / "env.log")
     assert isinstance(result.error, RecordingFailed), result.error
-    assert f"127.0.0.1:{port}/v1 did not answer" in str(result.error)
+    assert f"127.0.0.1:{refusing_port}/v1 did not answer" in str(result.error)
     assert result.summary is not None
     # the guard trips at the fifth refused request itself (its poke), not at a later tick
     assert result.summary.failed_attempts == DEFAULT_MAX_UNANSWERED, \
@@ -161,11 +160,14 @@ def test_a_recording_started_as_a_background_job_stops_at_once_too(project: Path
     """``hermes-replay record … &`` in a script (or nohup, or a CI runner) starts with SIGINT
     ignored; the guard used to stand down there and this ran all 108 attempts."""
     url = f"http://127.0.0.1:{refusing_port}/v1"
-    done = subprocess.run(
-        [sys.executable, "-m", "hermes_replay.cli", "record", ENV_REL, "--endpoint", url,
-         "--model", "scripted", "--server-type", "openai", "--", *PROCESS_ARGS],
-        cwd=Path.cwd(), capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    with ctrl_c_ignored_in_children():
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hermes_replay.cli", "record", ENV_REL, "--endpoint", url,
+             "--model", "scripted", "--server-type", "openai", "--", *PROCESS_ARGS],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdin=subprocess.DEVNULL)
+    stdout, stderr = proc.communicate(timeout=300)
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     assert f"error: {url} did not answer: " in done.stdout, done.stdout[-2000:]
     assert f"{DEFAULT_MAX_UNANSWERED} requests in a row could not connect" in done.stdout

@@ -38,6 +38,7 @@ from hermes_replay._check._dynamic import (
 from hermes_replay._check._findings import RuleRow
 
 RUN_TIMEOUT = float(os.environ.get("HERMES_CHECK_TIMEOUT", "900"))
+TRACE_FILE = "trace.jsonl"  # what a replayed mode did (``replay --trace``)
 OUTPUT_FLAG = {
     "process": "--env.data_path_to_save_groups",
     "evaluate": "--env.data_dir_to_save_evals",
@@ -138,8 +139,9 @@ def run_mode(env_file: Path, mode: str, target: Target, work: Path,
                            f"{mode} …` to check {mode} offline")
         header = read_header(cassette)
         argv = set_flag(list(header.get("command") or [mode]), OUTPUT_FLAG[mode], str(output))
-        command = [*cli, "replay", str(env_file), "--cassette", str(cassette.resolve()), "--",
-                   *argv]
+        # the trace is one of the two fresh-interpreter runs the twice row compares
+        command = [*cli, "replay", str(env_file), "--cassette", str(cassette.resolve()),
+                   "--trace", str(out_dir / TRACE_FILE), "--", *argv]
     else:
         cassette = work / f"{mode}.jsonl"  # side by side, so `--cassette WORK` finds both
         argv = set_flag([mode, *LIVE_FLAGS[mode]], OUTPUT_FLAG[mode], str(output))
@@ -302,6 +304,33 @@ def analyse_runs(display: str, target: Target, process: ModeRun,
             _row("rewards", display, reward_problems, rewards_fix, plain)]
 
 
+def traced_twice_row(display: str, process: ModeRun, rerun: Path,
+                     runs: list[dict[str, Any]] | str | None) -> RuleRow | None:
+    """Is the replay deterministic? The check has already replayed the process cassette in
+    two fresh interpreters — the process run and the first run of the rerun subprocess —
+    each writing a trace; they are compared as ``replay --twice`` compares its two runs, so
+    the checked env file is the one judged, at no extra run. None when either run left no
+    trace or failed (then ``twice_row`` replays twice itself and says why)."""
+    from hermes_replay._runner.twice import compare_traces, read_trace
+
+    if not process.ok or process.output is None:
+        return None
+    traces = [process.output.parent / TRACE_FILE, rerun / "trace-1.jsonl"]
+    if not all(t.is_file() for t in traces) or not isinstance(runs, list) or not runs \
+            or runs[0].get("error"):
+        return None
+    a, b = (read_trace(t) for t in traces)
+    difference, compared = compare_traces(a, b)
+    cassette = process.cassette
+    if difference is not None:
+        return _row("twice", display, [("fail", f"{cassette}: " + "; ".join(
+            line.strip() for line in difference.lines()))])
+    if not any(compared.values()):  # two runs that did nothing agree and prove nothing
+        return _row("twice", display, [("fail", f"{cassette}: the two replays made no request, "
+                                         "tool call or reward to compare")])
+    return _row("twice", display, [])
+
+
 def twice_row(display: str, cassette: Path, work: Path) -> RuleRow:
     """Is the replay deterministic? The process cassette (else any) replayed twice."""
     from hermes_replay._runner.twice import replay_twice
@@ -318,13 +347,15 @@ def twice_row(display: str, cassette: Path, work: Path) -> RuleRow:
     return _row("twice", display, problems)
 
 
-def _rerun_row(display: str, env_file: Path, process: ModeRun, work: Path) -> RuleRow:
-    """Replay the process run's cassette twice in one process (see ``_rerun``)."""
+def _rerun_row(display: str, env_file: Path, process: ModeRun, work: Path
+               ) -> tuple[RuleRow, list[dict[str, Any]] | str | None]:
+    """Replay the process run's cassette twice in one process (see ``_rerun``); the row, and
+    the two runs' results (None: not run)."""
     from hermes_replay._check._rerun import diagnose, rerun_twice
 
     if not process.ok or process.cassette is None or not process.cassette.is_file():
         return _row("rerun", display, [("warn", "not run: process did not finish")],
-                    "fix the process row above, then check again")
+                    "fix the process row above, then check again"), None
     env_file, root = env_file.resolve(), project_root(env_file)
     argv = set_flag(list(process.header.get("command") or ["process"]), OUTPUT_FLAG["process"],
                     str(work.resolve() / "rerun" / "groups.jsonl"))
@@ -332,7 +363,7 @@ def _rerun_row(display: str, env_file: Path, process: ModeRun, work: Path) -> Ru
     runs = rerun_twice(env_file, process.cassette.resolve(), argv, root, out,
                        _subprocess_env(root), RUN_TIMEOUT)
     problems, fix = diagnose(runs, out)
-    return _row("rerun", display, problems, fix)
+    return _row("rerun", display, problems, fix), runs
 
 
 def check_dynamic(env_file: Path, display: str, target: Target,
@@ -357,10 +388,11 @@ def check_dynamic(env_file: Path, display: str, target: Target,
                         kind="dynamic")
                 for rule in MODEL_RULES
             ]]
-        rows = [imported, *analyse_runs(display, target, process, evaluate, plain),
-                _rerun_row(display, env_file, process, work)]
+        rerun, runs = _rerun_row(display, env_file, process, work)
+        rows = [imported, *analyse_runs(display, target, process, evaluate, plain), rerun]
         if target.cassette is not None:
-            rows.append(twice_row(display, target.cassette, work / "twice"))
+            rows.append(traced_twice_row(display, process, (work / "rerun").resolve(), runs)
+                        or twice_row(display, target.cassette, work / "twice"))
         return rows
     finally:
         if keep is None:

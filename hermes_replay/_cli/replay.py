@@ -104,6 +104,11 @@ def register(sub: Any) -> None:
         "field, tool result or reward that differs (exit 1 when they differ)",
     )
     p.add_argument(
+        "--trace", type=Path, metavar="FILE",
+        help="with ENV_FILE -- MODE: write what the run did to FILE (JSON lines: each request "
+        "as matching saw it, each tool call, each reward) — the record `--twice` and `check` "
+        "compare; two runs' traces tell what differs between them")
+    p.add_argument(
         "--fail-on-change",
         action="store_true",
         help="exit 1 when a reward differs from the recorded one (default: shown, exit 0)",
@@ -170,6 +175,11 @@ def run(args: argparse.Namespace) -> int:
             "or give a cassette / folder of cassettes instead.",
             file=sys.stderr,
         )
+        return 2
+    if args.trace is not None:
+        print("hermes-replay replay: --trace goes with ENV_FILE -- MODE … (one run, one "
+              "trace); for a folder, --twice compares two runs of each cassette",
+              file=sys.stderr)
         return 2
     if args.cassette is not None:
         print("hermes-replay replay: --cassette goes with ENV_FILE -- MODE …; to replay a "
@@ -274,7 +284,7 @@ def _run_env(args: argparse.Namespace) -> int:
     with worker_variable(worker):
         summary, _ = run_with_progress(
             partial(run_env, env_file, argv, cassette=cassette, module=module, log_path=log,
-                    options=options.replace(worker=worker)),
+                    options=options.replace(worker=worker, trace=args.trace)),
             mode="replay", cassette=cassette, label=f"replaying {cassette}", log_path=log,
             verbose=args.verbose, normalizers=list(options.normalizers))
     print("\n".join(summary.lines(Style(sys.stdout))))

@@ -210,6 +210,15 @@ def test_replay_of_empty_dir_fails_as_verify_does(tmp_path: Path, capsys) -> Non
     assert main(["verify", str(tmp_path)]) == 2
 
 
+def test_trace_is_for_one_env_run_not_a_folder(tmp_path: Path, capsys) -> None:
+    """``--trace FILE`` records one run (``ENV_FILE -- MODE``); a folder has many runs, so
+    it is a usage error naming the form it goes with, and no file is written."""
+    trace = tmp_path / "trace.jsonl"
+    assert main(["replay", str(tmp_path), "--trace", str(trace)]) == 2
+    assert "--trace goes with ENV_FILE -- MODE" in capsys.readouterr().err
+    assert not trace.exists()
+
+
 def test_replay_default_dir_missing_fails_too(tmp_path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["replay"]) == 2

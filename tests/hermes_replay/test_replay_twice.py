@@ -143,6 +143,70 @@ def test_check_reports_a_nondeterministic_cassette_in_its_twice_row(
     assert "--twice" in finding.fix
 
 
+def _traced_runs(tmp_path: Path, first: list[dict], second: list[dict],
+                 rerun_error: str | None = None) -> tuple[object, Path, list[dict]]:
+    """A check's process run and rerun folder, with these two traces (the check's own two
+    fresh-interpreter replays of the process cassette), as ``check_dynamic`` leaves them."""
+    from hermes_replay._check._runs import TRACE_FILE, ModeRun
+
+    (tmp_path / "process").mkdir(parents=True)
+    (tmp_path / "rerun").mkdir()
+    for path, trace in ((tmp_path / "process" / TRACE_FILE, first),
+                        (tmp_path / "rerun" / "trace-1.jsonl", second)):
+        path.write_text("".join(json.dumps(e) + "\n" for e in trace))
+    process = ModeRun("process", output=tmp_path / "process" / "groups.jsonl",
+                      cassette=tmp_path / "process.jsonl")
+    runs = [{"rewards": {}, "error": rerun_error}, {"rewards": {}, "error": None}]
+    return process, tmp_path / "rerun", runs
+
+
+def _trace(reward: float, content: str = "2+2?") -> list[dict]:
+    return [{"kind": "request", "rollout": "r1", "seq": 0, "turn": 0,
+             "request": {"body": {"messages": [{"content": content}]}}},
+            {"kind": "outcome", "rollout": "r1", "reward": reward}]
+
+
+def test_check_twice_row_compares_the_traces_of_its_own_two_fresh_runs(tmp_path: Path) -> None:
+    """No run of its own: the process run and the rerun's first run are two fresh
+    interpreters replaying the process cassette with the checked env file."""
+    from hermes_replay._check._runs import traced_twice_row
+
+    row = traced_twice_row("env.py", *_traced_runs(tmp_path / "same", _trace(1.0), _trace(1.0)))
+    assert row is not None and row.status == "pass" and row.findings == []
+
+    row = traced_twice_row("env.py", *_traced_runs(tmp_path / "reward", _trace(1.0),
+                                                   _trace(0.25)))
+    assert row is not None and row.status == "fail"
+    assert "differ first at reward · rollout r1" in row.findings[0].message
+    assert "run 1  1.0" in row.findings[0].message and "run 2  0.25" in row.findings[0].message
+    assert "seeds Python's `random`" in row.findings[0].message
+
+    row = traced_twice_row("env.py", *_traced_runs(tmp_path / "time", _trace(1.0, "at 12:00:01"),
+                                                   _trace(1.0, "at 12:00:02")))
+    assert row is not None and "a time of day" in row.findings[0].message
+
+    # two runs that did nothing agree, and prove nothing
+    row = traced_twice_row("env.py", *_traced_runs(tmp_path / "empty", [], []))
+    assert row is not None and row.status == "fail"
+    assert "made no request, tool call or reward to compare" in row.findings[0].message
+
+
+def test_check_twice_row_replays_itself_when_a_traced_run_failed(tmp_path: Path) -> None:
+    """A failed or missing run is not compared: ``check_dynamic`` then falls back to
+    ``twice_row`` (two replays of its own, whose failures it reports)."""
+    from hermes_replay._check._runs import traced_twice_row
+
+    process, rerun, runs = _traced_runs(tmp_path / "a", _trace(1.0), _trace(1.0),
+                                        rerun_error="CassetteMiss: no recording")
+    assert traced_twice_row("env.py", process, rerun, runs) is None
+    process, rerun, runs = _traced_runs(tmp_path / "b", _trace(1.0), _trace(1.0))
+    assert traced_twice_row("env.py", process, rerun, "the two runs did not finish") is None
+    (rerun / "trace-1.jsonl").unlink()
+    assert traced_twice_row("env.py", process, rerun, runs) is None
+    process.exit_code = 1
+    assert traced_twice_row("env.py", process, rerun, runs) is None
+
+
 def _make_both_runs_miss(cassette: Path) -> None:
     """Change the recorded user message (and drop its fingerprint, so the body is matched as
     it reads): every replay of the unchanged env then misses the same way."""

@@ -11,7 +11,6 @@ recorded questions, with no miss.
 from __future__ import annotations
 
 import importlib
-import json
 import shutil
 import sys
 from pathlib import Path
@@ -66,14 +65,23 @@ def test_run_cassette_replays_when_the_module_is_first_imported_during_the_run(
 
 def test_check_process_rerun_and_twice_rows_pass(project: Path,
                                                  capsys: pytest.CaptureFixture) -> None:
-    """Also ``replay --twice``: the check's twice row is that run (``replay_twice``), and its
-    two runs must each replay cleanly, not merely alike."""
+    """Also ``replay --twice``'s question: the check's twice row compares its process run
+    with the rerun's first run (two fresh interpreters), and each must replay cleanly, not
+    merely alike."""
+    from hermes_replay._check._runs import TRACE_FILE
+    from hermes_replay._runner.twice import read_trace
+
     cassette = _record_after_importing_the_module(capsys)
     work = project / "check"
     rows = {row.rule: row
             for row in check_dynamic(Path(ENV), ENV, Target(cassette=cassette), keep=work)}
     for rule in ("process", "rerun", "twice"):
         assert rows[rule].status == "pass", (rule, rows[rule].findings)
-    for run in ("run-1", "run-2"):
-        result = json.loads((work / "twice" / run / "result.json").read_text())
-        assert result["misses"] == [] and result["rollouts"], result["misses"]
+    assert not (work / "twice").exists()  # no replays of its own: the check's runs were used
+    for trace in (work / "process" / TRACE_FILE, work / "rerun" / "trace-1.jsonl"):
+        entries = read_trace(trace)
+        assert sum(e["kind"] == "outcome" for e in entries) == 4, trace
+        assert sum(e["kind"] == "request" for e in entries) >= 4, trace
+    # the process run (exit 0, so no miss) and both rerun runs replayed every rollout
+    for log in ("run-1.log", "run-2.log"):
+        assert (work / "rerun" / log).is_file()

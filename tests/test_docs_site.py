@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+# one worker runs the module: the site is built once, not per worker
+pytestmark = pytest.mark.xdist_group("test_docs_site")
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -96,8 +99,8 @@ def test_the_quick_start_commands_are_the_ones_ci_runs() -> None:
     """README's second quick-start command is .ci/run's test command, verbatim."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    command = ("python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' "
-               "&& pytest -n 2")
+    command = ("python3 -m venv .venv && . .venv/bin/activate && pip install uv && "
+               "uv pip install --compile-bytecode -e '.[test]' && pytest -n 2")
     assert command in readme and command in ci
     assert "pip install -e . && hermes-replay replay cassettes" in readme
 

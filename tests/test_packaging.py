@@ -23,7 +23,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKOUT = ROOT / "tests" / "plain_envs" / "namespace_checkout"
-pytestmark = pytest.mark.slow
+# one worker runs the module: its venv with the built wheel is made once, not per worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_packaging")]
 
 
 def _run(argv: list[str], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess[str]:

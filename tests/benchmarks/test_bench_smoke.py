@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+# one worker runs the module: its fixture (the script's quick run) is made once, not per worker
+pytestmark = pytest.mark.xdist_group("test_bench_smoke")
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "replay_bench.py"
 TARGET_NAMES = ("replay <=", "replay per request flat", "our overhead per request",

@@ -22,7 +22,8 @@ from hermes_replay._cassette import load_cassette
 from hermes_replay._report import write_report
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
-pytestmark = pytest.mark.slow
+# one worker runs the module: the browser and the Phase-2 replay are started once, not per worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_report_browser")]
 
 
 @pytest.fixture(scope="module")

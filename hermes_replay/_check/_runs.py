@@ -21,7 +21,7 @@ import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_replay._check import _outputs as outputs
 from hermes_replay._check._dynamic import (
@@ -36,6 +36,9 @@ from hermes_replay._check._dynamic import (
     skipped_rows,
 )
 from hermes_replay._check._findings import RuleRow
+
+if TYPE_CHECKING:
+    from hermes_replay._runner.twice import Difference
 
 RUN_TIMEOUT = float(os.environ.get("HERMES_CHECK_TIMEOUT", "900"))
 TRACE_FILE = "trace.jsonl"  # what a replayed mode did (``replay --trace``)
@@ -323,8 +326,7 @@ def traced_twice_row(display: str, process: ModeRun, rerun: Path,
     difference, compared = compare_traces(a, b)
     cassette = process.cassette
     if difference is not None:
-        return _row("twice", display, [("fail", f"{cassette}: " + "; ".join(
-            line.strip() for line in difference.lines()))])
+        return _row("twice", display, _twice_problems(cassette, [], difference))
     if not any(compared.values()):  # two runs that did nothing agree and prove nothing
         return _row("twice", display, [("fail", f"{cassette}: the two replays made no request, "
                                          "tool call or reward to compare")])
@@ -340,11 +342,16 @@ def twice_row(display: str, cassette: Path, work: Path) -> RuleRow:
     if chosen is None:
         return _row("twice", display, [("warn", f"no replayable cassette at {cassette}")])
     report = replay_twice(chosen, work)
-    problems: list[outputs.Problem] = [("fail", f"{chosen}: {e}") for e in report.errors]
-    if report.difference is not None:
-        problems.append(("fail", f"{chosen}: " + "; ".join(
-            line.strip() for line in report.difference.lines())))
-    return _row("twice", display, problems)
+    return _row("twice", display, _twice_problems(chosen, report.errors, report.difference))
+
+
+def _twice_problems(cassette: Path | None, errors: list[str],
+                    difference: Difference | None) -> list[outputs.Problem]:
+    problems: list[outputs.Problem] = [("fail", f"{cassette}: {e}") for e in errors]
+    if difference is not None:
+        problems.append(("fail", f"{cassette}: " + "; ".join(
+            line.strip() for line in difference.lines())))
+    return problems
 
 
 def _rerun_row(display: str, env_file: Path, process: ModeRun, work: Path

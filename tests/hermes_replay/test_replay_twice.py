@@ -129,20 +129,6 @@ def test_compare_traces_reports_the_earliest_turn_first() -> None:
     assert re.search(r"ignore_paths=\['body.messages\[\*\].content'\]", diff.suggestion)
 
 
-def test_check_reports_a_nondeterministic_cassette_in_its_twice_row(
-        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hermes_replay._check._runs import twice_row
-
-    row = twice_row("envs/twice_env.py", _record("time", monkeypatch), project / "work")
-    assert row.rule == "twice" and row.status == "fail"
-    # each run also misses (the time in its prompt is not the recording's): two failures,
-    # then the difference between the two runs
-    assert sum("failed:" in f.message for f in row.findings) == 2
-    [finding] = [f for f in row.findings if "body.messages[0].content" in f.message]
-    assert "a timestamp" in finding.message
-    assert "--twice" in finding.fix
-
-
 def _traced_runs(tmp_path: Path, first: list[dict], second: list[dict],
                  rerun_error: str | None = None) -> tuple[object, Path, list[dict]]:
     """A check's process run and rerun folder, with these two traces (the check's own two

@@ -23,6 +23,10 @@ from test_cli_record_replay import TINY_ENV
 
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
+# one worker runs the module: its good recording (a record subprocess) is made once, not per
+# worker
+pytestmark = pytest.mark.xdist_group("test_record_faults_end_cleanly")
+
 LIMITED = """
 import resource, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a failed write, not a killed process

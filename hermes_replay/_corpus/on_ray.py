@@ -313,6 +313,11 @@ def replay_on_ray(jobs: list[Job], on_done: Callable[[CassetteResult], None], *,
             printer.add(outcome)
     except KeyboardInterrupt:
         interrupted = True
+        # results an actor had already returned when Ctrl-C came are shown, not cancelled
+        for outcome, archive in pool.finished():
+            if upload and archive is not None:
+                _untar(archive, jobs[outcome.index].out_dir)
+            printer.add(outcome)
         printer.flush_rest()
         note("hermes-replay replay: interrupted; cancelling the Ray tasks")
     finally:
@@ -400,6 +405,23 @@ class _Pool:
                     outcome.summary.retried = (f"its first Ray worker died "
                                                f"({self.deaths[job.index]})")
                 yield outcome, archive
+
+    def finished(self) -> Any:
+        """The results already returned and not yet taken (none is waited for)."""
+        import ray
+
+        if not self.pending:
+            return
+        ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=0)
+        for ref in ready:
+            job, _, _ = self.pending.pop(ref)
+            try:
+                outcome, archive = ray.get(ref, timeout=10)
+            except Exception:  # it raised or its actor died: no result to show
+                continue
+            if job.index in self.deaths:
+                outcome.summary.retried = f"its first Ray worker died ({self.deaths[job.index]})"
+            yield outcome, archive
 
     def stop(self) -> None:
         import ray

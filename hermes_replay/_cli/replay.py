@@ -284,11 +284,17 @@ def _run_env(args: argparse.Namespace) -> int:
     with worker_variable(worker):
         summary, _ = run_with_progress(
             partial(run_env, env_file, argv, cassette=cassette, module=module, log_path=log,
-                    options=options.replace(worker=worker, trace=args.trace)),
+                    options=options.replace(worker=worker, trace=_trace_path(args))),
             mode="replay", cassette=cassette, label=f"replaying {cassette}", log_path=log,
             verbose=args.verbose, normalizers=list(options.normalizers))
     print("\n".join(summary.lines(Style(sys.stdout))))
     return exit_code([summary], args.fail_on_change)
+
+
+def _trace_path(args: argparse.Namespace) -> Path | None:
+    """``--trace`` as an absolute path: the environment may change the working folder before
+    the session writes it at the end."""
+    return None if args.trace is None else args.trace.resolve()
 
 
 def _header_command(cassette: Path) -> list[str]:

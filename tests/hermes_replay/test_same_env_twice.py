@@ -87,6 +87,6 @@ def test_check_runs_the_env_twice_in_one_process_and_flags_leaked_state(
     assert re.match(r"state leaks between runs in one process: [1-4] rollout reward\(s\) "
                     r"changed on the second run \(train-\S+: 0\.9 then 0\.65", message), message
     assert "module-level caches" in rerun.findings[0].fix
-    # while two fresh interpreters agree: the leak is state within one process, not
-    # nondeterminism (the twice row compares the process run with the rerun's first run)
-    assert dynamic["twice"].status == "pass", dynamic["twice"].findings
+    # (no claim on the twice row here: within one run the cache also decides which of an
+    # item's two concurrent rollouts scores 0.65, and that order may differ between two fresh
+    # interpreters — the twice row then rightly reports it)

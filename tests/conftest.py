@@ -90,7 +90,7 @@ def calc_project(_calc_recording, tmp_path, monkeypatch):
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """``-n 2`` distributes tests one by one (xdist's ``load``), except those marked with an
+    """``-n N`` distributes tests one by one (xdist's ``load``), except those marked with an
     ``xdist_group``: each group runs on one worker (``loadgroup``), so the Ray cluster tests
     never run two clusters at once on a 2-core machine. Set here, not in addopts, so a run with
     ``-p no:xdist`` (the hermetic-suite test's) still parses its options."""

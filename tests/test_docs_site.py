@@ -100,7 +100,7 @@ def test_the_quick_start_commands_are_the_ones_ci_runs() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     command = ("python3 -m venv .venv && . .venv/bin/activate && pip install uv && "
-               "uv pip install -e '.[test]' && pytest -n 2")
+               "uv pip install -e '.[test]' && pytest -n 3")
     assert command in readme and command in ci
     assert "pip install -e . && hermes-replay replay cassettes" in readme
 

@@ -64,6 +64,7 @@ class ModeRun:
     cassette: Path | None = None
     header: dict[str, Any] = field(default_factory=dict)
     command: list[str] = field(default_factory=list)
+    trace: Path | None = None  # what a replayed mode did (``replay --trace``)
 
     @property
     def ok(self) -> bool:
@@ -143,15 +144,16 @@ def run_mode(env_file: Path, mode: str, target: Target, work: Path,
         header = read_header(cassette)
         argv = set_flag(list(header.get("command") or [mode]), OUTPUT_FLAG[mode], str(output))
         # the trace is one of the two fresh-interpreter runs the twice row compares
+        trace = out_dir / TRACE_FILE
         command = [*cli, "replay", str(env_file), "--cassette", str(cassette.resolve()),
-                   "--trace", str(out_dir / TRACE_FILE), "--", *argv]
+                   "--trace", str(trace), "--", *argv]
     else:
         cassette = work / f"{mode}.jsonl"  # side by side, so `--cassette WORK` finds both
         argv = set_flag([mode, *LIVE_FLAGS[mode]], OUTPUT_FLAG[mode], str(output))
         key = ["--api-key-env", api_key_env] if api_key_env else []
         command = [*cli, "record", str(env_file), "--endpoint", str(target.endpoint), "--model",
                    str(target.model), *key, "--cassette", str(cassette), "--", *argv]
-        header = {}
+        header, trace = {}, None
     root = project_root(env_file)
     try:
         proc = subprocess.run(command, cwd=root, env=_subprocess_env(root), capture_output=True,
@@ -159,11 +161,12 @@ def run_mode(env_file: Path, mode: str, target: Target, work: Path,
     except subprocess.TimeoutExpired:
         return ModeRun(mode, exit_code=-1, log_tail=f"{mode} ran longer than {RUN_TIMEOUT:.0f}s "
                        "(set HERMES_CHECK_TIMEOUT to allow more)", output=output,
-                       command=command)
+                       command=command, trace=trace)
     if not header:
         header = read_header(cassette)
     return ModeRun(mode, exit_code=proc.returncode, log_tail=_tail(proc.stderr, proc.stdout),
-                   output=output, cassette=cassette, header=header, command=command)
+                   output=output, cassette=cassette, header=header, command=command,
+                   trace=trace)
 
 
 def _tail(stderr: str, stdout: str) -> str:
@@ -316,9 +319,9 @@ def traced_twice_row(display: str, process: ModeRun, rerun: Path,
     trace or failed (then ``twice_row`` replays twice itself and says why)."""
     from hermes_replay._runner.twice import compare_traces, read_trace
 
-    if not process.ok or process.output is None:
+    if not process.ok or process.trace is None:
         return None
-    traces = [process.output.parent / TRACE_FILE, rerun / "trace-1.jsonl"]
+    traces = [process.trace, rerun / "trace-1.jsonl"]
     if not all(t.is_file() for t in traces) or not isinstance(runs, list) or not runs \
             or runs[0].get("error"):
         return None

@@ -401,10 +401,7 @@ class _Pool:
                                       "(/tmp/ray/session_latest/logs)"), None
                     continue
                 outcome, archive = outcome
-                if job.index in self.deaths:
-                    outcome.summary.retried = (f"its first Ray worker died "
-                                               f"({self.deaths[job.index]})")
-                yield outcome, archive
+                yield self._noted(job, outcome), archive
 
     def finished(self) -> Any:
         """The results already returned and not yet taken (none is waited for)."""
@@ -419,9 +416,13 @@ class _Pool:
                 outcome, archive = ray.get(ref, timeout=10)
             except Exception:  # it raised or its actor died: no result to show
                 continue
-            if job.index in self.deaths:
-                outcome.summary.retried = f"its first Ray worker died ({self.deaths[job.index]})"
-            yield outcome, archive
+            yield self._noted(job, outcome), archive
+
+    def _noted(self, job: Job, outcome: CassetteResult) -> CassetteResult:
+        """``outcome``, saying so when it ran on a retry after its first worker died."""
+        if job.index in self.deaths:
+            outcome.summary.retried = f"its first Ray worker died ({self.deaths[job.index]})"
+        return outcome
 
     def stop(self) -> None:
         import ray

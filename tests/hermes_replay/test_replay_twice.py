@@ -141,7 +141,8 @@ def _traced_runs(tmp_path: Path, first: list[dict], second: list[dict],
                         (tmp_path / "rerun" / "trace-1.jsonl", second)):
         path.write_text("".join(json.dumps(e) + "\n" for e in trace))
     process = ModeRun("process", output=tmp_path / "process" / "groups.jsonl",
-                      cassette=tmp_path / "process.jsonl")
+                      cassette=tmp_path / "process.jsonl",
+                      trace=tmp_path / "process" / TRACE_FILE)
     runs = [{"rewards": {}, "error": rerun_error}, {"rewards": {}, "error": None}]
     return process, tmp_path / "rerun", runs
 

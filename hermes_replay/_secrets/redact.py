@@ -24,6 +24,7 @@ from hermes_replay._secrets.rules import (
     is_placeholder,
     is_secret_name,
     might_hold_secret,
+    scalars_only,
     secret_spans,
 )
 
@@ -189,7 +190,7 @@ def needs_redaction(value: Any, clean: Any = None) -> bool:
                 if is_secret_name(str(key), "field") and isinstance(child, (str, dict, list)):
                     return True
                 stack.append(child)
-        elif isinstance(item, list):
+        elif isinstance(item, list) and not scalars_only(item):  # token ids hold no string
             stack.extend(item)
     if not fresh:
         return False

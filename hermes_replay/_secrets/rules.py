@@ -24,7 +24,7 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = [
     "Span",
@@ -443,6 +443,16 @@ _MARKERS: tuple[str, ...] = (
 # Shapes with no fixed prefix to look for: a 40-character base64 run (a bare AWS secret), a
 # Discord token's ``.xxxxxx.`` middle, a Twilio ``SK`` + 32 hex key.
 _SHAPELESS = re.compile(r"[A-Za-z0-9/+]{40}|\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}|SK[a-f0-9]{32}")
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def scalars_only(items: list[Any]) -> bool:
+    """True when ``items`` holds only numbers, booleans and nulls (exactly those types, not
+    subclasses), which no rule can match: a token-id or logprob list, skipped whole. One pass
+    in C — walking such lists item by item was most of the scan of a report's data."""
+    return set(map(type, items)) <= _SCALARS
 
 
 def might_hold_secret(text: str) -> bool:

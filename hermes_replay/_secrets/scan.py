@@ -19,7 +19,14 @@ from urllib.parse import parse_qsl, urlsplit
 
 from hermes_replay._secrets.known import KNOWN
 from hermes_replay._secrets.payloads import decoded_body
-from hermes_replay._secrets.rules import entropy, is_placeholder, is_secret_name, secret_spans
+from hermes_replay._secrets.rules import (
+    entropy,
+    is_placeholder,
+    is_secret_name,
+    might_hold_secret,
+    scalars_only,
+    secret_spans,
+)
 from hermes_replay._secrets.sse import delta_streams, joined, split_events
 
 __all__ = ["scan_command", "scan_string", "scan_value"]
@@ -57,7 +64,9 @@ def _label(placeholder: str) -> str:
 def scan_string(text: str, where: str, credential_slot: bool) -> Iterator[str]:
     """The first secret in ``text`` (by the redaction rules), else — in a credential slot
     — a long high-entropy token."""
-    spans = secret_spans(text, KNOWN.spans)
+    # the prefilter redaction uses: False only when no rule and no known value can match
+    hit = might_hold_secret(text) or KNOWN.might_occur(text)
+    spans = secret_spans(text, KNOWN.spans) if hit else []
     if spans:
         start, end, placeholder = spans[0]
         yield f"{_label(placeholder)} in {where}: {_mask(text[start:end])}"
@@ -133,10 +142,15 @@ def scan_value(value: Any, where: str = "") -> Iterator[str]:
         if where.endswith("url") and "://" in value:
             yield from _scan_url(value, where)
     elif isinstance(value, list):
+        if scalars_only(value):  # a token-id or logprob list: nothing a rule can match
+            return
         for i, item in enumerate(value):
-            yield from scan_value(item, f"{where}[{i}]")
+            if isinstance(item, (str, list, dict)):  # numbers, booleans, nulls hold none
+                yield from scan_value(item, f"{where}[{i}]")
     elif isinstance(value, dict):
         for key, item in value.items():
+            if not isinstance(item, (str, list, dict)):
+                continue
             slot = f"{where}.{key}" if where else str(key)
             if key == "headers" and isinstance(item, dict):
                 yield from _scan_headers(item, slot)

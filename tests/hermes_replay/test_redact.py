@@ -201,3 +201,35 @@ def test_a_rollouts_repeated_clean_messages_are_not_walked_again(
         KNOWN.add("Plan with care", "test")  # known only now: the old message is dirty
         assert clean.get("r0") is None
         assert needs_redaction(turn1, clean.get("r0"))
+
+
+class _Int(int):
+    """An int subclass: not one of the exact types skipped whole, so walked as before."""
+
+
+@pytest.mark.parametrize("items", [
+    [1, 2, 3, KEYS["openai"]],  # a key after a run of token ids
+    [0.5, None, True, [1, 2, {"note": KEYS["hf"]}]],  # nested below numbers
+    [_Int(7), KEYS["google"]],
+])
+def test_a_secret_among_numbers_is_still_found(items: list) -> None:
+    """Lists of numbers only (token ids, logprobs) are skipped whole by the report's scrub;
+    one string, list or dict among them sends the list down the full walk again."""
+    from hermes_replay._secrets.scan import scan_value
+
+    value = {"tokens": {"ids": items}}
+    assert needs_redaction(value)
+    assert redact_json(value) != value
+    found = list(scan_value(value, "report"))
+    assert found and found[0].split(" in ")[1].startswith("report.tokens.ids[")
+
+
+def test_numbers_only_lists_hold_nothing_to_find() -> None:
+    from hermes_replay._secrets.rules import scalars_only
+    from hermes_replay._secrets.scan import scan_value
+
+    value = {"ids": list(range(5000)), "logprobs": [-0.25, None, 0.0], "flags": [True, False]}
+    assert scalars_only(value["ids"]) and scalars_only(value["logprobs"])
+    assert not scalars_only([1, "2"]) and not scalars_only([1, [2]]) and not scalars_only([_Int(1)])
+    assert not needs_redaction(value)
+    assert list(scan_value(value, "report")) == []

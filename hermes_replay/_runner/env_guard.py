@@ -83,6 +83,33 @@ def _module_file(module: str, level: int, here: Path, roots: list[Path]) -> Path
     return _installed_file(module)
 
 
+# Parsed files, kept across replays in one process (a worker replaying a corpus, ``watch``,
+# the pytest plugin): every replay parsed atroposlib's 1,700-line ``envs/base.py`` again, about
+# a tenth of a small replay's time. Keyed by the text itself, not by a modification time (two
+# saves within one clock tick look alike): reading a file is cheap, parsing it is not; an
+# edited file is parsed again. The trees are only read, never changed.
+_PARSED: dict[Path, tuple[str, ast.Module | None]] = {}
+_PARSED_LIMIT = 512
+
+
+def _parsed(path: Path) -> ast.Module | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    kept = _PARSED.get(path)
+    if kept is not None and kept[0] == text:
+        return kept[1]
+    try:
+        tree: ast.Module | None = parse(text, str(path))
+    except (SyntaxError, ValueError):
+        tree = None
+    if len(_PARSED) >= _PARSED_LIMIT:
+        _PARSED.clear()
+    _PARSED[path] = (text, tree)
+    return tree
+
+
 class _Reader:
     """Reads source files (never runs them) to decide which of their classes derive from
     atroposlib's real ``BaseEnv``: a class counts only when its base resolves, import by
@@ -97,10 +124,7 @@ class _Reader:
 
     def tree(self, path: Path) -> ast.Module | None:
         if path not in self._trees:
-            try:
-                self._trees[path] = parse(path.read_text(encoding="utf-8"), str(path))
-            except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
-                self._trees[path] = None
+            self._trees[path] = _parsed(path)
         return self._trees[path]
 
     def is_env_class(self, path: Path, name: str, depth: int = 0) -> bool:

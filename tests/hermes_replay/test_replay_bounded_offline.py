@@ -222,6 +222,25 @@ def test_env_classes_are_found_by_reading_source(tmp_path: Path) -> None:
         check_env_file(dropped, tmp_path)
 
 
+def test_an_edited_file_is_read_again_even_at_the_same_size_and_time(tmp_path: Path) -> None:
+    """Parsed files are kept across replays in one process (``watch``, a worker's corpus);
+    a save that keeps the size and the modification time still changes the verdict."""
+    import os
+
+    env = tmp_path / "my_env.py"
+    env.write_text("from environments.multi_signal_env import MultiSignalEnv\n"
+                   "class Mine(MultiSignalEnv):\n    pass\n")
+    assert env_classes(env, roots=[tmp_path]) == ["Mine"]
+    stat = env.stat()
+    env.write_text("from environments.multi_signal_env import MultiSignalEnv\n"
+                   "class Mine(MultiSignalEnvX):\n    pass\n"[:stat.st_size])
+    os.utime(env, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert env.stat().st_size == stat.st_size and env.stat().st_mtime_ns == stat.st_mtime_ns
+    assert env_classes(env, roots=[tmp_path]) == []
+    with pytest.raises(NotAnEnvFile, match="defines no environment class"):
+        check_env_file(env, tmp_path)
+
+
 @pytest.mark.parametrize("target", ["scripts/build_tokenizer.py", "cassettes/tiny_env/evil.py"])
 def test_a_cassette_cannot_make_replay_run_a_script(project: Path, target: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:

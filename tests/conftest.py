@@ -14,7 +14,8 @@ for _key, _value in {
     os.environ.setdefault(_key, _value)
 
 # pytester runs real pytest sessions for the plugin's own tests.
-pytest_plugins = ["pytester"]
+# _xdist_groups: each xdist_group on one worker (see that module).
+pytest_plugins = ["pytester", "_xdist_groups"]
 
 # Bytecode for the fresh interpreters the suite starts. With PYTHONDONTWRITEBYTECODE set (as
 # on these machines, and in many Docker images) nothing writes bytecode for hermes_replay and
@@ -87,15 +88,6 @@ def calc_project(_calc_recording, tmp_path, monkeypatch):
     trust(root)  # a copy of the recorded project: the user's own, trusted as after `trust`
     monkeypatch.chdir(root)
     return root
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """``-n N`` distributes tests one by one (xdist's ``load``), except those marked with an
-    ``xdist_group``: each group runs on one worker (``loadgroup``), so the Ray cluster tests
-    never run two clusters at once on a 2-core machine. Set here, not in addopts, so a run with
-    ``-p no:xdist`` (the hermetic-suite test's) still parses its options."""
-    if getattr(config.option, "dist", "no") == "load":
-        config.option.dist = "loadgroup"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

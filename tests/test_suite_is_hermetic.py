@@ -43,3 +43,26 @@ def test_stray_cassettes_in_tmp_home_and_above_change_nothing(tmp_path: Path) ->
     tail = (done.stdout + done.stderr)[-3000:]
     assert done.returncode == 0, tail
     assert " passed" in done.stdout and "failed" not in done.stdout, tail
+
+
+def _limited_import(code_prelude: str, prefix: Path) -> None:
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(prefix)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run([sys.executable, "-c", code_prelude + "import hermes_replay.cli\n"],
+                   env=env, check=True, timeout=120, capture_output=True)
+
+
+def test_a_child_under_a_file_size_limit_leaves_no_truncated_bytecode(tmp_path: Path) -> None:
+    """The suite's full-disk tests run children under ``RLIMIT_FSIZE``; as the first importer
+    of a module such a child once left truncated bytecode in the folder all the suite's
+    interpreters share, and 40 unrelated tests failed with ``marshal data too short``."""
+    from _limited_writes import PRELUDE, limited_code, truncated_bytecode
+
+    # what the suite's limited children do: nothing written, so nothing truncated
+    _limited_import(limited_code(600, ""), tmp_path / "kept")
+    assert not truncated_bytecode(0, tmp_path / "kept")
+    # the harm is real: without it, CPython renames a short write into place
+    unguarded = PRELUDE.replace("sys.dont_write_bytecode = True\n", "")
+    _limited_import(unguarded + "resource.setrlimit(resource.RLIMIT_FSIZE, (600, 600))\n",
+                    tmp_path / "harmed")
+    assert truncated_bytecode(0, tmp_path / "harmed")

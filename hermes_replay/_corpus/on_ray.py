@@ -49,6 +49,7 @@ __all__ = ["replay_on_ray"]
 # and spend its one retry without having started (measured: the round trip between two tasks
 # is a few ms against a cassette's hundreds).
 _DEPTH = 1
+_REPLY_GRACE = 0.5  # s a Ctrl-C waits for replies already on their way to the driver
 _UPLOAD_LIMIT = 256 << 20  # bytes of one cassette's outputs sent back with --ray-upload
 # variables of the driver's machine that must not replace the worker's own
 _MACHINE_VARS = ("HOSTNAME", "PWD", "OLDPWD", "TMPDIR", "SHLVL", "_")
@@ -340,9 +341,9 @@ class _InOrder:
         self.waiting[outcome.index] = outcome
         while self.next in self.waiting:
             ready = self.waiting.pop(self.next)
-            self.on_done(ready)
-            self.done.append(ready)
+            self.done.append(ready)  # first: a Ctrl-C while it prints still keeps it
             self.next += 1
+            self.on_done(ready)
 
     def flush_rest(self) -> None:
         """On Ctrl-C: what finished out of order is still shown."""
@@ -379,14 +380,16 @@ class _Pool:
                     self._submit(actor, job, attempt)
             ready, _ = ray.wait(list(self.pending), num_returns=1)
             for ref in ready:
-                job, actor, attempt = self.pending.pop(ref)
+                job, actor, attempt = self.pending[ref]
                 try:
                     outcome = ray.get(ref)
                 except RayTaskError as exc:  # the replay itself raised in the actor
+                    del self.pending[ref]
                     yield _failed(job, f"the replay raised in its Ray worker: "
                                   f"{_reason(exc)}"), None
                     continue
                 except RayError as exc:  # the actor died: killed, out of memory, node lost
+                    del self.pending[ref]
                     if actor in self.actors:  # replace it once, for all its lost tasks
                         self.actors.remove(actor)
                         self.actors.append(self.cls.remote())
@@ -400,6 +403,7 @@ class _Pool:
                                       f"({_reason(exc)}) — see the Ray logs of the nodes "
                                       "(/tmp/ray/session_latest/logs)"), None
                     continue
+                del self.pending[ref]  # only now: after a Ctrl-C in ray.get, finished() has it
                 outcome, archive = outcome
                 yield self._noted(job, outcome), archive
 
@@ -409,7 +413,10 @@ class _Pool:
 
         if not self.pending:
             return
-        ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=0)
+        # A replay that ended as Ctrl-C came may have its reply still on the way to this
+        # driver: a short grace shows it as done rather than cancelling finished work.
+        ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending),
+                            timeout=_REPLY_GRACE)
         for ref in ready:
             job, _, _ = self.pending.pop(ref)
             try:

@@ -5,11 +5,13 @@ and 22)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from _limited_writes import limited_code, limited_env
 
 from hermes_replay._cassette import CassetteHeader, Interaction, load_cassette, write_cassette
 from hermes_replay._cassette import compact as compact_module
@@ -95,15 +97,9 @@ def test_a_full_disk_is_an_error_message_not_a_traceback(tmp_path, command):
     argv = (["merge", *map(str, shards), "-o", str(out)] if command == "merge"
             else ["compact", str(shards[0]), "-o", str(out)])
     # a file size limit fails the write the way a full disk does (an OSError mid-write)
-    code = (
-        "import resource, signal, sys\n"
-        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
-        "resource.setrlimit(resource.RLIMIT_FSIZE, (600, 600))\n"
-        "from hermes_replay.cli import main\n"
-        f"sys.exit(main({argv!r}))\n"
-    )
+    code = limited_code(600, f"from hermes_replay.cli import main\nsys.exit(main({argv!r}))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, env=limited_env(dict(os.environ)))
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     assert "cannot write the" in done.stderr and "errno" in done.stderr

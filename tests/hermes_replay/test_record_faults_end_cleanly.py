@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from _ctrl_c import ctrl_c_reaches_children
+from _limited_writes import limited_code, limited_env, truncated_bytecode
 from test_cli_record_replay import TINY_ENV
 
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
@@ -27,14 +28,7 @@ from hermes_replay.scripted_endpoint import ScriptedEndpoint
 # worker
 pytestmark = pytest.mark.xdist_group("test_record_faults_end_cleanly")
 
-LIMITED = """
-import resource, signal, sys
-signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a failed write, not a killed process
-limit = int(sys.argv.pop(1))
-resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-from hermes_replay.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
+CLI = "from hermes_replay.cli import main\nsys.exit(main(sys.argv[1:]))\n"
 # The final rewrite's temp file is .<name>.<pid>.tmp; a directory there makes it fail.
 BLOCKED_FINAL = TINY_ENV.replace(
     '    print("tiny env done")',
@@ -69,10 +63,13 @@ def _record(project: Path, base_url: str, *, limit: int | None = None, steps: in
             wait: bool = True) -> subprocess.Popen[str]:
     cli = ["record", "envs/tiny_env.py", "--endpoint", base_url, "--model", "scripted", "--",
            "process", "--env.total_steps", str(steps)]
-    argv = ([sys.executable, "-c", LIMITED, str(limit), *cli] if limit is not None
-            else [sys.executable, "-m", "hermes_replay.cli", *cli])
+    if limit is not None:  # a full disk (see _limited_writes for why it writes no bytecode)
+        argv, env = [sys.executable, "-c", limited_code(limit, CLI), *cli], limited_env(
+            _env(project))
+    else:
+        argv, env = [sys.executable, "-m", "hermes_replay.cli", *cli], _env(project)
     with ctrl_c_reaches_children():  # some tests interrupt it
-        proc = subprocess.Popen(argv, cwd=project, env=_env(project), text=True,
+        proc = subprocess.Popen(argv, cwd=project, env=env, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if wait:
         proc.wait(timeout=300)
@@ -119,8 +116,10 @@ def _one_clean_message(stderr: str) -> None:
 def test_disk_full_ends_with_one_message_and_the_old_cassette(recorded, project: Path,
                                                               fraction: float) -> None:
     cassette, before, ep = recorded
+    started = time.time()
     proc = _record(project, ep.base_url, limit=int(len(before) * fraction), steps=4)
     stderr = proc.stderr.read()
+    assert not truncated_bytecode(started)  # the full disk harmed no other interpreter
     assert proc.returncode == 1, stderr
     _one_clean_message(stderr)
     assert "cannot write the recording: File too large" in stderr, stderr

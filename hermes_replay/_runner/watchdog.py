@@ -53,6 +53,10 @@ class _Watch(Generic[TripT]):
     def __init__(self, check: Callable[[], TripT | None]) -> None:
         self.check = check
         self.trip: TripT | None = None
+        self.closing = False  # its block is ending: its trip interrupts nothing any more
+
+    def live_trip(self) -> bool:
+        return self.trip is not None and not self.closing
 
 
 class _Dog:
@@ -66,16 +70,21 @@ class _Dog:
         self._checking = threading.Lock()  # one check at a time: checks keep state
 
     def poke(self) -> None:
-        """Check now, on the calling thread; interrupt the main thread if tripped (again)."""
+        """Check now, on the calling thread; interrupt the main thread if tripped (again).
+
+        The SIGINT is sent under the lock a block's end takes too: a poke on another thread
+        that found a trip just as the block ended can no longer send it after the block has
+        restored the previous handler, where it would interrupt the caller's own code."""
         if self.stop.is_set():
             return
         with self._checking:
+            if self.stop.is_set():
+                return
             for watch in self.watches:
-                if watch.trip is None:
+                if watch.trip is None and not watch.closing:
                     watch.trip = watch.check()
-            tripped = any(watch.trip is not None for watch in self.watches)
-        if tripped and self.main is not None:
-            signal.pthread_kill(self.main, signal.SIGINT)
+            if self.main is not None and any(watch.live_trip() for watch in self.watches):
+                signal.pthread_kill(self.main, signal.SIGINT)
 
     def run(self) -> None:
         while not self.stop.wait(self.interval):
@@ -117,9 +126,14 @@ def watchdog(check: Callable[[], TripT | None], *, error: Callable[[TripT], Base
         def on_sigint(signum: int, frame: Any) -> None:
             if dog.stop.is_set():
                 return
-            if ignored and not any(w.trip is not None for w in dog.watches):
+            watches = list(dog.watches)
+            if any(w.live_trip() for w in watches):
+                raise KeyboardInterrupt
+            if any(w.closing and w.trip is not None for w in watches):
+                return  # a repeat sent for a block that is ending: not the caller's
+            if ignored:
                 return  # not a trip: a Ctrl-C this process ignored before the guard still is
-            raise KeyboardInterrupt
+            raise KeyboardInterrupt  # the user's own Ctrl-C
 
         previous = signal.signal(signal.SIGINT, on_sigint)
         thread = threading.Thread(target=dog.run, name=name, daemon=True)
@@ -135,11 +149,13 @@ def watchdog(check: Callable[[], TripT | None], *, error: Callable[[TripT], Base
             raise  # the user's Ctrl-C, or an outer guard's trip: that guard's to turn
         raise error(watch.trip) from None
     finally:
+        watch.closing = True  # first: a SIGINT that comes while we wait for the lock is a repeat
         with dog._checking:
             dog.watches.remove(watch)
+            if not nested:
+                dog.stop.set()  # under the lock: no poke sends a SIGINT after this
         dog.interval = outer_interval
         if not nested:
-            dog.stop.set()
             thread.join()
             signal.signal(signal.SIGINT, previous)
             _ACTIVE = None

@@ -140,6 +140,34 @@ def test_a_guard_inside_another_joins_its_watchdog_and_turns_only_its_own_trip()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert _guard_threads() == []
 
+def test_a_trip_found_as_the_block_ends_never_interrupts_the_caller() -> None:
+    """A poke on another thread (an HTTP handler's) whose check finds the trip while the main
+    thread is leaving the block: its SIGINT used to be sent after the block had put Python's
+    handler back, and a KeyboardInterrupt hit whatever the caller ran next."""
+    _require_default_handler()
+    entered, release = threading.Event(), threading.Event()
+
+    def check() -> str | None:
+        if threading.current_thread() is threading.main_thread():
+            return None
+        entered.set()
+        release.wait(10)  # the block's end is waiting for this check right now
+        return "found late"
+
+    try:
+        with watchdog(check, error=Stuck, name="test-watchdog", interval=3600) as poke:
+            side = threading.Thread(target=poke)
+            side.start()
+            assert entered.wait(10)
+            threading.Timer(0.3, release.set).start()
+        side.join(10)
+        time.sleep(0.5)  # where a late SIGINT would land
+    except KeyboardInterrupt:
+        pytest.fail("a SIGINT of the guard reached the caller after its block had ended")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert _guard_threads() == []
+
+
 def test_a_users_own_ctrl_c_stays_a_keyboard_interrupt() -> None:
     _require_default_handler()
     with pytest.raises(KeyboardInterrupt):

@@ -50,4 +50,3 @@ def truncated_bytecode(since: float, root: Path | None = None) -> list[Path]:
         except FileNotFoundError:  # replaced by another process meanwhile
             continue
     return bad
-

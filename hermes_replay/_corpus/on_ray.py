@@ -382,28 +382,28 @@ class _Pool:
             for ref in ready:
                 job, actor, attempt = self.pending[ref]
                 try:
-                    outcome = ray.get(ref)
-                except RayTaskError as exc:  # the replay itself raised in the actor
-                    del self.pending[ref]
+                    outcome, error = ray.get(ref), None
+                except RayError as exc:
+                    outcome, error = None, exc
+                del self.pending[ref]  # only now: after a Ctrl-C in ray.get, finished() has it
+                if isinstance(error, RayTaskError):  # the replay itself raised in the actor
                     yield _failed(job, f"the replay raised in its Ray worker: "
-                                  f"{_reason(exc)}"), None
+                                  f"{_reason(error)}"), None
                     continue
-                except RayError as exc:  # the actor died: killed, out of memory, node lost
-                    del self.pending[ref]
+                if error is not None:  # the actor died: killed, out of memory, node lost
                     if actor in self.actors:  # replace it once, for all its lost tasks
                         self.actors.remove(actor)
                         self.actors.append(self.cls.remote())
                     if attempt == 0:
                         log(f"ERROR {job.cassette}: its Ray worker died "
-                            f"({_reason(exc)}); retrying once on another worker")
-                        self.deaths[job.index] = _reason(exc)
+                            f"({_reason(error)}); retrying once on another worker")
+                        self.deaths[job.index] = _reason(error)
                         retry.append((job, 1))
                     else:
                         yield _failed(job, f"its Ray worker died, and again on the retry "
-                                      f"({_reason(exc)}) — see the Ray logs of the nodes "
+                                      f"({_reason(error)}) — see the Ray logs of the nodes "
                                       "(/tmp/ray/session_latest/logs)"), None
                     continue
-                del self.pending[ref]  # only now: after a Ctrl-C in ray.get, finished() has it
                 outcome, archive = outcome
                 yield self._noted(job, outcome), archive
 

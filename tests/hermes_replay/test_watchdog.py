@@ -140,6 +140,7 @@ def test_a_guard_inside_another_joins_its_watchdog_and_turns_only_its_own_trip()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert _guard_threads() == []
 
+
 def test_a_trip_found_as_the_block_ends_never_interrupts_the_caller() -> None:
     """A poke on another thread (an HTTP handler's) whose check finds the trip while the main
     thread is leaving the block: its SIGINT used to be sent after the block had put Python's

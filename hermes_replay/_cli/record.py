@@ -204,11 +204,14 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"hermes-replay record: {exc}", file=sys.stderr)
             return 2
-    from hermes_replay._runner.plan import recorded_env_fields
+    from hermes_replay._runner.plan import project_root, recorded_env_fields
+    from hermes_replay._runner.portable import portable_command
 
     header: dict[str, Any] = {
         **recorded_env_fields(env_file, module[0] if module else None),
-        "command": redact_command(public),
+        # no path of this machine: a colleague's venv or CI replays it
+        "command": redact_command(portable_command(public, Path.cwd().resolve(),
+                                                   project_root(env_file.parent))),
         **endpoint.header_fields(),
     }
     if header["env_file"].startswith("../") or Path(header["env_file"]).is_absolute():

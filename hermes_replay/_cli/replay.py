@@ -276,7 +276,17 @@ def _run_env(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    argv = replay_argv(_header_command(cassette), list(args.env_args))
+    from hermes_replay._errors import CassetteError
+    from hermes_replay._runner.plan import OUTPUT_FLAGS
+    from hermes_replay._runner.portable import local_command
+
+    command, tokenizer = _header_command(cassette)
+    try:
+        argv = local_command(replay_argv(command, list(args.env_args)), tokenizer, cassette,
+                             Path.cwd(), skip=OUTPUT_FLAGS)
+    except CassetteError as exc:
+        print(f"hermes-replay replay: {sanitize(str(exc))}", file=sys.stderr)
+        return 1
     log = None if args.verbose else env_log_path("replay", env_file, args.env_args[0])
     if log is not None:
         print(f"hermes-replay replay: environment output: {log} (-v shows it here)",
@@ -297,13 +307,16 @@ def _trace_path(args: argparse.Namespace) -> Path | None:
     return None if args.trace is None else args.trace.resolve()
 
 
-def _header_command(cassette: Path) -> list[str]:
+def _header_command(cassette: Path) -> tuple[list[str], dict[str, Any] | None]:
+    """The recorded command and tokenizer (nothing when the cassette cannot be read: the run
+    then reports what is wrong with it)."""
     from hermes_replay import load_cassette
 
     try:
-        return list(load_cassette(cassette).header.command or [])
+        header = load_cassette(cassette).header
     except Exception:
-        return []
+        return [], None
+    return list(header.command or []), header.tokenizer
 
 
 # --------------------------------------------------------------------------- the main job

@@ -38,6 +38,7 @@ _OUTPUT_FLAGS = {
     "process": ("--env.data_path_to_save_groups", "groups.jsonl"),
     "evaluate": ("--env.data_dir_to_save_evals", "evals"),
 }
+OUTPUT_FLAGS = tuple(flag for flag, _ in _OUTPUT_FLAGS.values())
 
 
 def flag_value(args: Sequence[str], name: str) -> str | None:

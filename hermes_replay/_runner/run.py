@@ -110,18 +110,19 @@ def run_cassette(
                  "trust DIR; recording there or pip install -e trusts it too), or name the "
                  "environment yourself: hermes-replay replay ENV_FILE --cassette CASSETTE -- "
                  "MODE …")
-    argv = redirect_outputs(
-        replay_argv(list(header.command or []), None if command is None else list(command)),
-        out)
-    fresh_out_dir(out, argv)  # one run per folder, nothing written through a planted link
     # Run where it was recorded (the folder env_file is relative to), so other relative paths
     # in the command (--config, datasets) resolve as they did.
-    from hermes_replay._runner.plan import recorded_cwd, recorded_module
+    from hermes_replay._runner.plan import OUTPUT_FLAGS, recorded_cwd, recorded_module
+    from hermes_replay._runner.portable import local_command
 
     recorded = Path(header.env_file)
     root = env_file.resolve().parents[len(recorded.parts) - 1]
     base = recorded_cwd(root, header.extra)
     module = recorded_module(env_file, root, header.extra)
+    argv = replay_argv(list(header.command or []), None if command is None else list(command))
+    argv = redirect_outputs(local_command(argv, header.tokenizer, cassette_path, base,
+                                          skip=OUTPUT_FLAGS), out)
+    fresh_out_dir(out, argv)  # one run per folder, nothing written through a planted link
     with _working_dir(base):
         result = run_env(env_file.resolve(), argv, cassette=cassette_path, options=options,
                          output=output, log_path=out / "env.log", on_rollout=on_rollout,

@@ -67,6 +67,8 @@ def describe(name: str) -> dict[str, Any]:
     )
 
     fingerprint: str | None = None
+    if name == TOKENIZER_NAME:  # named, not given as a folder: this install's copy
+        return {"name": name, "fingerprint": tokenizer_fingerprint()}
     if os.path.isdir(name):
         try:
             fingerprint = tokenizer_fingerprint(name)
@@ -169,10 +171,15 @@ def _session() -> Any:
 
 
 def tokenizer_for_run(name: str) -> str:
-    """The tokenizer an environment should load for ``tokenizer_name``: ``name`` itself, or —
-    during a replay whose cassette stored the tokenizer recorded under ``name`` and ``name`` is
-    no local folder (a hub id offline) — the stored copy. Public as
+    """The tokenizer an environment should load for ``tokenizer_name``: the bundled one's folder
+    for its name (``hermes-replay/tiny-chatml-bpe``), ``name`` itself, or — during a replay
+    whose cassette stored the tokenizer recorded under ``name`` and ``name`` is no local folder
+    (a hub id offline) — the stored copy. Public as
     ``hermes_replay.tokenizer_for_run``."""
+    from hermes_replay._tokenizers.bundled import TOKENIZER_NAME, tokenizer_path
+
+    if name == TOKENIZER_NAME:  # the bundled one by its name: this install's copy, any mode
+        return tokenizer_path()
     session = _session()
     if session is None or session.mode != "replay" or os.path.isdir(name):
         return name

@@ -177,7 +177,8 @@ def run_probe(env_file: Path, probe: Probe, *, items: int, cassette: Path, work_
     ``known_good`` (a template over the item's fields, or a function of the item) replaces
     the env's ``known_good_reply`` hook as the source of known-good replies."""
     from hermes_replay import load_cassette
-    from hermes_replay._runner.plan import recorded_env_fields
+    from hermes_replay._runner.plan import project_root, recorded_env_fields
+    from hermes_replay._runner.portable import portable_command
     from hermes_replay._runner.run import run_env
     from hermes_replay.scripted_endpoint import ScriptedEndpoint, get_script
 
@@ -203,7 +204,9 @@ def run_probe(env_file: Path, probe: Probe, *, items: int, cassette: Path, work_
             located = recorded_env_fields(env_file)
             header = {
                 **located,
-                "command": env_argv(n, url, model, None, env_args, server_type),
+                # no path of this machine (``_runner/portable.py``)
+                "command": portable_command(env_argv(n, url, model, None, env_args, server_type),
+                                            Path.cwd().resolve(), project_root(env_file.parent)),
                 "endpoint_type": server_type, "base_url": url, "model": model,
                 "extra": {**located.get("extra", {}),
                           "probe": {"name": probe.name, "kind": probe.kind, "items": n,

@@ -15,6 +15,7 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 ref="${1:-HEAD}"
 [ "$(id -u)" -eq 0 ] || { echo "fresh_machine.sh: run as root (it mounts)" >&2; exit 1; }
 work="$(mktemp -d /tmp/fresh-machine.XXXXXX)"   # outside the overlaid trees
+chmod 755 "$work"  # mktemp's 0700 would hide the clone from the suite's unprivileged sandbox user
 git -C "$repo" worktree list >/dev/null
 git clone -q --no-local "$repo" "$work/clone"
 git -C "$work/clone" checkout -q "$(git -C "$repo" rev-parse "$ref")"
@@ -30,6 +31,7 @@ unshare --mount --propagation private bash -euo pipefail -c '
     done
     echo "--- before: what this namespace has"
     dpkg --purge --force-depends bubblewrap chromium >/dev/null 2>&1
+    apt-get clean  # no .deb left in the cache: apt really downloads them
     for tool in bwrap chromium chromium-browser; do
         printf "%s: %s\n" "$tool" "$(command -v "$tool" || echo absent)"
     done

@@ -199,5 +199,6 @@ async def run_rollout(env: RolloutEnv, item: Any, tool_schemas: list[dict],
         scope.report(reward=outcome.reward, turns_used=outcome.turns_used,
                      finished_naturally=outcome.finished_naturally,
                      tool_errors=outcome.tool_errors, phase=phase,
-                     group=item_fingerprint(item), reward_error=error)
+                     group=item_fingerprint(item), reward_error=error,
+                     label=hermes_replay.rollout_label(item, env))
     return outcome

@@ -10,6 +10,7 @@ Public API (everything else is private and may change)::
     active_mode() -> "replay" | "record" | … | None   # the cassette active in this context
     recorded_endpoint(url_prefix)               # record/replay a tool's HTTP API like LLM calls
     offer_known_good(prompt, make_reply)        # a rollout's known-good reply, for `probe`
+    rollout_label(item, env=None) -> str | None # a rollout's readable name (env hook or item id)
     tool_call(name, args, run, source="agent")  # the seam tools go through: record / replay / run
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
     run_cassette(path, options=None, out_dir=…) -> RunResult  # re-run one recorded command
@@ -34,6 +35,7 @@ Tokenizer hooks for environment base classes (a cassette carries its tokenizer):
 
 from hermes_replay._active import active_mode, annotate
 from hermes_replay._cassette import Cassette
+from hermes_replay._cassette.labels import rollout_label
 from hermes_replay._cassette.load import load_cassette
 from hermes_replay._corpus.corpus import CorpusObserver, CorpusResult, replay_corpus
 from hermes_replay._corpus.errors import CorpusError
@@ -105,6 +107,7 @@ __all__ = [
     "recorded_endpoint",
     "replay_corpus",
     "rollout",
+    "rollout_label",
     "run_cassette",
     "scoring",
     "scrub",

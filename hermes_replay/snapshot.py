@@ -23,6 +23,7 @@ from typing import Any
 
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
+from hermes_replay._cassette.labels import named
 from hermes_replay._errors import HermesReplayError
 from hermes_replay._runner.result import RunResult
 
@@ -54,6 +55,26 @@ def _metric_lines(metrics: dict[str, Any]) -> list[str]:
     return [f"  {k.ljust(width)}  {_num(metrics[k])}" for k in keys]
 
 
+LABEL_MARK = "  # "  # a row's label follows it (ids, numbers and yes/no never hold it)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _split_label(line: str) -> tuple[str, str | None]:
+    """A snapshot row and its label (None when it has none)."""
+    row, mark, label = line.partition(LABEL_MARK)
+    return (row, label.strip() or None) if mark else (line, None)
+
+
+def without_labels(text: str) -> str:
+    """``text`` with every row's label cut: what a snapshot comparison looks at, so a
+    snapshot accepted before labels existed (or one whose item was renamed) still matches."""
+    return "\n".join(_split_label(line)[0] if line.startswith("  ") else line
+                     for line in text.split("\n"))
+
+
 def render_run(result: RunResult) -> str:
     """The snapshot text of a run (also handy for printing)."""
     lines = [FORMAT_LINE, f"env: {result.env_name or '-'}", ""]
@@ -61,10 +82,10 @@ def render_run(result: RunResult) -> str:
     ordered = sorted(result.rollouts, key=lambda r: r.id)
     width = max((len(r.id) for r in ordered), default=0)
     for r in ordered:
-        lines.append(
-            f"  {r.id.ljust(width)}  {_num(r.reward)}  {_num(r.turns)}  "
-            f"{_num(r.finished)}  {_num(r.tool_errors)}"
-        )
+        line = (f"  {r.id.ljust(width)}  {_num(r.reward)}  {_num(r.turns)}  "
+                f"{_num(r.finished)}  {_num(r.tool_errors)}")
+        # the item's name, for a reader; never compared (``RolloutSnapshotExtension.matches``)
+        lines.append(line + (f"{LABEL_MARK}{_one_line(r.label)}" if r.label else ""))
     if result.eval_metrics:
         lines += ["", "eval metrics:", *_metric_lines(result.eval_metrics)]
     if result.wandb:
@@ -105,9 +126,17 @@ class RolloutSnapshotExtension(SingleFileSnapshotExtension):
         if isinstance(data, str):
             return data
         raise TypeError(
-            f"RolloutSnapshotExtension snapshots a hermes_replay RunResult, got "
+            "RolloutSnapshotExtension snapshots a hermes_replay RunResult, got "
             f"{type(data).__name__}; pass the object returned by the replay_run fixture."
         )
+
+
+    def matches(self, *, serialized_data: Any, snapshot_data: Any) -> bool:
+        """Equal tables, labels aside: ids are the identity, a label only names the item."""
+        if isinstance(serialized_data, str) and isinstance(snapshot_data, str):
+            return without_labels(serialized_data) == without_labels(snapshot_data)
+        return bool(super().matches(serialized_data=serialized_data,
+                                    snapshot_data=snapshot_data))
 
 
 # a rendered run -> the cassette it replayed (the newest 64): the snapshot text holds ids and
@@ -156,13 +185,24 @@ def _table(text: str) -> tuple[dict[str, list[str]], dict[str, str]]:
         if not line.startswith("  "):
             section = line.split(":", 1)[0]
             continue
-        cols = line.split()
+        cols = _split_label(line)[0].split()
         if section == "rollouts" and cols:
             rollouts[cols[0]] = cols[1:]
         elif section.endswith("metrics") or section.startswith("wandb metrics"):
             if len(cols) >= 2:
                 metrics[f"{section.split()[0]}/{cols[0]}"] = " ".join(cols[1:])
     return rollouts, metrics
+
+
+def _labels(*texts: str) -> dict[str, str]:
+    """Rollout id -> label, from snapshot texts (the later text's label wins)."""
+    out: dict[str, str] = {}
+    for text in texts:
+        for line in text.splitlines():
+            row, label = _split_label(line)
+            if line.startswith("  ") and label and row.split():
+                out[row.split()[0]] = label
+    return out
 
 
 def _delta(old: str, new: str) -> str:
@@ -183,27 +223,29 @@ def reward_changes(snapshot: str, current: str,
         return [_FIRST_RUN]
     old, old_metrics = _table(snapshot)
     new, new_metrics = _table(current)
+    labelled = _labels(snapshot, current)
     names = ("reward", "turns", "finished", "tool errors")
     rows: list[list[str]] = []
     for rid in sorted(set(old) | set(new)):
         a, b = old.get(rid), new.get(rid)
         if a == b:
             continue
-        if a is None or b is None:
-            rows.append([rid, "only in this run" if a is None else "only in the snapshot",
-                         "", ""])
+        shown = named(rid, labelled.get(rid))
+        if a is None or b is None:  # its reward too: a new rollout's is what is accepted
+            side, cols = ("only in this run", b) if a is None else ("only in the snapshot", a)
+            rows.append([shown, f"{side}: reward {cols[0] if cols else '-'}", "", "", rid])
             continue
         also = ", ".join(f"{n} {x} → {y}" for n, x, y in zip(names[1:], a[1:], b[1:],
                                                               strict=False) if x != y)
-        rows.append([rid, f"{a[0]} → {b[0]}", _delta(a[0], b[0]) if a[0] != b[0] else "=",
-                     also])
+        rows.append([shown, f"{a[0]} → {b[0]}", _delta(a[0], b[0]) if a[0] != b[0] else "=",
+                     also, rid])
     for key in sorted(set(old_metrics) | set(new_metrics)):
         x, y = old_metrics.get(key, "-"), new_metrics.get(key, "-")
         if x != y:
-            rows.append([key, f"{x} → {y}", _delta(x, y), ""])
+            rows.append([key, f"{x} → {y}", _delta(x, y), "", key])
     if not rows:
         return ["the snapshot differs only in layout; `pytest --snapshot-update` rewrites it"]
-    changed = sum(1 for r in rows if r[0] in old or r[0] in new)
+    changed = sum(1 for r in rows if r[4] in old or r[4] in new)  # r[4]: the id or metric
     head = (f"{changed} of {len(set(old) | set(new))} rollout(s) changed (snapshot → this run); "
             "`pytest --snapshot-update` accepts it if intended:")
     width = [max(len(r[i]) for r in rows) for i in range(3)]
@@ -211,8 +253,8 @@ def reward_changes(snapshot: str, current: str,
     for r in rows:
         line = f"  {r[0].ljust(width[0])}  {r[1].ljust(width[1])}  {r[2].rjust(width[2])}"
         out.append((line + (f"  ({r[3]})" if r[3] else "")).rstrip())
-        if replies and r[0] in replies:
-            out.append(f"      its reply: {replies[r[0]]}")
+        if replies and r[4] in replies:
+            out.append(f"      its reply: {replies[r[4]]}")
     return out
 
 

@@ -249,7 +249,10 @@ def offered_tools(record: Any) -> list[str]:
 
 
 def pick_rollouts(cassette: Any, wanted: str | None) -> list[Any]:
-    """The rollout(s) to show; ``wanted`` may be a unique prefix. ValueError says which exist."""
+    """The rollout(s) to show; ``wanted`` may be a unique prefix of an id, or a label (the
+    item's name: every rollout of that item). ValueError says which exist."""
+    from hermes_replay._cassette.labels import labels
+
     records = list(cassette.rollouts.values())
     if wanted is None:
         return records
@@ -258,6 +261,10 @@ def pick_rollouts(cassette: Any, wanted: str | None) -> list[Any]:
     matches = [r for r in records if r.id.startswith(wanted)]
     if len(matches) == 1:
         return matches
+    names = labels(cassette.outcomes)
+    labelled = [r for r in records if names.get(r.id) == wanted]
+    if labelled and not matches:
+        return labelled
     ids = ", ".join(r.id for r in records[:12]) + (" …" if len(records) > 12 else "")
     if matches:
         raise ValueError(f"--rollout {wanted!r} matches {len(matches)} rollouts; give more of "

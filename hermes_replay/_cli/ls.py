@@ -1,7 +1,7 @@
 """``hermes-replay ls PATH`` — what a cassette (or a folder of them) holds.
 
 Per cassette: a header line (env, model, endpoint type, created, tokenizer), then one row per
-rollout: id, phase, turns, tool calls, reward.
+rollout: id, its label (the item's name, when it has one), phase, turns, tool calls, reward.
 """
 
 from __future__ import annotations
@@ -40,8 +40,12 @@ def header_line(cassette: Any) -> str:
 
 
 def rollout_rows(cassette: Any) -> list[list[Any]]:
+    """One row per rollout; a second column with each rollout's label (the item's name,
+    ``_cassette/labels.py``) when any rollout has one."""
+    from hermes_replay._cassette.labels import labels
     from hermes_replay._cassette.messages import count_tool_calls, count_turns
 
+    names = labels(cassette.outcomes)
     rows = []
     for record in cassette.rollouts.values():
         outcome = record.outcome or {}
@@ -59,6 +63,9 @@ def rollout_rows(cassette: Any) -> list[list[Any]]:
             else count_turns(record)
         rows.append([sanitize(record.id), sanitize(str(phase)), turns,
                      count_tool_calls(record), fmt_reward(outcome.get("reward"))])
+    if names:
+        for row, record in zip(rows, cassette.rollouts.values(), strict=True):
+            row.insert(1, sanitize(names.get(record.id, "-")))
     return rows
 
 
@@ -70,9 +77,11 @@ def render(cassette: Any, style: Style) -> str:
         lines.append("  command: " + sanitize(" ".join(cassette.header.command)))
     rows = rollout_rows(cassette)
     if rows:
+        named = len(rows[0]) == 6  # the label column (``rollout_rows``)
         lines.extend("  " + line for line in
-                     table(["rollout", "phase", "turns", "tool calls", "reward"], rows,
-                           align="llrrr", style=style).splitlines())
+                     table(["rollout", *(["item"] if named else []), "phase", "turns",
+                            "tool calls", "reward"], rows,
+                           align="lllrrr" if named else "llrrr", style=style).splitlines())
     rewards = [r.outcome.get("reward") for r in cassette.rollouts.values()
                if isinstance((r.outcome or {}).get("reward"), (int, float))]
     mean = sum(rewards) / len(rewards) if rewards else None

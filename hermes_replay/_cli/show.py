@@ -38,7 +38,9 @@ def register(sub: Any) -> None:
     )
     p.add_argument("path", metavar="PATH", type=Path,
                    help="a cassette file (.jsonl, .jsonl.zst) or a .shards folder")
-    p.add_argument("--rollout", metavar="ID", help="only this rollout (a unique prefix is enough)")
+    p.add_argument("--rollout", metavar="ID",
+                   help="only this rollout (a unique prefix is enough), or the rollouts of an "
+                   "item by its label")
     p.add_argument("--turn", metavar="N", type=int,
                    help="only turn N (counted from 1, as everywhere: the N-th request)")
     p.add_argument("--raw", action="store_true",
@@ -128,10 +130,13 @@ def _show(args: argparse.Namespace, cassette: Any, records: list[Any],
                                              interactions=cassette.scopeless, outcome={})]
     if not records:
         t.out.append("no rollouts recorded in this cassette")
+    from hermes_replay._cassette.labels import labels, named
+
+    names = labels(cassette.outcomes)
     for record in records:
         record = with_shared_traffic(cassette, record, t)
         t.out.append("")
-        t.out.append(style(sanitize(f"rollout {record.id}"), "bold")
+        t.out.append(style(sanitize(f"rollout {named(record.id, names.get(record.id))}"), "bold")
                      + f"  reward {fmt_reward((record.outcome or {}).get('reward'))}"
                      + f" · {len(record.interactions)} requests")
         tools = offered_tools(record)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hermes_replay._cassette.labels import named
 from hermes_replay._terminal.render import Style, fmt_reward, sanitize
 
 __all__ = ["RunSummary", "exit_code", "failed", "status", "summarize"]
@@ -35,6 +36,7 @@ class RunSummary:
     failed_attempts: int = 0  # record: requests that failed live and were not written
     mean_reward: float | None = None
     changed: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)  # rollout -> its item's name
     exit_code: int = 0
     error: str | None = None
     log: str | None = None  # where the env's own output went, if not to the terminal
@@ -104,7 +106,8 @@ class RunSummary:
         for rid, (old, new) in sorted(self.changed.items()):
             out.append(
                 "  " + style("reward changed", "yellow")
-                + f" {sanitize(rid)}: {fmt_reward(old)} -> {fmt_reward(new)}"
+                + f" {sanitize(named(rid, self.labels.get(rid)))}: {fmt_reward(old)} -> "
+                f"{fmt_reward(new)}"
             )
         if self.mode == "record" and self.failed_attempts and not self.error:
             out.append("  " + style("warning: ", "yellow") + f"{self.failed_attempts} requests "
@@ -236,6 +239,7 @@ def fill(summary: RunSummary, result: Any) -> None:
     summary.turns = sum(r.turns or 0 for r in result.rollouts)
     summary.mean_reward = sum(rewards) / len(rewards) if rewards else None
     summary.changed = result.changed_rewards()
+    summary.labels = {r.id: r.label for r in result.rollouts if r.label}
     summary.handled = list(result.handled)
     core = result.summary
     if core is None:

@@ -16,6 +16,7 @@ from contextlib import redirect_stderr
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hermes_replay._cassette.labels import named
 from hermes_replay._corpus.summary import RunSummary
 from hermes_replay._runner.options import RunOptions
 from hermes_replay._terminal.render import Style, fmt_reward, sanitize
@@ -96,7 +97,8 @@ def verdict_lines(name: str, replayed: Replayed, seconds: float, style: Style) -
         out = [f"{style('CHANGED', 'yellow')} {name}: {len(s.changed)} of {s.rollouts} "
                f"reward(s) moved {took}"]
         for rid, (old, new) in sorted(s.changed.items()):
-            out.append(f"    {sanitize(rid)}: {fmt_reward(old)} -> {fmt_reward(new)}")
+            out.append(f"    {sanitize(named(rid, s.labels.get(rid)))}: {fmt_reward(old)} -> "
+                       f"{fmt_reward(new)}")
         return out
     return [f"{style('ok', 'green')}      {name}: {s.rollouts} rollouts, {s.turns} turns, "
             f"mean reward {fmt_reward(s.mean_reward)} {took}"]

@@ -29,6 +29,7 @@ from typing import Any
 
 from hermes_replay._cassette import Cassette, Interaction
 from hermes_replay._cassette.files import read_head
+from hermes_replay._cassette.labels import labels
 from hermes_replay._cassette.load import load_cassette
 from hermes_replay._cassette.matching import (
     DEFAULT_IGNORE_PATHS,
@@ -85,6 +86,7 @@ class RunView:
     transcripts: dict[str, list[Interaction]] | None = None
     misses: list[str] = field(default_factory=list)
     tool_calls: dict[str, list[ToolCall]] | None = None
+    names: dict[str, str] = field(default_factory=dict)  # rollout -> its item's label
 
     @property
     def turn_count(self) -> int:
@@ -151,6 +153,10 @@ class DiffReport:
         return not (self.changes or self.only_a or self.only_b or self.divergences
                     or self.tool_divergences or self.metrics or self.a.misses or self.b.misses)
 
+    def name_of(self, rollout: str) -> str | None:
+        """The rollout's label (its item's name), B's before A's; None without one."""
+        return self.b.names.get(rollout) or self.a.names.get(rollout)
+
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` document (schema ``DIFF_SCHEMA``, documented in ``_cli/diff.py``)."""
 
@@ -165,7 +171,8 @@ class DiffReport:
             "b": side(self.b),
             "compared_rollouts": self.compared_rollouts,
             "rewards": [
-                {"rollout": c.rollout, "phase": c.phase, "a": c.reward_a, "b": c.reward_b,
+                {"rollout": c.rollout, "label": self.name_of(c.rollout), "phase": c.phase,
+                 "a": c.reward_a, "b": c.reward_b,
                  "delta": c.delta,
                  "fields": {k: {"a": x, "b": y} for k, (x, y) in c.fields.items()}}
                 for c in self.changes
@@ -224,7 +231,7 @@ def view_from_cassette(cassette: Cassette, label: str | None = None) -> RunView:
     return RunView(label=label or str(cassette.path), kind="cassette",
                    env_name=cassette.header.env_name, rollouts=rollouts,
                    metrics=_derived_metrics(rollouts), transcripts=transcripts,
-                   tool_calls=tool_calls)
+                   tool_calls=tool_calls, names=labels(cassette.outcomes))
 
 
 def _own_samples(cassette: Cassette, transcripts: dict[str, list[Interaction]]) -> None:
@@ -260,7 +267,8 @@ def view_from_result(result: RunResult, label: str = "<run result>") -> RunView:
         if number is not None:
             metrics[name] = number
     return RunView(label=label, kind="result", env_name=result.env_name, rollouts=rollouts,
-                   metrics=metrics, transcripts=None, misses=list(result.misses))
+                   metrics=metrics, transcripts=None, misses=list(result.misses),
+                   names={r.id: r.label for r in result.rollouts if r.label})
 
 
 def _is_result_file(path: Path) -> bool:

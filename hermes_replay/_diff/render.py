@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from hermes_replay._cassette.labels import named
 from hermes_replay._cassette.matching import field_report
 from hermes_replay._terminal.render import Style, fmt_reward, sanitize, table
 
@@ -75,6 +76,11 @@ def _diff_lines(diff: str, style: Style) -> list[str]:
     return out
 
 
+def _name(report: Any, rollout: str) -> str:
+    """``id (label)`` — the rollout's item named beside its id (``_cassette/labels.py``)."""
+    return sanitize(named(rollout, report.name_of(rollout)))
+
+
 def render_report(report: Any, style: Style, *, limit: int = DEFAULT_LIMIT,
                   verbose: bool = False) -> list[str]:
     """The terminal form of a ``DiffReport``: sides, rollouts, transcripts, metrics, verdict."""
@@ -86,7 +92,8 @@ def render_report(report: Any, style: Style, *, limit: int = DEFAULT_LIMIT,
         rows = []
         for c in report.changes:
             other = ", ".join(f"{k} {_plain(x)} → {_plain(y)}" for k, (x, y) in c.fields.items())
-            rows.append([c.rollout, c.phase, fmt_reward(c.reward_a), fmt_reward(c.reward_b),
+            rows.append([_name(report, c.rollout), c.phase, fmt_reward(c.reward_a),
+                         fmt_reward(c.reward_b),
                          _signed(c.delta, style) if c.reward_changed else "=", other])
         out.append(table(["rollout", "phase", "A", "B", "delta", "also changed"], rows,
                          align="llrrrl", style=style))
@@ -99,7 +106,7 @@ def render_report(report: Any, style: Style, *, limit: int = DEFAULT_LIMIT,
                           "bold", "yellow")]
         shown = report.divergences if limit <= 0 else report.divergences[:limit]
         for d in shown:
-            out.append(f"  {style(d.rollout, 'bold')} · turn {d.turn} · {d.field}")
+            out.append(f"  {style(_name(report, d.rollout), 'bold')} · turn {d.turn} · {d.field}")
             lines = (["--- A", "+++ B", *field_report(d.changes, verbose=verbose,
                                                       more_hint="-v shows all")]
                      if d.changes else d.diff.splitlines())
@@ -114,7 +121,8 @@ def render_report(report: Any, style: Style, *, limit: int = DEFAULT_LIMIT,
                           "rollout(s)", "bold", "yellow")]
         shown = report.tool_divergences if limit <= 0 else report.tool_divergences[:limit]
         for d in shown:
-            out.append(f"  {style(d.rollout, 'bold')} · after turn {d.turn} · {d.field}")
+            out.append(f"  {style(_name(report, d.rollout), 'bold')} · after turn {d.turn} · "
+                       f"{d.field}")
             out.extend("    " + line for line in _diff_lines(d.diff, style))
         if len(report.tool_divergences) > len(shown):
             out.append(f"  … {len(report.tool_divergences) - len(shown)} more (--limit 0 "

@@ -7,7 +7,7 @@ plain field, and the page only ever sets it as text, never as markup)::
      "sections": [{"title", "run", "baseline", "notes", "summary": {...},
                    "charts": {"rewards": FIG, "groups": FIG}, "metrics": [[name, a, b]],
                    "wandb": [[name, a, b]]}],
-     "rows": [{"key", "section", "id", "phase", "group", "reward", "before", "delta",
+     "rows": [{"key", "section", "id", "label", "phase", "group", "reward", "before", "delta",
                "turns", "calls", "errors", "finished", "misses", "drift", "status"}],
      "transcripts": {key: {"messages": [...], "misses": [...], "diverge": {...} | None,
                            "tools": [recorded tool calls],
@@ -146,7 +146,9 @@ def _section_rows(si: int, section: Section, state: dict[str, Any], strings: Str
         key = f"{si}:{rid}"
         tool_errors = shown.tool_errors if shown.tool_errors is not None else errors
         row = {
-            "key": key, "section": si, "id": rid, "phase": shown.phase,
+            "key": key, "section": si, "id": rid,
+            "label": (after.label if after else None) or (before.label if before else None),
+            "phase": shown.phase,
             "group": run.groups_of.get(rid) or (base.groups_of.get(rid) if base else None),
             "reward": reward, "before": previous,
             "delta": None if reward is None or previous is None else reward - previous,

@@ -116,13 +116,16 @@ def shared_interactions(rec: RolloutRecord, group: RolloutRecord) -> list[Any]:
 
 
 def run_from_cassette(cassette: Cassette, label: str | None = None) -> Run:
+    from hermes_replay._cassette.labels import labels
+
     h = cassette.header
     rollouts, groups = {}, {}
+    names = labels(cassette.outcomes)
     for rid, rec in cassette.rollouts.items():
         outcome = rec.outcome or {}
         if is_group_record(outcome):  # a plain env's group: its rollouts are the rows
             continue
-        rollouts[rid] = RolloutOutcome.from_outcome(rid, outcome)
+        rollouts[rid] = RolloutOutcome.from_outcome(rid, outcome, names.get(rid))
         groups[rid] = _group_of(rid, outcome)
     env = h.env_name or (Path(h.env_file).stem if h.env_file else None)
     return Run(label=label or str(cassette.path), kind="cassette", env=env,

@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import functools
 import os
 from collections.abc import Callable
@@ -43,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_replay import _active
+from hermes_replay._cassette.labels import rollout_label
 from hermes_replay._errors import HermesReplayError
 from hermes_replay._runner.plain_items import item_hash
 from hermes_replay._runner.plain_resolve import GroupResolver, Resolution, with_worker
@@ -123,6 +125,7 @@ class GroupIdentity:
     def __init__(self, env: Any, max_empty: int | None = None,
                  note: Callable[[str], None] | None = None) -> None:
         self.env_name = type(env).__name__
+        self._env = env  # for its rollout_label hook
         self.resolver = GroupResolver(note)
         self._custom_postprocess = _overrides(env, "postprocess_histories")
         self.max_empty = max_empty if max_empty is not None else _max_empty_from_env()
@@ -172,7 +175,8 @@ class GroupIdentity:
         return item
 
     def _open_group(self, item: Any) -> _Group:
-        group = _Group(self.resolver.open(item))
+        label = rollout_label(item, self._env)
+        group = _Group(dataclasses.replace(self.resolver.open(item), label=label))
         _note_misses(with_worker(group.base), group.resolved.note)
         return group
 

@@ -72,10 +72,12 @@ class Resolution:
     draw: int | None
     item: str | None
     note: str | None = None
+    label: str | None = None  # the item's readable name (``_cassette/labels.py``)
 
     def outcome(self) -> dict[str, Any]:
         """What the group's cassette record keeps about its item."""
-        return {"draw": self.draw, **({"item": self.item} if self.item is not None else {})}
+        return {"draw": self.draw, **({"item": self.item} if self.item is not None else {}),
+                **({"label": self.label} if self.label is not None else {})}
 
 
 class GroupResolver:

@@ -25,10 +25,16 @@ class RolloutOutcome:
     turns: int | None = None
     finished: bool | None = None
     tool_errors: int | None = None
+    #: the item's readable name (``_cassette/labels.py``): shown beside the id, never identity
+    label: str | None = field(default=None, compare=False)
 
     @classmethod
-    def from_outcome(cls, rollout_id: str, outcome: dict[str, Any]) -> RolloutOutcome:
-        """From an outcome record; tolerant of missing or mistyped fields (cassettes are input)."""
+    def from_outcome(cls, rollout_id: str, outcome: dict[str, Any],
+                     label: str | None = None) -> RolloutOutcome:
+        """From an outcome record; tolerant of missing or mistyped fields (cassettes are input).
+        ``label``: the rollout's name when its group gave it (else its own ``label``)."""
+        from hermes_replay._cassette.labels import labels
+
         default_phase = "eval" if rollout_id.startswith("eval") else "train"
         return cls(
             id=rollout_id,
@@ -37,6 +43,7 @@ class RolloutOutcome:
             turns=_count(outcome.get("turns_used")),
             finished=outcome.get("finished_naturally"),
             tool_errors=_count(outcome.get("tool_errors")),
+            label=label or labels({rollout_id: outcome}).get(rollout_id),
         )
 
 

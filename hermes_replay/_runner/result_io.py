@@ -53,7 +53,8 @@ def run_result_to_json(result: RunResult) -> dict[str, Any]:
         "exit_code": result.exit_code,
         "rollouts": [
             {"id": r.id, "phase": r.phase, "reward": r.reward, "turns": r.turns,
-             "finished": r.finished, "tool_errors": r.tool_errors}
+             "finished": r.finished, "tool_errors": r.tool_errors,
+             **({"label": r.label} if r.label else {})}
             for r in sorted(result.rollouts, key=lambda r: r.id)
         ],
         "eval_metrics": dict(result.eval_metrics),
@@ -75,7 +76,8 @@ def run_result_from_json(data: dict[str, Any]) -> RunResult:
     rollouts = [
         RolloutOutcome(id=str(r["id"]), phase=str(r.get("phase") or "train"),
                        reward=r.get("reward"), turns=r.get("turns"),
-                       finished=r.get("finished"), tool_errors=r.get("tool_errors"))
+                       finished=r.get("finished"), tool_errors=r.get("tool_errors"),
+                       label=r.get("label") if isinstance(r.get("label"), str) else None)
         for r in data.get("rollouts") or []
     ]
     cassette = data.get("cassette")

@@ -344,13 +344,17 @@ def _check_recording(code: int, session: Any, path: Path, *, empty_ok: bool = Fa
 def _result(argv: Sequence[str], code: int, error: HermesReplayError | None, session: Any,
             collector: Any, captured: Any, cassette: Path | None,
             env_name: str | None) -> RunResult:
+    from hermes_replay._cassette.labels import labels
+
     summary = session.summary() if session is not None else None
+    names = labels({**collector.groups, **collector.outcomes})
     return RunResult(
         command=list(argv),
         exit_code=code,
         env_name=env_name or collector.annotations.get("env_name"),
         cassette=cassette,
-        rollouts=[RolloutOutcome.from_outcome(rid, o) for rid, o in collector.outcomes.items()],
+        rollouts=[RolloutOutcome.from_outcome(rid, o, names.get(rid))
+                  for rid, o in collector.outcomes.items()],
         groups=read_groups(argv),
         eval_metrics=read_eval_metrics(argv),
         wandb=captured.latest() if captured is not None else {},

@@ -91,18 +91,19 @@ def test_changed_reward_shows_as_a_diff_naming_the_rollout(project: pytest.Pytes
     out = changed.outlines
     start = next(i for i, line in enumerate(out)
                  if re.match(r"^-+ hermes-replay reward snapshot -+$", line))
-    section = [line for line in out[start + 1:] if re.match(r"^\s+train-\S+\s+\d\.\d{4} → ",
-                                                             line)]
-    new_rewards = {line.split()[0]: line.split()[3] for line in section}
+    # `rollout (item)  old → new  Δ`: the item's label beside the id (``_cassette/labels``)
+    rows = [re.match(r"^\s+(train-\S+) \(\S+\)\s+(\d\.\d{4}) → (\d\.\d{4})\s+(\S+)", line)
+            for line in out[start + 1:]]
+    found = {row.group(1): row.groups()[1:] for row in rows if row}
+    new_rewards = {rid: new for rid, (_, new, _) in found.items()}
     after = next(project.path.rglob("*.rollouts.txt")).read_text()  # (not rewritten)
     assert after == snap
     assert len(new_rewards) >= 6, out[-40:]  # more than pytest's 8-line explanation holds
     assert "more: every change is in the 'hermes-replay reward snapshot' section below" in \
         "\n".join(out)
-    for rid, reward in new_rewards.items():
-        line = next(x for x in section if x.split()[0] == rid)
-        assert line.split()[1] == old_rewards[rid]
-        assert line.split()[4] == f"{float(reward) - float(old_rewards[rid]):+.4f}"
+    for rid, (before, reward, delta) in found.items():
+        assert before == old_rewards[rid]
+        assert delta == f"{float(reward) - float(old_rewards[rid]):+.4f}"
     assert out[start + 1].startswith(f"{len(new_rewards)} of {len(old_rewards)} rollout(s) "
                                      "changed (snapshot → this run)")
 

@@ -27,7 +27,8 @@ ENV = Path("environments/calc_tool_env.py")
 STATE = Path("environments/calc_state.py")
 REWARD = "reward = 0.5 + 0.5 * called - 0.1 * len(result.tool_errors)"
 DEADLINE = 180.0  # seconds a step may take on a loaded 2-core machine before the test gives up
-_CHANGE = re.compile(r"^    (\S+): (-?\d+\.\d+) -> (-?\d+\.\d+)$")
+# `rollout (item): old -> new` — the item's label beside the id (``_cassette/labels``)
+_CHANGE = re.compile(r"^    (\S+)(?: \([^)]*\))?: (-?\d+\.\d+) -> (-?\d+\.\d+)$")
 
 
 class _Watch:

@@ -129,7 +129,10 @@
   const columns = [];
   if (S.sections.length > 1) columns.push({ key: "section", label: "env · mode", value: (r) => S.sections[r.section].title });
   columns.push(
-    { key: "id", label: "rollout" },
+    { key: "id", label: "rollout" });
+  // the item's name beside the id, when the env's items have one (ids stay the identity)
+  if (S.rows.some((r) => r.label)) columns.push({ key: "label", label: "item" });
+  columns.push(
     { key: "phase", label: "phase" },
     { key: "group", label: "group" },
     { key: "reward", label: "reward", num: true, show: fmt });
@@ -168,7 +171,7 @@
 
   function renderTableBody() {
     let rows = S.rows;
-    if (view.filter) rows = rows.filter((r) => (r.id + " " + (r.group || "") + " " + r.status + " " + S.sections[r.section].title).toLowerCase().includes(view.filter));
+    if (view.filter) rows = rows.filter((r) => (r.id + " " + (r.label || "") + " " + (r.group || "") + " " + r.status + " " + S.sections[r.section].title).toLowerCase().includes(view.filter));
     if (view.onlyChanged) rows = rows.filter((r) => r.status && r.status !== "same");
     if (view.sort) {
       const col = columns.find((c) => c.key === view.sort);
@@ -258,7 +261,7 @@
     const facts = ["reward " + fmt(row.reward)];
     if (S.compared) facts.push("before " + fmt(row.before), "Δ " + (fmtDelta(row.delta) || "–"));
     facts.push("turns " + (row.turns ?? "–"), "tool calls " + row.calls, "tool errors " + (row.errors ?? "–"), "finished " + yesNo(row.finished));
-    const out = [el("h2", { id: "transcript-title", text: "rollout " + row.id }),
+    const out = [el("h2", { id: "transcript-title", text: "rollout " + row.id + (row.label ? " (" + row.label + ")" : "") }),
       el("p", { class: "meta", text: S.sections[row.section].title + (row.group ? " · group " + row.group : "") + " · " + row.phase }),
       el("p", { class: "facts", text: facts.join(" · ") })];
     for (const miss of data.misses) {

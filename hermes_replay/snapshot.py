@@ -17,7 +17,6 @@ back), is refused: its table would be empty or partial, and accepting it with
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -26,72 +25,16 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from hermes_replay._cassette.labels import named
 from hermes_replay._errors import HermesReplayError
 from hermes_replay._runner.result import RunResult
+from hermes_replay._runner.snapshot_text import (
+    FORMAT_LINE,
+    render_run,
+    snapshot_labels,
+    snapshot_table,
+    without_labels,
+)
 
 __all__ = ["RolloutSnapshotExtension", "failed_reward_snapshots", "render_run",
            "reward_changes"]
-
-FORMAT_LINE = "# hermes-replay rollout snapshot v1"
-# Metrics that measure wall time or throughput change every run; never snapshot them.
-VOLATILE_METRIC = re.compile(r"(time|duration|perf|seconds|per_sec|throughput|timestamp)", re.I)
-
-
-def _num(value: Any, digits: int = 4) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    if isinstance(value, dict) and value.get("_type") == "table":
-        return f"table[{', '.join(value.get('columns', []))}] × {value.get('rows')} rows"
-    return str(value)
-
-
-def _metric_lines(metrics: dict[str, Any]) -> list[str]:
-    keys = sorted(k for k in metrics if not VOLATILE_METRIC.search(k))
-    width = max((len(k) for k in keys), default=0)
-    return [f"  {k.ljust(width)}  {_num(metrics[k])}" for k in keys]
-
-
-LABEL_MARK = "  # "  # a row's label follows it (ids, numbers and yes/no never hold it)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _split_label(line: str) -> tuple[str, str | None]:
-    """A snapshot row and its label (None when it has none)."""
-    row, mark, label = line.partition(LABEL_MARK)
-    return (row, label.strip() or None) if mark else (line, None)
-
-
-def without_labels(text: str) -> str:
-    """``text`` with every row's label cut: what a snapshot comparison looks at, so a
-    snapshot accepted before labels existed (or one whose item was renamed) still matches."""
-    return "\n".join(_split_label(line)[0] if line.startswith("  ") else line
-                     for line in text.split("\n"))
-
-
-def render_run(result: RunResult) -> str:
-    """The snapshot text of a run (also handy for printing)."""
-    lines = [FORMAT_LINE, f"env: {result.env_name or '-'}", ""]
-    lines.append("rollouts: id · reward · turns · finished · tool errors")
-    ordered = sorted(result.rollouts, key=lambda r: r.id)
-    width = max((len(r.id) for r in ordered), default=0)
-    for r in ordered:
-        line = (f"  {r.id.ljust(width)}  {_num(r.reward)}  {_num(r.turns)}  "
-                f"{_num(r.finished)}  {_num(r.tool_errors)}")
-        # the item's name, for a reader; never compared (``RolloutSnapshotExtension.matches``)
-        lines.append(line + (f"{LABEL_MARK}{_one_line(r.label)}" if r.label else ""))
-    if result.eval_metrics:
-        lines += ["", "eval metrics:", *_metric_lines(result.eval_metrics)]
-    if result.wandb:
-        lines += ["", "wandb metrics (last value):", *_metric_lines(result.wandb)]
-    return "\n".join(lines) + "\n"
-
 
 def _refuse_a_run_that_proves_nothing(result: RunResult) -> None:
     where = f"{result.cassette}: " if result.cassette else ""
@@ -176,35 +119,6 @@ _FIRST_RUN = ("no snapshot yet: this is the test's first run. Run `pytest --snap
               "compares its rewards with it")
 
 
-def _table(text: str) -> tuple[dict[str, list[str]], dict[str, str]]:
-    """A snapshot's rollouts (id -> [reward, turns, finished, tool errors]) and metrics."""
-    rollouts: dict[str, list[str]] = {}
-    metrics: dict[str, str] = {}
-    section = ""
-    for line in text.splitlines():
-        if not line.startswith("  "):
-            section = line.split(":", 1)[0]
-            continue
-        cols = _split_label(line)[0].split()
-        if section == "rollouts" and cols:
-            rollouts[cols[0]] = cols[1:]
-        elif section.endswith("metrics") or section.startswith("wandb metrics"):
-            if len(cols) >= 2:
-                metrics[f"{section.split()[0]}/{cols[0]}"] = " ".join(cols[1:])
-    return rollouts, metrics
-
-
-def _labels(*texts: str) -> dict[str, str]:
-    """Rollout id -> label, from snapshot texts (the later text's label wins)."""
-    out: dict[str, str] = {}
-    for text in texts:
-        for line in text.splitlines():
-            row, label = _split_label(line)
-            if line.startswith("  ") and label and row.split():
-                out[row.split()[0]] = label
-    return out
-
-
 def _delta(old: str, new: str) -> str:
     try:
         return f"{float(new) - float(old):+.4f}"
@@ -221,9 +135,9 @@ def reward_changes(snapshot: str, current: str,
     to write it."""
     if not snapshot.strip():
         return [_FIRST_RUN]
-    old, old_metrics = _table(snapshot)
-    new, new_metrics = _table(current)
-    labelled = _labels(snapshot, current)
+    old, old_metrics = snapshot_table(snapshot)
+    new, new_metrics = snapshot_table(current)
+    labelled = snapshot_labels(snapshot, current)
     names = ("reward", "turns", "finished", "tool errors")
     rows: list[list[str]] = []
     for rid in sorted(set(old) | set(new)):
@@ -273,7 +187,7 @@ def failed_reward_snapshots(snapshot: Any) -> list[list[str]]:
         cassette = _CASSETTES.get(data)
         replies = {}
         if cassette is not None and old.strip():
-            before, after = _table(old)[0], _table(data)[0]
+            before, after = snapshot_table(old)[0], snapshot_table(data)[0]
             replies = own_replies(cassette, sorted(
                 rid for rid in set(before) | set(after) if before.get(rid) != after.get(rid)))
         out.append(reward_changes(old, data, replies))

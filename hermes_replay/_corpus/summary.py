@@ -37,6 +37,11 @@ class RunSummary:
     mean_reward: float | None = None
     changed: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)  # rollout -> its item's name
+    #: what ``changed`` compares with when not the recording: "snapshot PATH" (``baseline``)
+    baseline: str | None = None
+    baseline_file: str | None = None  # the snapshot file, absolute (what watch's accept writes)
+    baseline_note: str | None = None  # why the recording, though snapshots exist
+    accepted: int = 0  # rollouts whose reward differs from the recording, accepted in it
     exit_code: int = 0
     error: str | None = None
     log: str | None = None  # where the env's own output went, if not to the terminal
@@ -54,6 +59,17 @@ class RunSummary:
     rescored_cassette: str | None = None  # --llm live=…: the new cassette it wrote
     #: --rescore K: rollout -> {"recorded", "rewards" (K), "mean", "stdev", "min", "max"}
     rescore: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def _baseline_lines(self, style: Style) -> list[str]:
+        """Which rewards ``changed`` is against, when not plainly the recording."""
+        if self.baseline:
+            accepted = (f"; {self.accepted} reward(s) differ from the recording, accepted there"
+                        if self.accepted else "")
+            return ["  " + style(f"rewards compared with the accepted {sanitize(self.baseline)}"
+                                 f"{accepted}", "dim")]
+        if self.baseline_note:
+            return ["  " + style(sanitize(self.baseline_note), "yellow")]
+        return []
 
     def lines(self, style: Style) -> list[str]:
         what = {"record": "recorded", "replay": "replayed", "passthrough": "ran live",
@@ -103,6 +119,7 @@ class RunSummary:
             if len(self.tool_drift) > 5:
                 out.append(f"    … and {len(self.tool_drift) - 5} more")
         out.extend(self._live_lines(style))
+        out.extend(self._baseline_lines(style))
         for rid, (old, new) in sorted(self.changed.items()):
             out.append(
                 "  " + style("reward changed", "yellow")
@@ -239,6 +256,8 @@ def fill(summary: RunSummary, result: Any) -> None:
     summary.turns = sum(r.turns or 0 for r in result.rollouts)
     summary.mean_reward = sum(rewards) / len(rewards) if rewards else None
     summary.changed = result.changed_rewards()
+    if summary.mode == "replay" and result.cassette is not None:
+        _against_baseline(summary, result)
     summary.labels = {r.id: r.label for r in result.rollouts if r.label}
     summary.handled = list(result.handled)
     core = result.summary
@@ -258,3 +277,23 @@ def fill(summary: RunSummary, result: Any) -> None:
     summary.tools_replayed = core.tools_replayed
     summary.tools_executed = core.tools_executed
     summary.tool_drift = [d.describe() for d in core.tool_drift]
+
+
+def _against_baseline(summary: RunSummary, result: Any) -> None:
+    """``changed`` against the accepted baseline: the project's reward snapshot of this
+    cassette where one exists, else the recording (``_corpus/baseline.py``)."""
+    from hermes_replay._corpus.baseline import changes, find_baseline
+    from hermes_replay._runner.plan import project_root
+
+    cassette = Path(result.cassette).resolve()
+    root = project_root(cassette.parent)  # else the working folder, when it holds the cassette
+    if root is None and cassette.is_relative_to(Path.cwd().resolve()):
+        root = Path.cwd().resolve()
+    found = find_baseline(root, result.env_name, result.recorded_rewards)
+    summary.baseline_note = found.note
+    if not found.is_snapshot:
+        return
+    summary.baseline = found.source
+    summary.baseline_file = str(found.path)
+    summary.changed = changes(found, result.rewards)
+    summary.accepted = len(set(result.changed_rewards()) - set(summary.changed))

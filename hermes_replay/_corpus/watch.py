@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_replay._corpus.summary import status
+from hermes_replay._corpus.watch_accept import ACCEPT_KEY, Acceptance, KeyReader
 from hermes_replay._runner.options import RunOptions
 from hermes_replay._terminal.render import Style
 
@@ -32,9 +33,17 @@ class Watcher:
         self.poll, self.style = poll, style
         self._say = say or (lambda text: print(text, flush=True))
         self.warm = WarmProcess(STACK, user_roots=[plan.root])
+        self.acceptance = Acceptance()
+        self.keys = KeyReader()
 
     def close(self) -> None:
+        self.keys.close()
         self.warm.close()
+
+    def accept(self) -> None:
+        """The accept key: the moved rewards of the last verdicts become the baseline."""
+        for line in self.acceptance.accept(self.plan.name):
+            self.say(self.style(line, "bold"))
 
     def say(self, text: str = "") -> None:
         self._say(text)
@@ -47,7 +56,9 @@ class Watcher:
         started = time.perf_counter()
         self.warm.wait_ready()
         self.say(self.style(f"environment stack imported once in "
-                            f"{time.perf_counter() - started:.1f} s; Ctrl-C stops", "dim"))
+                            f"{time.perf_counter() - started:.1f} s; `{ACCEPT_KEY}` accepts the "
+                            "rewards that moved, Ctrl-C stops", "dim"))
+        self.keys.start()
         first = True
         while True:  # a new folder (say a new cassette's) restarts the watch to include it
             if not self._watch_until_new_folder(first):
@@ -72,6 +83,8 @@ class Watcher:
                     raise KeyboardInterrupt
                 if raw == "stop":
                     return False
+                if self.keys.pressed(ACCEPT_KEY):
+                    self.accept()
                 if raw == "timeout":
                     continue
                 seen = time.perf_counter()
@@ -125,6 +138,7 @@ class Watcher:
                     lines, word = died_lines(name, done.error, self.style), "error"
                 else:
                     self.plan.ran(done.key, done.value.imported)
+                    self.acceptance.seen(done.key, done.value)
                     lines = verdict_lines(name, done.value, done.seconds, self.style)
                     word = _WORDS[status(done.value.summary)]
                 tally[word] = tally.get(word, 0) + 1

@@ -19,6 +19,7 @@ from pathlib import Path
 from hermes_replay._cassette.labels import named
 from hermes_replay._corpus.summary import RunSummary
 from hermes_replay._runner.options import RunOptions
+from hermes_replay._runner.snapshot_text import render_run
 from hermes_replay._terminal.render import Style, fmt_reward, sanitize
 
 __all__ = ["STACK", "Replayed", "replay_in_child", "verdict_lines"]
@@ -57,6 +58,8 @@ class Replayed:
     mode: str
     printed: str = ""
     imported: list[str] = field(default_factory=list)
+    rewards: dict[str, float | None] = field(default_factory=dict)  # this run's, per rollout
+    snapshot: str | None = None  # this run as a reward snapshot (what accepting writes)
 
 
 def replay_in_child(cassette: str, out_dir: str, cwd: str, environ: dict[str, str],
@@ -75,8 +78,11 @@ def replay_in_child(cassette: str, out_dir: str, cwd: str, environ: dict[str, st
         result = replay_job(Job(0, Path(cassette), out, options))
     printed = "".join(line for line in (err.getvalue() + result.message + "\n")
                       .splitlines(keepends=True) if not line.startswith(_PROGRESS_PREFIX))
+    run = result.run if result.run is not None and result.run.error is None else None
     return Replayed(result.summary, result.mode, printed.rstrip("\n") + "\n" if printed.strip()
-                    else "", user_module_files([Path(r) for r in roots]))
+                    else "", user_module_files([Path(r) for r in roots]),
+                    rewards=dict(run.rewards) if run is not None else {},
+                    snapshot=render_run(run) if run is not None and run.rollouts else None)
 
 
 def verdict_lines(name: str, replayed: Replayed, seconds: float, style: Style) -> list[str]:
@@ -93,15 +99,17 @@ def verdict_lines(name: str, replayed: Replayed, seconds: float, style: Style) -
         why = s.error or f"the environment exited with code {s.exit_code}"
         head = [f"{style('ERROR', 'red')}   {name}: {sanitize(why.splitlines()[0])} {took}"]
         return head + _indented(replayed.printed)
+    against = f"the accepted {s.baseline}" if s.baseline else "the recording"
     if s.changed:
         out = [f"{style('CHANGED', 'yellow')} {name}: {len(s.changed)} of {s.rollouts} "
-               f"reward(s) moved {took}"]
+               f"reward(s) moved from {sanitize(against)} {took}"]
         for rid, (old, new) in sorted(s.changed.items()):
             out.append(f"    {sanitize(named(rid, s.labels.get(rid)))}: {fmt_reward(old)} -> "
                        f"{fmt_reward(new)}")
         return out
+    same = f", as in {sanitize(against)}" if s.baseline else ""
     return [f"{style('ok', 'green')}      {name}: {s.rollouts} rollouts, {s.turns} turns, "
-            f"mean reward {fmt_reward(s.mean_reward)} {took}"]
+            f"mean reward {fmt_reward(s.mean_reward)}{same} {took}"]
 
 
 def _indented(text: str, limit: int = 60) -> list[str]:

@@ -34,12 +34,13 @@ _CHANGE = re.compile(r"^    (\S+)(?: \([^)]*\))?: (-?\d+\.\d+) -> (-?\d+\.\d+)$"
 class _Watch:
     """The watch subprocess and its output, line by line."""
 
-    def __init__(self, root: Path, *args: str) -> None:
+    def __init__(self, root: Path, *args: str, keys: bool = False) -> None:
         env = {**os.environ, "NO_COLOR": "1"}
         with ctrl_c_reaches_children():  # stopped with Ctrl-C
             self.proc = subprocess.Popen(
                 [str(Path(sys.executable).with_name("hermes-replay")), "watch", *args],
-                cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                stdin=subprocess.PIPE if keys else subprocess.DEVNULL)
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.seen: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -159,3 +160,29 @@ def test_watch_answers_each_save_with_its_verdict(calc_project: Path) -> None:
     assert warm, "the watch started no warm process"
     for pid in warm:
         assert not Path(f"/proc/{pid}").exists(), f"warm process {pid} outlived the watch"
+
+
+def test_the_accept_key_makes_the_current_rewards_the_baseline(calc_project: Path) -> None:
+    """A moved reward shows once: after `a`, the next save compares with what was accepted."""
+    (calc_project / "pyproject.toml").write_text("[project]\nname = 'calc'\n")
+    watch = _Watch(calc_project, "cassettes", keys=True)
+    try:
+        watch.until(WAITING)
+        _save(calc_project / ENV, REWARD, REWARD.replace("0.5 + 0.5", "0.25 + 0.5"))
+        lines = watch.until(WAITING)
+        assert any(line.startswith("CHANGED ") and "moved from the recording" in line
+                   for line in lines), lines
+        assert watch.proc.stdin is not None
+        watch.proc.stdin.write("a")
+        watch.proc.stdin.flush()
+        lines = watch.until(r"^accepted ")
+        assert "calc_tool_env/process.jsonl: 4 reward(s) for the rest of this watch" in lines[-1]
+        # a save that changes no reward: ok against the accepted rewards, nothing shown as moved
+        accepted = REWARD.replace("0.5 + 0.5", "0.25 + 0.5")
+        _save(calc_project / ENV, accepted, accepted + "  # same reward")
+        lines = watch.until(WAITING)
+        assert any(line.startswith("ok ") and "as in the accepted rewards of this watch" in line
+                   for line in lines), lines
+        assert _changes(lines) == {}
+    finally:
+        assert watch.stop() == 0

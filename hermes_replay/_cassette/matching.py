@@ -376,7 +376,16 @@ def _group(lines: Sequence[str]) -> dict[str, list[str]]:
 def field_changes(old: Sequence[str], new: Sequence[str]) -> list[FieldChange]:
     """Every field whose rendered lines differ, in rendering order (keys sorted, list items
     by index). Each one's diff is its own: a changed date in the system prompt never hides a
-    changed question further down."""
+    changed question further down. Message lists of different lengths are aligned first
+    (``sequence_diff``): an inserted message is one change, with its text."""
+    from hermes_replay._cassette.sequence_diff import sequence_changes
+
+    aligned = sequence_changes(old, new, _positional_changes,
+                               lambda name, lines: FieldChange(name, tuple(_clipped(list(lines)))))
+    return aligned if aligned is not None else _positional_changes(old, new)
+
+
+def _positional_changes(old: Sequence[str], new: Sequence[str]) -> list[FieldChange]:
     a, b = _group(old), _group(new)
     # both sides' fields in one order (rendering sorts keys; list indices compare as numbers)
     order = sorted(dict.fromkeys([*a, *b]), key=_field_key)
@@ -417,9 +426,12 @@ def field_report(changes: Sequence[FieldChange], *, verbose: bool = False,
     the rest counted by name (``verbose``: every one)."""
     if not changes:
         return []
+    from hermes_replay._cassette.sequence_diff import sequence_summary
+
     names = [c.field for c in changes]
     listed = ", ".join(names[:8]) + (" …" if len(names) > 8 else "")
-    out = [f"{len(changes)} field(s) differ: {listed}"]
+    summary = sequence_summary(names)
+    out = ([summary] if summary else []) + [f"{len(changes)} field(s) differ: {listed}"]
     show = list(changes) if verbose else list(changes[:shown])
     for change in show:
         lines = list(change.lines)

@@ -75,11 +75,42 @@ def cli_miss_hint(cassette: Path | None, misses: list[Any] | None = None,
     lines.append("  if the change is intended, re-record only what is missing (the old "
                  f"cassette stays until it succeeds):\n    {record}")
     if not fixes:
-        lines.append("  if a field is volatile, keep a normalizer with the cassette (built-ins: "
-                     "datetime, uuid, tmp-path, epoch, hex-id, or REGEX=REPLACEMENT), or "
-                     f"ignore the field while replaying:\n    hermes-replay normalize {target} "
-                     "--add datetime\n    hermes-replay replay … --ignore-path body.metadata")
+        lines += _volatile_hints(misses or [], target)
     return "\n".join(lines)
+
+
+# where a model reads the conversation: a change there is content, never a field to ignore
+_CONTENT = ("body.messages", "body.prompt", "body.input", "body.tools", "body.input_ids",
+            "body.text")
+
+
+def _volatile_hints(misses: list[Any], target: str) -> list[str]:
+    """A normalizer for the volatile-looking values the diffs changed (a date, a uuid, a temp
+    path …), and ``--ignore-path`` for differing fields outside the conversation — each only
+    when the diffs hold such a value or field: a changed system prompt gets neither."""
+    import re
+
+    from hermes_replay._cassette.matching import _field_of
+    from hermes_replay._cassette.normalizers import BUILTINS
+
+    changed = [line[1:] for m in misses for line in (getattr(m, "diff", "") or "").splitlines()
+               if line[:1] in "-+" and not line.startswith(("---", "+++"))]
+    names = [name for name, builtin in BUILTINS.items()
+             if any(re.search(pattern, line) for pattern, _ in builtin.rewrites
+                    for line in changed)]
+    fields = list(dict.fromkeys(
+        field for line in changed if (field := _field_of(line)).startswith("body.")
+        and not field.startswith(_CONTENT)))
+    out: list[str] = []
+    if names:
+        adds = " ".join(f"--add {n}" for n in names)
+        out.append(f"  if the {' / '.join(names)} values that differ are volatile, keep a "
+                   f"normalizer with the cassette:\n    hermes-replay normalize {target} {adds}")
+    if fields:
+        shown = " ".join(f"--ignore-path {f}" for f in fields[:3])
+        out.append(f"  if {', '.join(fields[:3])} is volatile, ignore it while replaying:\n"
+                   f"    hermes-replay replay … {shown}")
+    return out
 
 
 def miss_report(error: Any, *, verbose: bool, hint: str) -> str:

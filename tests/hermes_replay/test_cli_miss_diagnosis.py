@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from _calc_project import CASSETTE_REL, ENV_REL, PROCESS_ARGS
@@ -48,7 +49,11 @@ def test_misses_show_their_diffs_by_default_and_counts_agree(
             f"--endpoint {header['base_url']} --model {header['model']} --server-type "
             f"{header['endpoint_type']} -- process …") in err
     assert "--endpoint URL" not in err
-    assert "--ignore-path body.metadata" in err and "mode=" not in err
+    assert "mode=" not in err
+    # hints only for what the diff holds: a date differs (normalize it if volatile); the only
+    # differing field is the conversation, never a field to ignore
+    assert f"hermes-replay normalize {CASSETTE_REL} --add datetime" in err
+    assert "--ignore-path" not in err
     # one count: the summary, the table and result.json say what the error said
     assert "4 misses" in captured.out
     result = json.loads((calc_project / "out" / "process" / "result.json").read_text())
@@ -151,3 +156,23 @@ def test_tool_call_misses_count_once_in_progress_summary_error_and_result(
     assert len(saved["misses"]) == len(error.misses)
     assert {(e.rollout, e.seq) for e in missed} == {(m.rollout, m.seq) for m in error.misses}
     assert issubclass(ToolCallMiss, BaseException)
+
+
+def _miss(diff: str) -> SimpleNamespace:
+    return SimpleNamespace(diff=diff, normalizer=None)
+
+
+def test_a_hint_is_given_only_when_the_diff_holds_its_kind_of_value() -> None:
+    from hermes_replay._corpus.misses import cli_miss_hint
+
+    prompt = _miss('-body.messages[0].content: "Answer in English."\n'
+                   '+body.messages[0].content: "Answer in French."')
+    hint = cli_miss_hint(None, [prompt])
+    assert "--missing-only" in hint  # the re-record step is always there
+    assert "normalize" not in hint and "--ignore-path" not in hint
+    volatile = _miss('-body.metadata.request_id: "a1b2c3d4-0000-4000-8000-00000000beef"\n'
+                     '+body.metadata.request_id: "f1b2c3d4-0000-4000-8000-00000000beef"')
+    hint = cli_miss_hint(None, [volatile])
+    assert "hermes-replay normalize CASSETTE --add uuid" in hint
+    assert "--ignore-path body.metadata.request_id" in hint
+    assert "datetime" not in hint

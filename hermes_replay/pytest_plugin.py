@@ -202,13 +202,35 @@ def _reward_explanation(left: Any, right: Any) -> list[str] | None:
     for side in (right, left):
         found = failed_reward_snapshots(side) if hasattr(side, "_execution_results") else []
         if found:
-            lines = found[-1]
-            head = ["the run differs from its stored snapshot:", *lines[:_SHOWN_CHANGES + 1]]
-            if len(lines) > _SHOWN_CHANGES + 1:
-                head.append(f"… {len(lines) - _SHOWN_CHANGES - 1} more: every change is in the "
-                            "'hermes-replay reward snapshot' section below")
-            return head
+            return ["the run differs from its stored snapshot:", *shown_changes(found[-1])]
     return None
+
+
+_REPLY = "      its reply:"  # the line under a changed row (``reward_changes``)
+
+
+def shown_changes(lines: list[str]) -> list[str]:
+    """The head and the first changes of ``reward_changes`` that fit pytest's explanation
+    (each row with its reply line, never cut apart), then how many more changes — rows, not
+    lines — the plugin's own section holds."""
+    changes: list[list[str]] = []
+    for line in lines[1:]:
+        if line.startswith(_REPLY) and changes:
+            changes[-1].append(line)
+        else:
+            changes.append([line])
+    out: list[str] = []
+    shown = 0
+    for change in changes:
+        if len(out) + len(change) > _SHOWN_CHANGES:
+            break
+        out += change
+        shown += 1
+    more = len(changes) - shown
+    if more:
+        out.append(f"… {more} more change(s): every change is in the 'hermes-replay reward "
+                   "snapshot' section below")
+    return lines[:1] + out
 
 
 def _announce_rollout_snapshots(item: pytest.Item) -> None:

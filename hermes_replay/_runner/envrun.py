@@ -124,12 +124,14 @@ def _fresh_package(top: str, root: Path) -> Iterator[None]:
 
 
 def run_env_file(env_file: Path, argv: Sequence[str],
-                 module: tuple[str, Path] | None = None) -> int:
+                 module: tuple[str, Path] | None = None, rerun: str | None = None) -> int:
     """Run ``env_file`` as ``__main__`` with ``argv``; return its exit code.
 
     ``SystemExit`` (the env CLI ends with one) becomes the code. Errors of hermes-replay itself
     (a cassette miss, a bad cassette) propagate so the caller can report them with context;
-    any other crash of the environment is printed with its traceback and returns 1.
+    any other crash of the environment is printed with its traceback and returns 1, naming
+    ``rerun`` (the command to debug it with; by default the env's own CLI, which reaches the
+    endpoint in its flags: a replay passes an offline one instead).
     """
     from hermes_replay import HermesReplayError
 
@@ -158,10 +160,10 @@ def run_env_file(env_file: Path, argv: Sequence[str],
                 raise cause from exc
             traceback.print_exc()
             how = f"-m {module[0]}" if module is not None else str(env_file)
+            command = rerun or f"python {how} {' '.join(argv)}"
             print(
                 f"hermes-replay: {env_file} raised {type(exc).__name__}: {exc}\n"
-                f"  (traceback above). Next step: run `python {how} {' '.join(argv)}` "
-                "directly to debug the environment.",
+                f"  (traceback above). Next step: run `{command}` to debug the environment.",
                 file=sys.stderr,
             )
             return 1

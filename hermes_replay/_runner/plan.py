@@ -33,7 +33,7 @@ _ENDPOINT_FLAGS = (
     "--env.tokenizer_name",
 )
 # Replay needs no key, but openai 3.x refuses to build a client with an empty one.
-_PLACEHOLDER_KEY = "--openai.api_key=hermes-replay-offline"
+PLACEHOLDER_KEY = _PLACEHOLDER_KEY = "--openai.api_key=hermes-replay-offline"
 _OUTPUT_FLAGS = {
     "process": ("--env.data_path_to_save_groups", "groups.jsonl"),
     "evaluate": ("--env.data_dir_to_save_evals", "evals"),

@@ -256,7 +256,9 @@ def run_env(
                 outputs = stack.enter_context(run_outputs(argv))
                 stack.enter_context(dead_endpoint_guard(
                     session, first_answer_timeout=first_answer_timeout))
-            code = run_env_file(env_file, argv, module)
+            code = run_env_file(env_file, argv, module,
+                                _offline_rerun(env_file, argv, cassette, module)
+                                if mode == "replay" else None)
             if mode in ("record", "auto"):
                 # Raising inside the block makes the session keep the old cassette and leave
                 # the completed interactions in <path>.partial.
@@ -410,3 +412,18 @@ def read_eval_metrics(argv: Sequence[str]) -> dict[str, Any]:
         return {}
     data = json.loads(metrics.read_text(encoding="utf-8"))
     return dict(data.get("results", {}).get("all", {}))
+
+
+def _offline_rerun(env_file: Path, argv: Sequence[str], cassette: Path | None,
+                   module: tuple[str, Path] | None) -> str:
+    """How to debug a replay's crash offline: the same run, its output shown (``-v``). The
+    env's own CLI with the recorded flags would send live requests to the recorded endpoint
+    (a paid API, in real use)."""
+    import shlex
+
+    from hermes_replay._runner.plan import PLACEHOLDER_KEY
+
+    env = f"-m {module[0]}" if module is not None else str(env_file)
+    flags = [a for a in argv if a != PLACEHOLDER_KEY]
+    where = f" --cassette {shlex.quote(str(cassette))}" if cassette is not None else ""
+    return f"hermes-replay replay {env}{where} -v -- {shlex.join(flags)}"

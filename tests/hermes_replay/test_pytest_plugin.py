@@ -99,7 +99,8 @@ def test_changed_reward_shows_as_a_diff_naming_the_rollout(project: pytest.Pytes
     after = next(project.path.rglob("*.rollouts.txt")).read_text()  # (not rewritten)
     assert after == snap
     assert len(new_rewards) >= 6, out[-40:]  # more than pytest's 8-line explanation holds
-    assert "more: every change is in the 'hermes-replay reward snapshot' section below" in \
+    assert "more change(s): every change is in the 'hermes-replay reward snapshot' section " \
+        "below" in \
         "\n".join(out)
     for rid, (before, reward, delta) in found.items():
         assert before == old_rewards[rid]
@@ -237,3 +238,14 @@ def test_auto_mode_reports_what_it_rerecorded_and_keeps_the_old_file_until_it_su
         f"dropped: {dropped} of 2 rollout(s) the command no longer makes (*)"])
     # and the next plain run replays it offline
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_the_explanation_counts_the_changes_left_not_the_lines() -> None:
+    from hermes_replay.pytest_plugin import shown_changes
+
+    head = "3 of 3 rollout(s) changed (snapshot → this run); …"
+    rows = [[f"  train-{i}  1.0000 → 0.5000  -0.5000", f"      its reply: answer {i}"]
+            for i in range(3)]
+    shown = shown_changes([head, *[line for row in rows for line in row]])
+    assert shown[1:5] == [*rows[0], *rows[1]]  # a row never without its reply
+    assert shown[-1].startswith("… 1 more change(s):")  # one row left (two lines)

@@ -128,3 +128,22 @@ def test_pytest_plugin_fails_each_case_and_writes_no_snapshot(
         assert f"ReplayFailed: cassettes/{case}/process.jsonl: the replay did not really run: " \
                f"{says}" in text
     assert not list(pytester.path.rglob("*.rollouts.txt"))  # nothing empty was written
+
+
+def test_a_crashed_replays_next_step_stays_offline(calc_project, capsys) -> None:
+    """Debugging a replay's crash must not mean running the env's CLI with the recorded
+    endpoint in its flags (live requests to a paid API): the hint is the same replay, -v."""
+    from _calc_project import PROCESS_ARGS
+
+    from hermes_replay.cli import main
+
+    code = main(["replay", "environments/calc_tool_env.py", "--cassette",
+                 "cassettes/calc_tool_env/process.jsonl", "-v", "--", *PROCESS_ARGS,
+                 "--env.crash_in", "setup"])
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert code == 1
+    hint = next(line for line in text.splitlines() if "Next step: run `" in line)
+    assert "`hermes-replay replay environments/calc_tool_env.py --cassette " \
+           "cassettes/calc_tool_env/process.jsonl -v -- process" in hint
+    assert "python " not in hint and "hermes-replay-offline" not in hint

@@ -26,9 +26,31 @@ def bump_user_module(folder: str) -> tuple[bool, int]:
 
 def import_colorsys() -> bool:
     was_loaded = "colorsys" in sys.modules
-    import colorsys  # noqa: F401  (a library module nothing else here imports)
+    import colorsys  # noqa: F401  (any library module: the run only has to import one)
 
     return was_loaded
+
+
+def import_library(name: str) -> bool:
+    """Imports library module ``name``; whether it was loaded before."""
+    was_loaded = name in sys.modules
+    importlib.import_module(name)
+    return was_loaded
+
+
+def _library_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A library module (on sys.path, outside the user's roots) nothing can have imported
+    before: a stdlib one (it was colorsys) is imported by whatever else ran in the worker's
+    interpreter or the warm process's start, so "not yet loaded" was not the test's to
+    decide — that made the test fail after some others."""
+    import uuid
+
+    name = f"probe_library_{uuid.uuid4().hex}"
+    site = tmp_path / "site-library"
+    site.mkdir()
+    (site / f"{name}.py").write_text("VALUE = 1\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))  # the warm process starts with this sys.path
+    return name
 
 
 def unjudged_modules(roots: list[str]) -> list[str]:
@@ -69,10 +91,14 @@ def test_each_run_is_a_fresh_fork_with_the_users_modules_read_from_disk(
     assert third.value == (False, 11), third
 
 
-def test_library_modules_a_run_imported_are_warm_for_the_next(tmp_path: Path) -> None:
-    with WarmProcess(["json"], user_roots=[tmp_path]) as warm:
-        first = _run(warm, import_colorsys)
-        second = _run(warm, import_colorsys)
+def test_library_modules_a_run_imported_are_warm_for_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name = _library_module(tmp_path, monkeypatch)
+    project = tmp_path / "project"
+    project.mkdir()
+    with WarmProcess(["json"], user_roots=[project]) as warm:
+        first = _run(warm, import_library, name)
+        second = _run(warm, import_library, name)
     assert (first.value, second.value) == (False, True)
     assert first.cpu > 0 and first.seconds > 0
 

@@ -23,9 +23,14 @@ from typing import Any
 
 from pydantic import Field
 
-from environments._config import default_server_configs
-from environments._examples import final_response, load_items, mean, split_items
 from environments.agent_loop import AgentResult
+from environments.helpers import (
+    default_server_configs,
+    final_response,
+    load_items,
+    mean,
+    split_items,
+)
 from environments.hermes_base_env import HermesAgentBaseEnv, HermesAgentEnvConfig
 from environments.tool_context import ToolContext
 

@@ -290,9 +290,21 @@ def run_env(
                 error = exc
     result = _result(argv, code, error, session, collector, captured, cassette, env_name)
     result.handled = list(plain.handled) if plain is not None else []
+    result.handled.extend(_skipped_groups(plain))
     if raise_errors and error is not None:
         raise error
     return result
+
+
+def _skipped_groups(plain: Any) -> list[str]:
+    """The groups a plain env returned that atroposlib skips, counted and named (their
+    rollouts carry no reward, so the run's mean leaves them out)."""
+    skipped = [s for i in getattr(plain, "identities", []) for s in i.skipped_groups]
+    if not skipped:
+        return []
+    more = f"; … and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    return [f"{len(skipped)} group(s) skipped by atroposlib, not trained on and left out of "
+            "the mean reward: " + "; ".join(skipped[:3]) + more]
 
 
 def _drop_empty_journal(cassette: Path) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from hermes_replay._cassette.model import Interaction
 
-__all__ = ["attribution_note", "own_choices", "own_part", "sample_count"]
+__all__ = ["POSITION_NOTE", "attribution_note", "own_choices", "own_part", "sample_count"]
 
 
 def _body(inter: Interaction) -> Any:
@@ -77,6 +77,12 @@ def own_choices(interactions: list[Interaction], choice: int) -> list[Interactio
             for i, size in zip(ordered, sizes, strict=True)]
 
 
+POSITION_NOTE = ("reward given by position, not matched to its reply by content (recorded before "
+                 "hermes-replay matched scores to replies, or the replies could not be read): it "
+                 "may be another reply's; a replay attributes it by content — re-record to keep "
+                 "that")
+
+
 def _pairs(outcome: dict[str, Any]) -> list[tuple[int, int]] | None:
     raw = outcome.get("samples")
     if not isinstance(raw, list) or not raw:
@@ -108,16 +114,19 @@ def own_part(interactions: list[Interaction], outcome: dict[str, Any]
     return None
 
 
-def attribution_note(outcome: dict[str, Any]) -> str | None:
+def attribution_note(outcome: dict[str, Any],
+                     group: dict[str, Any] | None = None) -> str | None:
     """What a view says beside a plain rollout's reward when it is not plainly its own: dropped,
-    ambiguous, or given by position (recorded before attribution by content)."""
+    ambiguous, or given by position (recorded before attribution by content) — unless its
+    group's scores are all alike (``group``: the group's outcome), when position is harmless."""
     if outcome.get("dropped"):
         why = outcome["dropped"]
         return f"dropped: {why}" if isinstance(why, str) else "dropped by the env"
     if outcome.get("ambiguous"):
         return f"ambiguous: {outcome['ambiguous']}"
+    scores = (group or {}).get("scores")
+    if isinstance(scores, list) and len({repr(x) for x in scores}) <= 1:
+        return None
     if outcome.get("traffic") and outcome.get("attribution") in (None, "position"):
-        return ("reward given by position, not matched to its reply by content (recorded "
-                "before hermes-replay matched scores to replies, or the replies could not be "
-                "read): it may be another reply's; re-record to attribute by content")
+        return POSITION_NOTE
     return None

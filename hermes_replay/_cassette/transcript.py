@@ -286,7 +286,7 @@ def with_shared_traffic(cassette: Any, record: Any, t: Transcript | None) -> Any
         t.out.append("")
         t.out.append(t.s(sanitize(f"rollout {record.id} shares the requests of group "
                                   f"{shared.id} (it is {which})"), "dim"))
-        note = attribution_note(outcome)
+        note = attribution_note(outcome, shared.outcome)
         if note:
             t.out.append(t.s(sanitize(f"reward: {note}"), "yellow"))
     return SimpleNamespace(id=record.id, interactions=interactions, outcome=outcome,

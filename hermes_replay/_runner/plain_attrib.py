@@ -35,8 +35,10 @@ from typing import Any
 __all__ = ["Attribution", "Candidate", "Unit", "attribute", "candidates_of", "entry_texts"]
 
 _SPACE = re.compile(r"\s+")
-#: the least similarity ratio a rewritten reply must reach to be called its completion's
-CLOSE_ENOUGH = 0.6
+#: a rewritten reply is called a completion's when its similarity ratio (difflib) reaches this
+#: and beats every other completion's by ``CLEAR_MARGIN`` (unrelated replies score ~0.1-0.35)
+CLOSE_ENOUGH = 0.5
+CLEAR_MARGIN = 0.15
 #: beyond this many characters on a side, close-text matching is skipped (quadratic)
 _FUZZY_LIMIT = 20_000
 
@@ -210,7 +212,7 @@ def _claims(tokens: Any, texts: list[str], cands: list[Candidate]) -> tuple[list
                                for t in normed), j))
     scored.sort(reverse=True)
     if scored and scored[0][0] >= CLOSE_ENOUGH and (len(scored) == 1
-                                                    or scored[0][0] - scored[1][0] >= 0.1):
+                                                    or scored[0][0] - scored[1][0] >= CLEAR_MARGIN):
         return [scored[0][1]], "close text"
     return [], ""
 

@@ -174,3 +174,38 @@ def test_dropped_entries_say_so_and_carry_no_neighbours_reward(tmp_path, capsys)
     assert "3 group(s) skipped by atroposlib" in out, out[-3000:]
     assert "token count mismatch (2 entries, group_size 4)" in out
     assert "mean reward -" in out
+
+
+def _as_recorded_before(cassette: Path, older: Path) -> None:
+    """``cassette`` as the harness wrote it before attribution by content: each rollout's
+    reward the group's score at its position, no ``attribution`` or ``samples``."""
+    import json
+
+    lines = [json.loads(x) for x in cassette.read_text().splitlines()]
+    groups = {x["rollout"]: x for x in lines if x.get("type") == "outcome"
+              and x.get("kind") == "group"}
+    for x in lines:
+        group = groups.get(x.get("traffic") or "")
+        if x.get("type") == "outcome" and group is not None:
+            x.pop("attribution"), x.pop("samples")
+            x["reward"] = group["scores"][group["rollouts"].index(x["rollout"])]
+    older.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def test_an_older_cassette_is_flagged_and_replayed_by_content(shuffled, tmp_path, capsys):
+    older = tmp_path / "older.jsonl"
+    _as_recorded_before(shuffled, older)
+    rollouts = own_rollouts(shuffled)
+    expected = {rid: env_rule(q, reply) for rid, (q, reply, _) in rollouts.items()}
+    as_old = {rid: o["reward"] for rid, (_q, _r, o) in own_rollouts(older).items()}
+    wrong = {rid for rid in expected if as_old[rid] != expected[rid]}
+    assert wrong  # the old way put some rewards on other replies
+    for rid in rollouts:
+        assert main(["show", str(older), "--rollout", rid]) == 0
+        out = " ".join(capsys.readouterr().out.split())
+        assert "reward given by position, not matched to its reply by content" in out, rid
+    result = run_cassette(older, out_dir=tmp_path / "replay")
+    assert result.rewards == expected
+    assert set(result.changed_rewards()) == wrong
+    (note,) = [h for h in result.handled if "recorded by position" in h]
+    assert note.startswith(f"{len(wrong)} changed reward(s) were recorded by position")

@@ -128,11 +128,20 @@ async def _cleanup(ctx: ToolContext, rollout_id: str) -> None:
         logger.exception("rollout %s: ToolContext.cleanup failed", rollout_id)
 
 
+def _with_parts(value: Any) -> float:
+    """``compute_reward``'s value: a float, or ``(reward, {"part": value, …})`` whose parts
+    are kept with the rollout's outcome (``hermes_replay.reward_parts``)."""
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict):
+        hermes_replay.reward_parts(value[1])
+        value = value[0]
+    return float(value)
+
+
 async def _score(env: RolloutEnv, item: Any, result: AgentResult, ctx: ToolContext,
                  rollout_id: str) -> tuple[float, str | None]:
     try:
         with hermes_replay.scoring():  # a judge's requests are reward calls, not agent turns
-            reward = float(await env.compute_reward(item, result, ctx))
+            reward = _with_parts(await env.compute_reward(item, result, ctx))
     except hermes_replay.RequestNotRecorded as miss:
         # a replayed judge call with no recording: the session reports it (with its diff) as
         # the run's verdict; this rollout scores 0.0 and the other rollouts still run

@@ -11,6 +11,7 @@ Public API (everything else is private and may change)::
     recorded_endpoint(url_prefix)               # record/replay a tool's HTTP API like LLM calls
     offer_known_good(prompt, make_reply)        # a rollout's known-good reply, for `probe`
     rollout_label(item, env=None) -> str | None # a rollout's readable name (env hook or item id)
+    reward_parts(parts)                         # the running rollout's reward in named parts
     tool_call(name, args, run, source="agent")  # the seam tools go through: record / replay / run
     load_cassette(path) -> Cassette             # read a cassette (ls / show / diff)
     run_cassette(path, options=None, out_dir=…) -> RunResult  # re-run one recorded command
@@ -56,7 +57,13 @@ from hermes_replay._runner.result import RolloutOutcome, RunResult
 from hermes_replay._runner.run import run_cassette
 from hermes_replay._secrets.redact import scrub
 from hermes_replay._session.known_good import offer_known_good
-from hermes_replay._session.scope import RolloutScope, current_rollout, rollout, scoring
+from hermes_replay._session.scope import (
+    RolloutScope,
+    current_rollout,
+    reward_parts,
+    rollout,
+    scoring,
+)
 from hermes_replay._session.session import Session, cassette
 from hermes_replay._session.summary import ReplayEvent, ReplaySummary
 from hermes_replay._session.tools import ToolCallMiss, ToolCallsDrifted, tool_call
@@ -106,6 +113,7 @@ __all__ = [
     "offer_known_good",
     "recorded_endpoint",
     "replay_corpus",
+    "reward_parts",
     "rollout",
     "rollout_label",
     "run_cassette",

@@ -23,12 +23,14 @@ from typing import Any
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from hermes_replay._cassette.labels import named
+from hermes_replay._cassette.parts import parts_changes
 from hermes_replay._errors import HermesReplayError
 from hermes_replay._runner.result import RunResult
 from hermes_replay._runner.snapshot_text import (
     FORMAT_LINE,
     render_run,
     snapshot_labels,
+    snapshot_parts,
     snapshot_table,
     without_labels,
 )
@@ -119,6 +121,10 @@ _FIRST_RUN = ("no snapshot yet: this is the test's first run. Run `pytest --snap
               "compares its rewards with it")
 
 
+def _part(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
 def _delta(old: str, new: str) -> str:
     try:
         return f"{float(new) - float(old):+.4f}"
@@ -138,6 +144,7 @@ def reward_changes(snapshot: str, current: str,
     old, old_metrics = snapshot_table(snapshot)
     new, new_metrics = snapshot_table(current)
     labelled = snapshot_labels(snapshot, current)
+    old_parts, new_parts = snapshot_parts(snapshot), snapshot_parts(current)
     names = ("reward", "turns", "finished", "tool errors")
     rows: list[list[str]] = []
     for rid in sorted(set(old) | set(new)):
@@ -149,8 +156,12 @@ def reward_changes(snapshot: str, current: str,
             side, cols = ("only in this run", b) if a is None else ("only in the snapshot", a)
             rows.append([shown, f"{side}: reward {cols[0] if cols else '-'}", "", "", rid])
             continue
-        also = ", ".join(f"{n} {x} → {y}" for n, x, y in zip(names[1:], a[1:], b[1:],
-                                                              strict=False) if x != y)
+        moved = [f"{n} {x} → {y}" for n, x, y in zip(names[1:], a[1:], b[1:], strict=False)
+                 if x != y]
+        if rid in old_parts and rid in new_parts:  # the reward's parts: "correct 1 → 0"
+            moved += [f"{n} {_part(x)} → {_part(y)}" for n, (x, y) in
+                      parts_changes(old_parts[rid], new_parts[rid]).items()]
+        also = ", ".join(moved)
         rows.append([shown, f"{a[0]} → {b[0]}", _delta(a[0], b[0]) if a[0] != b[0] else "=",
                      also, rid])
     for key in sorted(set(old_metrics) | set(new_metrics)):

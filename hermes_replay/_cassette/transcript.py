@@ -129,6 +129,8 @@ class Transcript:
                                           TOOL_RESULT_LIMIT).splitlines())
 
     def outcome(self, outcome: dict[str, Any]) -> None:
+        from hermes_replay._cassette.parts import clean_parts, parts_text
+
         self._rule("outcome")
         if not outcome:
             self.out.append("  " + self.s("no outcome recorded (the rollout did not report one)",
@@ -146,9 +148,12 @@ class Transcript:
             if outcome.get(key) is not None:
                 parts.append(f"{key} {outcome[key]}")
         self.out.append("  " + sanitize(" · ".join(parts)))
+        named = clean_parts(outcome.get("parts"))
+        if named:  # the reward's named parts, beside its sum
+            self.out.append("  " + sanitize(f"reward parts: {parts_text(named)}"))
         rest = {k: v for k, v in outcome.items() if k not in {
             "reward", "turns_used", "finished_naturally", "tool_errors", "phase", "group",
-            "messages", "reasoning_per_turn"}}
+            "messages", "reasoning_per_turn", "parts"}}
         for key, value in rest.items():
             if value is None:
                 continue

@@ -37,6 +37,7 @@ from hermes_replay._cassette.matching import (
     _flatten,
     field_changes,
 )
+from hermes_replay._cassette.parts import parts_changes
 from hermes_replay._cassette.toolcalls import ToolCall
 from hermes_replay._diff.tool_calls import first_tool_divergence
 from hermes_replay._errors import CassetteError
@@ -258,7 +259,8 @@ def _own_samples(cassette: Cassette, transcripts: dict[str, list[Interaction]]) 
 def view_from_result(result: RunResult, label: str = "<run result>") -> RunView:
     rollouts = {
         r.id: RolloutView(id=r.id, phase=r.phase, reward=_float(r.reward), turns=r.turns,
-                          finished=r.finished, tool_errors=_count(r.tool_errors))
+                          finished=r.finished, tool_errors=_count(r.tool_errors),
+                          label=r.label, parts=r.parts)
         for r in result.rollouts
     }
     metrics = _derived_metrics(rollouts)
@@ -465,6 +467,8 @@ def compare(a: RunView, b: RunView, *, tolerance: float = 1e-9) -> DiffReport:
         fields = {f: (getattr(ra, f), getattr(rb, f)) for f in _OUTCOME_FIELDS
                   if getattr(ra, f) is not None and getattr(rb, f) is not None
                   and getattr(ra, f) != getattr(rb, f)}
+        if ra.parts and rb.parts:  # the reward's named parts: "correct 1 → 0"
+            fields.update(parts_changes(ra.parts, rb.parts))
         if not _close(ra.reward, rb.reward, tolerance) or fields:
             reward_b = rb.reward if not _close(ra.reward, rb.reward, tolerance) else ra.reward
             report.changes.append(OutcomeChange(rid, ra.phase, ra.reward, reward_b,

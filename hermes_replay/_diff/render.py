@@ -142,6 +142,10 @@ def render_report(report: Any, style: Style, *, limit: int = DEFAULT_LIMIT,
 def _plain(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, float):  # a reward part: "correct 1 → 0", not "1.0 → 0.0"
+        return f"{value:.4g}"
+    if value is None:
+        return "-"
     return str(value)
 
 

@@ -7,8 +7,8 @@ plain field, and the page only ever sets it as text, never as markup)::
      "sections": [{"title", "run", "baseline", "notes", "summary": {...},
                    "charts": {"rewards": FIG, "groups": FIG}, "metrics": [[name, a, b]],
                    "wandb": [[name, a, b]]}],
-     "rows": [{"key", "section", "id", "label", "phase", "group", "reward", "before", "delta",
-               "turns", "calls", "errors", "finished", "misses", "drift", "status"}],
+     "rows": [{"key", "section", "id", "label", "parts", "phase", "group", "reward", "before",
+               "delta", "turns", "calls", "errors", "finished", "misses", "drift", "status"}],
      "transcripts": {key: {"messages": [...], "misses": [...], "diverge": {...} | None,
                            "tools": [recorded tool calls],
                            "tokens": {"ids", "trained", "logprobs"?} | None}},
@@ -24,6 +24,7 @@ import math
 from datetime import datetime, timezone
 from typing import Any
 
+from hermes_replay._cassette.parts import parts_text
 from hermes_replay._diff.compare import first_divergence
 from hermes_replay._diff.tool_calls import first_tool_divergence
 from hermes_replay._report._sources import Run, Section
@@ -148,6 +149,7 @@ def _section_rows(si: int, section: Section, state: dict[str, Any], strings: Str
         row = {
             "key": key, "section": si, "id": rid,
             "label": (after.label if after else None) or (before.label if before else None),
+            "parts": parts_text(shown.parts) or None,
             "phase": shown.phase,
             "group": run.groups_of.get(rid) or (base.groups_of.get(rid) if base else None),
             "reward": reward, "before": previous,

@@ -27,6 +27,8 @@ class RolloutOutcome:
     tool_errors: int | None = None
     #: the item's readable name (``_cassette/labels.py``): shown beside the id, never identity
     label: str | None = field(default=None, compare=False)
+    #: the reward's named parts (``_cassette/parts.py``), as the env reported them
+    parts: dict[str, float] | None = field(default=None, compare=False)
 
     @classmethod
     def from_outcome(cls, rollout_id: str, outcome: dict[str, Any],
@@ -34,6 +36,7 @@ class RolloutOutcome:
         """From an outcome record; tolerant of missing or mistyped fields (cassettes are input).
         ``label``: the rollout's name when its group gave it (else its own ``label``)."""
         from hermes_replay._cassette.labels import labels
+        from hermes_replay._cassette.parts import clean_parts
 
         default_phase = "eval" if rollout_id.startswith("eval") else "train"
         return cls(
@@ -44,6 +47,7 @@ class RolloutOutcome:
             finished=outcome.get("finished_naturally"),
             tool_errors=_count(outcome.get("tool_errors")),
             label=label or labels({rollout_id: outcome}).get(rollout_id),
+            parts=clean_parts(outcome.get("parts")),
         )
 
 
@@ -75,7 +79,9 @@ class RunResult:
     rollouts: list[RolloutOutcome] = field(default_factory=list)
     groups: list[dict[str, Any]] = field(default_factory=list)
     eval_metrics: dict[str, Any] = field(default_factory=dict)
-    wandb: dict[str, Any] = field(default_factory=dict)
+    wandb: dict[str, Any] = field(default_factory=dict)  # the last value of each metric
+    #: every ``wandb_log`` call's metrics, in order (``wandb`` is their last values)
+    wandb_steps: list[dict[str, Any]] = field(default_factory=list, compare=False)
     misses: list[str] = field(default_factory=list)
     unused: list[str] = field(default_factory=list)
     recorded_rewards: dict[str, float | None] = field(default_factory=dict)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_replay._cassette.files import write_text_atomic
+from hermes_replay._cassette.parts import clean_parts
 from hermes_replay._errors import CassetteError
 from hermes_replay._runner.result import RolloutOutcome, RunResult
 
@@ -54,11 +55,13 @@ def run_result_to_json(result: RunResult) -> dict[str, Any]:
         "rollouts": [
             {"id": r.id, "phase": r.phase, "reward": r.reward, "turns": r.turns,
              "finished": r.finished, "tool_errors": r.tool_errors,
-             **({"label": r.label} if r.label else {})}
+             **({"label": r.label} if r.label else {}),
+             **({"parts": dict(r.parts)} if r.parts else {})}
             for r in sorted(result.rollouts, key=lambda r: r.id)
         ],
         "eval_metrics": dict(result.eval_metrics),
         "wandb": _jsonable(result.wandb),
+        "wandb_steps": _jsonable(result.wandb_steps),
         "misses": list(result.misses),
         "unused": list(result.unused),
         "recorded_rewards": dict(sorted(result.recorded_rewards.items())),
@@ -77,7 +80,8 @@ def run_result_from_json(data: dict[str, Any]) -> RunResult:
         RolloutOutcome(id=str(r["id"]), phase=str(r.get("phase") or "train"),
                        reward=r.get("reward"), turns=r.get("turns"),
                        finished=r.get("finished"), tool_errors=r.get("tool_errors"),
-                       label=r.get("label") if isinstance(r.get("label"), str) else None)
+                       label=r.get("label") if isinstance(r.get("label"), str) else None,
+                       parts=clean_parts(r.get("parts")))
         for r in data.get("rollouts") or []
     ]
     cassette = data.get("cassette")
@@ -90,6 +94,7 @@ def run_result_from_json(data: dict[str, Any]) -> RunResult:
         groups=[{"scores": s} for s in data.get("group_scores") or []],
         eval_metrics=dict(data.get("eval_metrics") or {}),
         wandb=dict(data.get("wandb") or {}),
+        wandb_steps=[dict(s) for s in data.get("wandb_steps") or [] if isinstance(s, dict)],
         misses=list(data.get("misses") or []),
         unused=list(data.get("unused") or []),
         recorded_rewards=dict(data.get("recorded_rewards") or {}),

@@ -387,6 +387,7 @@ def _result(argv: Sequence[str], code: int, error: HermesReplayError | None, ses
         groups=read_groups(argv),
         eval_metrics=read_eval_metrics(argv),
         wandb=captured.latest() if captured is not None else {},
+        wandb_steps=[dict(s.metrics) for s in captured.steps] if captured is not None else [],
         misses=[m.describe() for m in summary.misses] if summary is not None else [],
         unused=[f"{r or '<no rollout>'}#{s}" for r, s in summary.unused]
         if summary is not None else [],

@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from hermes_replay._cassette.parts import parts_text
 from hermes_replay._runner.result import RunResult
 
-__all__ = ["FORMAT_LINE", "LABEL_MARK", "one_line", "render_run", "snapshot_labels",
-           "snapshot_table", "split_label", "without_labels"]
+__all__ = ["FORMAT_LINE", "LABEL_MARK", "PARTS", "one_line", "render_run", "snapshot_labels",
+           "snapshot_parts", "snapshot_table", "split_label", "without_labels"]
 
 FORMAT_LINE = "# hermes-replay rollout snapshot v1"
 LABEL_MARK = "  # "  # a row's label follows it (ids, numbers and yes/no never hold it)
@@ -54,14 +55,45 @@ def snapshot_table(text: str) -> tuple[dict[str, list[str]], dict[str, str]]:
     return rollouts, metrics
 
 
+PARTS = "parts: "  # in a row's note: the reward's named parts (``_cassette/parts.py``)
+
+
+def _notes(text: str) -> dict[str, list[str]]:
+    """Rollout id -> the pieces of its row's note (label, ``parts: …``)."""
+    out: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        row, note = split_label(line)
+        if line.startswith("  ") and note and row.split():
+            out[row.split()[0]] = [piece.strip() for piece in note.split(" | ")]
+    return out
+
+
 def snapshot_labels(*texts: str) -> dict[str, str]:
     """Rollout id -> label, from snapshot texts (the later text's label wins)."""
     out: dict[str, str] = {}
     for text in texts:
-        for line in text.splitlines():
-            row, label = split_label(line)
-            if line.startswith("  ") and label and row.split():
-                out[row.split()[0]] = label
+        for rid, pieces in _notes(text).items():
+            label = next((p for p in pieces if p and not p.startswith(PARTS)), None)
+            if label:
+                out[rid] = label
+    return out
+
+
+def snapshot_parts(text: str) -> dict[str, dict[str, float]]:
+    """Rollout id -> its reward's named parts, from a snapshot's row notes."""
+    out: dict[str, dict[str, float]] = {}
+    for rid, pieces in _notes(text).items():
+        for piece in pieces:
+            if not piece.startswith(PARTS):
+                continue
+            parts: dict[str, float] = {}
+            for term in piece[len(PARTS):].split(", "):
+                name, _, value = term.rpartition(" ")
+                try:
+                    parts[name] = float(value)
+                except ValueError:
+                    continue
+            out[rid] = parts
     return out
 
 
@@ -99,7 +131,9 @@ def render_run(result: RunResult) -> str:
         line = (f"  {r.id.ljust(width)}  {_num(r.reward)}  {_num(r.turns)}  "
                 f"{_num(r.finished)}  {_num(r.tool_errors)}")
         # the item's name, for a reader; never compared (``RolloutSnapshotExtension.matches``)
-        lines.append(line + (f"{LABEL_MARK}{one_line(r.label)}" if r.label else ""))
+        note = " | ".join(x for x in (one_line(r.label) if r.label else "",
+                                         PARTS + parts_text(r.parts) if r.parts else "") if x)
+        lines.append(line + (f"{LABEL_MARK}{note}" if note else ""))
     if result.eval_metrics:
         lines += ["", "eval metrics:", *_metric_lines(result.eval_metrics)]
     if result.wandb:

@@ -98,3 +98,16 @@ def scoring() -> Iterator[None]:
 def current_stage() -> str:
     """``"reward"`` inside ``scoring()``, else ``"agent"``."""
     return _STAGE.get()
+
+
+def reward_parts(parts: Any) -> None:
+    """Keep the named parts of the running rollout's reward with its outcome (``{"correct":
+    1.0, "format": 0.5}``): show, diff, snapshots and the report show them beside the sum.
+    Outside a rollout scope it does nothing. Public as ``hermes_replay.reward_parts``; a
+    Hermes env returns ``(reward, parts)`` from ``compute_reward`` instead."""
+    from hermes_replay._cassette.parts import clean_parts
+
+    scope = current_rollout()
+    cleaned = clean_parts(parts)
+    if scope is not None and cleaned is not None:
+        scope.report(parts=cleaned)

@@ -15,7 +15,8 @@ def test_all_is_sorted_and_exactly_the_public_names() -> None:
         "ToolCallsDrifted", "UnusedRecordings", "__version__", "active_mode", "annotate",
         "bundled_tokenizer_path", "cassette", "check_tokenizer", "current_rollout",
         "describe_tokenizer", "load_cassette", "offer_known_good", "recorded_endpoint",
-        "replay_corpus", "rollout", "rollout_label", "run_cassette", "scoring", "scrub",
+        "replay_corpus", "reward_parts", "rollout", "rollout_label", "run_cassette", "scoring",
+        "scrub",
         "tokenizer_for_run", "tool_call", "write_report",
     }
     for name in hermes_replay.__all__:

@@ -261,6 +261,7 @@
     const facts = ["reward " + fmt(row.reward)];
     if (S.compared) facts.push("before " + fmt(row.before), "Δ " + (fmtDelta(row.delta) || "–"));
     facts.push("turns " + (row.turns ?? "–"), "tool calls " + row.calls, "tool errors " + (row.errors ?? "–"), "finished " + yesNo(row.finished));
+    if (row.parts) facts.push("reward parts: " + row.parts);  // the env's named terms of the reward
     const out = [el("h2", { id: "transcript-title", text: "rollout " + row.id + (row.label ? " (" + row.label + ")" : "") }),
       el("p", { class: "meta", text: S.sections[row.section].title + (row.group ? " · group " + row.group : "") + " · " + row.phase }),
       el("p", { class: "facts", text: facts.join(" · ") })];

@@ -346,9 +346,13 @@ class _InOrder:
             self.on_done(ready)
 
     def flush_rest(self) -> None:
-        """On Ctrl-C: what finished out of order is still shown."""
+        """On Ctrl-C: what finished out of order is still shown — handed on like the rest
+        (the caller names each cassette as it found it and prints its row; kept out of
+        ``on_done``, they showed only in the final table, under the actor's absolute path)."""
         for index in sorted(self.waiting):
-            self.done.append(self.waiting.pop(index))
+            ready = self.waiting.pop(index)
+            self.done.append(ready)
+            self.on_done(ready)
 
 
 class _Pool:

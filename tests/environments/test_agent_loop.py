@@ -493,11 +493,19 @@ async def test_contextvars_reach_the_tool_thread(private_registry, task_id):
     assert seen[0][1].startswith("hermes-tool")
 
 
-async def test_loop_without_task_id_cleans_up_its_own_sandbox():
+async def test_loop_without_task_id_keeps_its_sandbox_until_the_caller_cleans_up():
+    """The former layer's contract: ``ToolContext(agent.task_id)`` after ``run()`` reads the
+    agent's files; the caller (or the env) removes the sandbox."""
+    from environments.tool_context import ToolContext
+
     server = FakeServer(completion(None, [tc("terminal", {"command": "touch x"})]), completion("d"))
     loop = HermesAgentLoop(server, [], {"terminal"})
     assert loop.task_id.startswith("agent-loop-")
     await loop.run(user())
+    assert loop.task_id in active_sandboxes()
+    ctx = ToolContext(loop.task_id)
+    assert ctx.terminal("ls")["output"] == "x\n"
+    ctx.cleanup()
     assert loop.task_id not in active_sandboxes()
 
 

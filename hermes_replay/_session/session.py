@@ -55,7 +55,8 @@ from hermes_replay._session.options import check_options
 from hermes_replay._session.results import Results
 from hermes_replay._session.scope import RolloutScope, current_rollout
 from hermes_replay._session.summary import ReplayEvent
-from hermes_replay._session.tools import ToolCallsDrifted, ToolLedger
+from hermes_replay._session.tool_errors import ToolCallsDrifted
+from hermes_replay._session.tools import ToolLedger
 from hermes_replay._session.wire import WireHandling
 from hermes_replay._session.workers import check_name
 from hermes_replay._tokenizers.decode import token_decoder

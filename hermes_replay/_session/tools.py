@@ -44,10 +44,11 @@ from hermes_replay._cassette.toolcalls import (
     reraise,
     tool_call_diff,
 )
-from hermes_replay._errors import HermesReplayError, Miss, RequestNotRecorded
+from hermes_replay._errors import Miss
 from hermes_replay._secrets.payloads import scrub_payloads
 from hermes_replay._secrets.redact import redact_json, redact_text
 from hermes_replay._session.isolation import isolation_unless_decided
+from hermes_replay._session.tool_errors import ToolCallMiss, ToolDrift
 from hermes_replay._session.world_calls import Rebuild, WorldCalls
 from hermes_replay._world.causality import AgentAction
 from hermes_replay._world.rescore import SandboxWorld, Worlds
@@ -68,52 +69,11 @@ _HINT = ("next step: if the change is intended, re-record the cassette (`hermes-
          "cassette()/run_cassette(), `--replay-tools execute` in pytest)")
 
 
-class ToolCallMiss(RequestNotRecorded):
-    """Raised *inside the run* by a replayed tool call that has no recording; nothing was
-    executed. A ``RequestNotRecorded`` (a ``BaseException``), like an LLM miss: no retry layer
-    or reward's ``except Exception`` turns it into a score; ``HermesAgentLoop`` ends just that
-    rollout, and the ``cassette()`` block raises ``CassetteMiss`` with its diff."""
-
-
-class ToolCallsDrifted(HermesReplayError):
-    """Strict replay with ``tools="execute"``: tool results differ from the recorded ones,
-    or recorded tool calls were never made."""
-
-    def __init__(self, drift: list[ToolDrift], unused: list[tuple[str | None, int]],
-                 cassette: str | Path) -> None:
-        self.drift, self.unused = list(drift), list(unused)
-        lines = [f"{cassette}: tool calls do not reproduce the recording (strict replay):"]
-        lines += [d.describe() for d in self.drift]
-        if self.unused:
-            shown = ", ".join(f"{r or '<no rollout>'} tool call {s}" for r, s in self.unused[:20])
-            lines.append(f"{len(self.unused)} recorded tool call(s) never made: {shown}")
-        lines.append("  next step: re-record the cassette if the change is intended, or replay "
-                     "without strict to only report it")
-        super().__init__("\n".join(lines))
-
-
 def check_policy(policy: str, where: str = "tools") -> str:
     if policy not in TOOL_POLICIES:
         raise ValueError(f"unknown tool policy {policy!r} for {where}; choose one of "
                          f"{', '.join(TOOL_POLICIES)}")
     return policy
-
-
-@dataclass(frozen=True)
-class ToolDrift:
-    """``execute`` replay: a tool call whose result now differs from its recording."""
-
-    rollout: str | None
-    seq: int
-    name: str
-    reason: str
-    diff: str = ""
-
-    def describe(self) -> str:
-        where = f"rollout {self.rollout!r}" if self.rollout else "outside any rollout"
-        lines = [f"  {where}, tool call {self.seq} ({self.name}): {self.reason}"]
-        lines.extend("    " + line for line in self.diff.splitlines())
-        return "\n".join(lines)
 
 
 def _jsonable(value: Any) -> Any:

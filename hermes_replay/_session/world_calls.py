@@ -21,16 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from hermes_replay._cassette.toolcalls import ToolCall
+from hermes_replay._cassette.toolcalls import ToolCall, tool_call_diff
 from hermes_replay._errors import Miss
+from hermes_replay._session.tool_errors import ToolCallMiss, ToolDrift
 from hermes_replay._world.causality import AgentAction, first_difference, unbuilt_world
 from hermes_replay._world.manifest import WorkspaceError
 from hermes_replay._world.rescore import SandboxWorld, Worlds
-
-if TYPE_CHECKING:
-    from hermes_replay._session.tools import ToolLedger, _Recorded
 
 __all__ = ["Rebuild", "WorldCalls"]
 
@@ -55,11 +53,11 @@ class WorldCalls:
 
     # -- agent side --------------------------------------------------------------------
 
-    def note_agent(self: ToolLedger, rollout: str, turn: int, name: str, arguments: Any,
+    def note_agent(self, rollout: str, turn: int, name: str, arguments: Any,
                    canon: str) -> None:
         self.agent_made.setdefault(rollout, []).append((turn, name, arguments, canon))
 
-    def divergence(self: ToolLedger, rollout: str) -> str | None:
+    def divergence(self, rollout: str) -> str | None:
         """The first agent action of ``rollout`` that differs from the recording, if any."""
         if self.agent_divergence is not None:
             llm = self.agent_divergence(rollout)
@@ -70,8 +68,8 @@ class WorldCalls:
             return "an agent tool call's result drifted from its recording"
         return first_difference(recorded, self.agent_made.get(rollout, []), self._canon)
 
-    def auto_agent(self: ToolLedger, rollout: str, seq: int, turn: int, request: dict[str, Any],
-                   rec: _Recorded | None, run: Callable[[], Any]) -> tuple[bool, Any]:
+    def auto_agent(self, rollout: str, seq: int, turn: int, request: dict[str, Any],
+                   rec: Any, run: Callable[[], Any]) -> tuple[bool, Any]:
         """``auto``, an agent call: (True, answer) to serve it from the cassette, or
         (False, None) to execute it — after rebuilding the rollout's world if it differed."""
         rebuild = self.rebuilds.get(rollout)
@@ -88,7 +86,7 @@ class WorldCalls:
             self.rebuild(rollout, reason)
         return False, None
 
-    def rebuild(self: ToolLedger, rollout: str, reason: str) -> Rebuild:
+    def rebuild(self, rollout: str, reason: str) -> Rebuild:
         """Re-run, in order, the agent calls of ``rollout`` answered from the cassette so far,
         so its sandbox holds what they did; from now on every call of it executes."""
         rebuild = self.rebuilds.setdefault(rollout, Rebuild(reason))
@@ -101,16 +99,13 @@ class WorldCalls:
             rebuild.rerun += 1
         return rebuild
 
-    def _rerun(self: ToolLedger, rollout: str, run: Callable[[], Any], call: ToolCall) -> None:
+    def _rerun(self, rollout: str, run: Callable[[], Any], call: ToolCall) -> None:
         """Run again a call that was answered from the cassette; the new result is what the
         rollout's file keeps, and a difference from what was served is drift."""
         self.hits = [(s, c) for s, c in self.hits if c is not call]
         _, again = self._execute(run, call.request(), rollout, call.seq, call.turn)
         self.executed += 1
         if self.normalize(again.answer()) != self.normalize(call.answer()):
-            from hermes_replay._cassette.toolcalls import tool_call_diff
-            from hermes_replay._session.tools import ToolDrift
-
             self.drift.append(ToolDrift(rollout, call.seq, call.name,
                                         "run again in the restored world, its result differs "
                                         "from the recorded one the code was given",
@@ -123,7 +118,7 @@ class WorldCalls:
 
     # -- reward side -------------------------------------------------------------------
 
-    def reward_call(self: ToolLedger, name: str, request: dict[str, Any], canon: str,
+    def reward_call(self, name: str, request: dict[str, Any], canon: str,
                     run: Callable[[], Any], rollout: str, turn: int,
                     world: SandboxWorld | None) -> tuple[bool, Any, int]:
         """A reward-side call in replay/auto: (served, answer-or-call, seq). ``served`` True:
@@ -164,10 +159,8 @@ class WorldCalls:
             side.executed += 1
             return False, None, seq
 
-    def _refuse(self: ToolLedger, rollout: str, seq: int, turn: int, request: dict[str, Any],
+    def _refuse(self, rollout: str, seq: int, turn: int, request: dict[str, Any],
                 reason: str) -> BaseException:
-        from hermes_replay._session.tools import ToolCallMiss
-
         miss = Miss(str(self.path), rollout, turn, "TOOL",
                     f"{request['name']} (tool call {seq}, reward); nothing was executed",
                     reason, None, "")
@@ -177,7 +170,7 @@ class WorldCalls:
             self.on_miss(miss)
         return ToolCallMiss(miss)
 
-    def unmade_agent_calls(self: ToolLedger, ran: set[str], missed: set[str | None]) -> list[Miss]:
+    def unmade_agent_calls(self, ran: set[str], missed: set[str | None]) -> list[Miss]:
         """Replay: recorded agent calls of rollouts that ran but never made them (a rollout
         that already missed is reported by that miss)."""
         out = []

@@ -121,8 +121,7 @@ class ToolLedger(WorldCalls):
     _pending: dict[str, list[Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.worlds = (Worlds(self.path) if self.workspace_limit is None
-                       else Worlds(self.path, self.workspace_limit))
+        self.worlds = Worlds(self.path, self.workspace_limit)
         check_policy(self.policy)
         for name, policy in self.overrides.items():
             check_policy(policy, f"tool {name!r}")

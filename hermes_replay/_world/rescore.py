@@ -17,6 +17,7 @@ sandbox's working tree is on the host, and how to give restored files to the san
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,7 +30,15 @@ from hermes_replay._world.manifest import Workspace, WorkspaceError
 from hermes_replay._world.restore import restore_workspace
 from hermes_replay._world.store import store_for
 
-__all__ = ["RewardSide", "SandboxWorld", "Worlds"]
+__all__ = ["WORKSPACE_LIMIT_VAR", "RewardSide", "SandboxWorld", "Worlds", "default_limit"]
+
+#: bytes of workspace kept per rollout when a session is not given a limit
+WORKSPACE_LIMIT_VAR = "HERMES_REPLAY_WORKSPACE_LIMIT"
+
+
+def default_limit() -> int:
+    text = os.environ.get(WORKSPACE_LIMIT_VAR, "").strip()
+    return int(text) if text.isdigit() else DEFAULT_LIMIT
 
 
 class SandboxWorld(Protocol):
@@ -61,9 +70,9 @@ class RewardSide:
 class Worlds:
     """The workspaces of one session: captured ones (to write) and recorded ones (to restore)."""
 
-    def __init__(self, cassette: str | Path, limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(self, cassette: str | Path, limit: int | None = None) -> None:
         self.cassette = Path(cassette)
-        self.limit = limit
+        self.limit = default_limit() if limit is None else limit
         self.recorded: dict[str, Any] = {}  # rollout → its manifest as the cassette has it
         self.captured: dict[str, dict[str, Any]] = {}
         self.sides: dict[str, RewardSide] = {}

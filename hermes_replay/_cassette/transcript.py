@@ -269,16 +269,16 @@ def with_shared_traffic(cassette: Any, record: Any, t: Transcript | None) -> Any
     """A plain env's rollout whose group was answered by one request (``n`` > 1) has no
     requests of its own: show the group's, narrowed to the reply's sample that was this
     rollout's (``_cassette.choices``), saying so."""
-    from hermes_replay._cassette.choices import own_choices
+    from hermes_replay._cassette.choices import attribution_note, own_part
 
     outcome = getattr(record, "outcome", None) or {}
     shared = cassette.rollouts.get(str(outcome.get("traffic") or ""))
     if getattr(record, "interactions", None) or shared is None:
         return record
     choice = outcome.get("choice")
-    interactions = list(shared.interactions)
-    if isinstance(choice, int) and not isinstance(choice, bool) and choice >= 0:
-        interactions = own_choices(interactions, choice)
+    own = own_part(list(shared.interactions), outcome)
+    interactions = own if own is not None else list(shared.interactions)
+    if own is not None and isinstance(choice, int):
         which = f"sample {choice + 1} of the reply; shown: that sample"
     else:
         which = "one sample of the reply; shown: all of them"
@@ -286,6 +286,9 @@ def with_shared_traffic(cassette: Any, record: Any, t: Transcript | None) -> Any
         t.out.append("")
         t.out.append(t.s(sanitize(f"rollout {record.id} shares the requests of group "
                                   f"{shared.id} (it is {which})"), "dim"))
+        note = attribution_note(outcome, shared.outcome)
+        if note:
+            t.out.append(t.s(sanitize(f"reward: {note}"), "yellow"))
     return SimpleNamespace(id=record.id, interactions=interactions, outcome=outcome,
                            tool_calls=list(getattr(record, "tool_calls", [])), shared=True)
 

@@ -232,17 +232,17 @@ def _own_samples(cassette: Cassette, transcripts: dict[str, list[Interaction]]) 
     own sample (``_cassette.choices``), and the group's whole reply is no transcript of its
     own: a change in the third sample is the third rollout's divergence, never hidden behind
     an unchanged first sample."""
-    from hermes_replay._cassette.choices import own_choices
+    from hermes_replay._cassette.choices import own_part
 
     shown_through: set[str] = set()
     for rid, rec in cassette.rollouts.items():
         outcome = rec.outcome or {}
         group = cassette.rollouts.get(str(outcome.get("traffic") or ""))
-        choice = outcome.get("choice")
         if rec.interactions or group is None or group is rec:
             continue
-        if isinstance(choice, int) and not isinstance(choice, bool) and choice >= 0:
-            transcripts[rid] = own_choices(list(group.interactions), choice)
+        own = own_part(list(group.interactions), outcome)
+        if own is not None:
+            transcripts[rid] = own
             shown_through.add(group.id)
     for gid in shown_through:
         transcripts.pop(gid, None)

@@ -107,12 +107,10 @@ def _records(cassette: Cassette) -> dict[str, RolloutRecord]:
 
 def shared_interactions(rec: RolloutRecord, group: RolloutRecord) -> list[Any]:
     """``group``'s requests as ``rec`` (one of its rollouts) saw them: its own sample."""
-    from hermes_replay._cassette.choices import own_choices
+    from hermes_replay._cassette.choices import own_part
 
-    choice = (rec.outcome or {}).get("choice")
-    if isinstance(choice, int) and not isinstance(choice, bool) and choice >= 0:
-        return own_choices(list(group.interactions), choice)
-    return list(group.interactions)
+    own = own_part(list(group.interactions), rec.outcome or {})
+    return own if own is not None else list(group.interactions)
 
 
 def run_from_cassette(cassette: Cassette, label: str | None = None) -> Run:

@@ -44,6 +44,7 @@ from typing import Any
 
 from hermes_replay import _active
 from hermes_replay._errors import HermesReplayError
+from hermes_replay._runner.plain_attrib import attribute, candidates_of
 from hermes_replay._runner.plain_items import item_hash
 from hermes_replay._runner.plain_resolve import GroupResolver, Resolution, with_worker
 from hermes_replay._runner.plain_shapes import at_odds, shape_problem
@@ -123,6 +124,8 @@ class GroupIdentity:
     def __init__(self, env: Any, max_empty: int | None = None,
                  note: Callable[[str], None] | None = None) -> None:
         self.env_name = type(env).__name__
+        self._env = env  # its tokenizer reads the scored entries (``plain_attrib``)
+        self.skipped_groups: list[str] = []  # groups atroposlib skips, with its reason
         self.resolver = GroupResolver(note)
         self._custom_postprocess = _overrides(env, "postprocess_histories")
         self.max_empty = max_empty if max_empty is not None else _max_empty_from_env()
@@ -180,29 +183,91 @@ class GroupIdentity:
                                     *args: Any, **kwargs: Any) -> Any:
         group = self._open_group(item)
         token = _GROUP.set(group)
+        group_id = with_worker(group.base)
+        answers = _follow(group_id)
         try:
-            group_id = with_worker(group.base)
             with rollout(group_id) as scope:
                 result = await original(item, *args, **kwargs)
                 self._check_shape(result)
                 scores = _scores(_groups_of(result))
                 if group.slots:  # collect_trajectory calls reported their own rewards
                     rollouts = list(group.slots)
-                else:  # one request (or several) for the whole group: its scores, in order
-                    rollouts = [with_worker(f"{group.base}-{i}") for i in range(len(scores))]
-                    turns = _answered(group_id)  # the group's requests are each rollout's
-                    for choice, (rid, score) in enumerate(zip(rollouts, scores, strict=True)):
-                        with rollout(rid) as one:
-                            one.report(reward=score, phase="train", group=group.fingerprint,
-                                       traffic=group_id, choice=choice,
-                                       **({} if turns is None else {"turns_used": turns}))
+                    fields: dict[str, Any] = {}
+                else:  # the group's completions: each rollout's reward by content
+                    rollouts, fields = self._by_content(group, group_id, result, answers)
                 scope.report(kind="group", phase="train", group=group.fingerprint,
                              scores=scores if not _is_empty(_groups_of(result)) else None,
-                             rollouts=rollouts, **group.resolved.outcome())
+                             rollouts=rollouts, **fields, **group.resolved.outcome())
         finally:
             _GROUP.reset(token)
+            _unfollow(group_id)
         self._count(_groups_of(result), item)
         return result
+
+    def _by_content(self, group: _Group, group_id: str, result: Any,
+                    answers: list[tuple[int, dict[str, Any]]] | None
+                    ) -> tuple[list[str], dict[str, Any]]:
+        """One rollout per completion of the group (``plain_attrib``), each with the score of
+        the entry that holds it; the group's record says what matched nothing."""
+        merged = _merged(_groups_of(result))
+        cands = candidates_of(answers) if answers is not None else None
+        found = attribute(merged, cands, getattr(self._env, "tokenizer", None))
+        skipped = self._skipped(_groups_of(result))
+        turns = _answered(group_id)
+        scores = merged["scores"]
+        rollouts = []
+        for slot, unit in enumerate(found.units):
+            rid = with_worker(f"{group.base}-{slot}")
+            rollouts.append(rid)
+            score = _number(scores[unit.entry]) if unit.entry is not None else None
+            own: dict[str, Any] = {"attribution": unit.how or "dropped"}
+            if unit.candidates:
+                own["samples"] = [[c.seq, c.sample] for c in unit.candidates]
+                own["choice"] = cands.index(unit.candidates[0]) if cands else slot
+            else:
+                own["choice"] = slot
+            if unit.entry is None:
+                own["dropped"] = ("score() returned no entry holding this completion (a "
+                                  "length filter, a None score, …)"
+                                  + (f"; {skipped}" if skipped and found.units else ""))
+            elif skipped:  # atroposlib skips the whole group: no reward reaches a trainer
+                own.update(dropped=skipped, env_score=score)
+                score = None
+            if unit.ambiguous:
+                own["ambiguous"] = ("another completion has the same text but a different "
+                                    "score: which score is whose cannot be told")
+            with rollout(rid) as one:
+                one.report(reward=score, phase="train", group=group.fingerprint,
+                           traffic=group_id, **own,
+                           **({} if turns is None else {"turns_used": turns}))
+        fields: dict[str, Any] = {}
+        if found.unmatched_entries:
+            fields["unmatched_entries"] = found.unmatched_entries
+        if skipped:
+            fields["dropped"] = skipped
+            self.skipped_groups.append(f"{group.base}: {skipped}")
+        return rollouts, fields
+
+    def _skipped(self, groups: Any) -> str | None:
+        """Why atroposlib's ``handle_send_to_api`` skips this returned group (its own checks,
+        in its words), or None when it takes it."""
+        if _is_empty(groups):
+            return "score() returned no group (atroposlib retries with another item)"
+        config = getattr(self._env, "config", None)
+        parts = groups if isinstance(groups, (list, tuple)) else [groups]
+        for part in (p for p in parts if isinstance(p, dict)):
+            overrides = part.get("group_overrides") or {}
+            size = overrides.get("group_size") if isinstance(overrides, dict) else None
+            size = size or getattr(config, "group_size", None)
+            count = len(part.get("tokens") or [])
+            if isinstance(size, int) and count != size:
+                return (f"atroposlib skipped the group: token count mismatch ({count} entries, "
+                        f"group_size {size})")
+            scores = _scores(part)
+            if getattr(config, "ensure_scores_are_not_same", False) and len(scores) > 1 \
+                    and len(set(scores)) == 1:
+                return "atroposlib skipped the group: every score is the same"
+        return None
 
     async def _collect_trajectory(self, original: Callable[..., Any], item: Any,
                                   *args: Any, **kwargs: Any) -> Any:
@@ -259,6 +324,31 @@ def _note_misses(rollout_id: str, note: str | None) -> None:
     add = getattr(session, "note_item", None)
     if note and callable(add):
         add(rollout_id, note)
+
+
+def _merged(groups: Any) -> dict[str, Any]:
+    """The returned group(s) as one: entries (tokens, masks, messages, scores) in order."""
+    parts = [g for g in (groups if isinstance(groups, (list, tuple)) else [groups])
+             if isinstance(g, dict)]
+    merged: dict[str, Any] = {"scores": _scores(groups)}
+    for key in ("tokens", "masks", "messages"):
+        values = [g.get(key) for g in parts]
+        if all(isinstance(v, list) for v in values) and values:
+            merged[key] = [x for v in values for x in v]
+    return merged
+
+
+def _follow(rollout_id: str) -> list[tuple[int, dict[str, Any]]] | None:
+    session = _active.current()
+    follow = getattr(session, "follow_answers", None)
+    return follow(rollout_id) if callable(follow) and session.mode != "passthrough" else None
+
+
+def _unfollow(rollout_id: str) -> None:
+    session = _active.current()
+    unfollow = getattr(session, "unfollow", None)
+    if callable(unfollow):
+        unfollow(rollout_id)
 
 
 def _answered(rollout_id: str) -> int | None:

@@ -290,9 +290,36 @@ def run_env(
                 error = exc
     result = _result(argv, code, error, session, collector, captured, cassette, env_name)
     result.handled = list(plain.handled) if plain is not None else []
+    result.handled.extend(_skipped_groups(plain))
+    if mode == "replay" and session is not None:
+        result.handled.extend(_by_position(session.summary()))
     if raise_errors and error is not None:
         raise error
     return result
+
+
+def _skipped_groups(plain: Any) -> list[str]:
+    """The groups a plain env returned that atroposlib skips, counted and named (their
+    rollouts carry no reward, so the run's mean leaves them out)."""
+    skipped = [s for i in getattr(plain, "identities", []) for s in i.skipped_groups]
+    if not skipped:
+        return []
+    more = f"; … and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    return [f"{len(skipped)} group(s) skipped by atroposlib, not trained on and left out of "
+            "the mean reward: " + "; ".join(skipped[:3]) + more]
+
+
+def _by_position(summary: Any) -> list[str]:
+    """Changed rewards that the cassette had given by position (recorded before rewards were
+    matched to replies by content): the replay's are each reply's own, said so."""
+    moved = [o.rollout for o in summary.outcomes if o.reward_changed and o.recorded
+             and o.recorded.get("traffic") and "attribution" not in o.recorded]
+    if not moved:
+        return []
+    shown = ", ".join(moved[:4]) + (f" and {len(moved) - 4} more" if len(moved) > 4 else "")
+    return [f"{len(moved)} changed reward(s) were recorded by position, before hermes-replay "
+            f"matched each score to its reply by content ({shown}): this replay gives each "
+            "rollout its own reply's reward; re-record to store those"]
 
 
 def _drop_empty_journal(cassette: Path) -> None:

@@ -205,6 +205,9 @@ class Session(WireHandling, Results):
         self._deferred: DeferredReader | None = None
         self._recorded_outcomes: dict[str, dict[str, Any]] = {}
         self._item_notes: dict[str, str] = {}  # rollout → what changed in its item
+        # rollout → its answers (seq, stored response), kept while a plain env's group is open
+        # (``_runner.plain_attrib`` matches each scored entry to the completion it came from)
+        self._followed: dict[str, list[tuple[int, dict[str, Any]]]] = {}
         self._issued: dict[str | None, int] = {}
         self._cursor: dict[str | None, int] = {}
         self._hits: list[tuple[str | None, int, Interaction]] = []

@@ -127,6 +127,7 @@ class WireHandling:
     _miss_index: dict[tuple[str | None, int, str], Miss]
     _root_misses: dict[str, Miss]
     _item_notes: dict[str, str]
+    _followed: dict[str, list[tuple[int, dict[str, Any]]]]
     _reward_issued: dict[str, int]
     _failed_attempts: int
     _wants_memo: dict[tuple[str, str], bool]
@@ -150,6 +151,17 @@ class WireHandling:
             return None
         with self._lock:
             return self._answered.get(rollout, 0)
+
+    def follow_answers(self, rollout: str) -> list[tuple[int, dict[str, Any]]]:
+        """Keep ``rollout``'s agent answers from now on, as (seq, stored response), in the list
+        returned (until :meth:`unfollow`): a plain env's scores are matched to the completions
+        they came from by content, so the group needs its own replies (recorded or replayed)."""
+        with self._lock:
+            return self._followed.setdefault(rollout, [])
+
+    def unfollow(self, rollout: str) -> None:
+        with self._lock:
+            self._followed.pop(rollout, None)
 
     def wants(self, method: str, url: str) -> bool:
         # asked for every request a client sends, almost always with the same few URLs: what
@@ -348,6 +360,9 @@ class WireHandling:
         if answer is None:
             answer = wire_response(rec.inter.response)
         self._hits.append((rollout, issue, rec.inter))
+        followed = self._followed.get(rollout) if rollout is not None else None
+        if followed is not None and rec.reward_call is None:
+            followed.append((rec.inter.seq, rec.inter.response))
         self._emit(ReplayEvent("hit", rollout, rec.inter.seq, method, request["url"],
                                answer.status))
         self._traced(rollout, issue, request)
@@ -408,6 +423,9 @@ class WireHandling:
             self._lanes[(ex.rollout, ex.issue)] = ex.lane
             if ex.stage != "reward":  # a judge's request is not one of the rollout's turns
                 self._answered[ex.rollout] = self._answered.get(ex.rollout, 0) + 1
+                followed = self._followed.get(ex.rollout) if ex.rollout is not None else None
+                if followed is not None:
+                    followed.append((inter.seq, response))
             self._journal(lambda w: w.interaction(inter))
         self._emit(ReplayEvent("record", ex.rollout, ex.issue, ex.request["method"],
                                ex.request["url"], wire.status))

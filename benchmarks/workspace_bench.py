@@ -32,6 +32,7 @@ if __package__ in (None, ""):
 sys.path.insert(0, str(ROOT / "tests" / "hermes_replay"))
 
 from hermes_replay._world import BlobStore, capture_workspace  # noqa: E402
+from hermes_replay._world.trees import store_tree  # noqa: E402
 
 MIB = 1024 * 1024
 
@@ -111,7 +112,8 @@ def shared_bytes(rollouts: int) -> None:
                 work = Path(tmp) / f"w{n}"
                 shutil.copytree(base, work)
                 (work / "answer.txt").write_text(f"{n}\n")
-                manifests += len(json.dumps(capture_workspace(work, store).record()))
+                ws = capture_workspace(work, store)
+                manifests += len(json.dumps(store_tree(ws, store)))
                 shutil.rmtree(work)
             stored = sum(p.stat().st_size for p in store_dir.rglob("*") if p.is_file())
             return stored + manifests

@@ -1,7 +1,8 @@
 """The record of one rollout's workspace, as a cassette keeps it.
 
-Stored in the rollout's outcome under ``"workspace"`` (so merge, compact and every reader
-carry it with the rollout and older readers ignore it)::
+The cassette keeps ``{"v": 2, "tree": <root listing sha256>, …}`` in the rollout's outcome
+under ``"workspace"`` (``_world.trees``: folder listings are blobs, shared between rollouts);
+expanded, or as written by the first version, it is this flat form (still read)::
 
     {"v": 1, "limit": 8388608, "bytes": 1234,
      "files":   [{"path": "answer.txt", "mode": 420, "size": 6, "sha256": "…"}],

@@ -28,9 +28,11 @@ from hermes_replay._cassette.toolcalls import ToolCall
 from hermes_replay._world.capture import DEFAULT_LIMIT, capture_workspace
 from hermes_replay._world.manifest import Workspace, WorkspaceError
 from hermes_replay._world.restore import restore_workspace
-from hermes_replay._world.store import store_for
+from hermes_replay._world.store import BlobStore, store_for
+from hermes_replay._world.trees import expand, store_tree
 
-__all__ = ["WORKSPACE_LIMIT_VAR", "RewardSide", "SandboxWorld", "Worlds", "default_limit"]
+__all__ = ["WORKSPACE_LIMIT_VAR", "RewardSide", "SandboxWorld", "Worlds", "default_limit",
+           "load_workspace"]
 
 #: bytes of workspace kept per rollout when a session is not given a limit
 WORKSPACE_LIMIT_VAR = "HERMES_REPLAY_WORKSPACE_LIMIT"
@@ -67,6 +69,13 @@ class RewardSide:
     restored: int = 0  # files put back
 
 
+def load_workspace(record: Any, store: BlobStore) -> Workspace:
+    """A recorded workspace (a v2 tree in ``store``, or an inline v1 manifest), checked."""
+    if isinstance(record, dict) and record.get("v") == 2:
+        record = expand(record, store)
+    return Workspace.parse(record)
+
+
 class Worlds:
     """The workspaces of one session: captured ones (to write) and recorded ones (to restore)."""
 
@@ -92,10 +101,11 @@ class Worlds:
                 return
             side.captured = True
             root = world.root(False) if world is not None else None
-            ws = (capture_workspace(root, store_for(self.cassette), self.limit)
+            store = store_for(self.cassette)
+            ws = (capture_workspace(root, store, self.limit)
                   if root is not None else Workspace(limit=self.limit))
             with self._lock:
-                self.captured[rollout] = ws.record()
+                self.captured[rollout] = store_tree(ws, store)
 
     def restore(self, rollout: str, world: SandboxWorld | None) -> int:
         """Fill a fresh sandbox with the rollout's recorded workspace; files written.
@@ -110,11 +120,12 @@ class Worlds:
                 "(`hermes-replay record … --missing-only`) to add one")
         if world is None:
             raise WorkspaceError("this reward call gave no sandbox to restore the workspace into")
-        ws = Workspace.parse(manifest)
+        store = store_for(self.cassette)
+        ws = load_workspace(manifest, store)
         root = world.root(True)
         if root is None:
             raise WorkspaceError("the sandbox could not be created")
-        written = restore_workspace(ws, store_for(self.cassette), root)
+        written = restore_workspace(ws, store, root)
         world.settle()
         return written
 

@@ -80,3 +80,13 @@ ANSWERS = {"pow_3_10": 59049, "pow_2_16": 65536, "pow_7_5": 16807}
 def item_answer(record: Any) -> int:
     prompt = next(i.request["body"]["messages"][-1]["content"] for i in record.interactions)
     return ANSWERS[re.search(r"Task (\w+):", prompt)[1]]
+
+
+def workspace_files(record: Any, cassette: str | Path = CASSETTE_REL) -> dict[str, bytes]:
+    """The rollout's recorded workspace: path → content, read back from the store."""
+    from hermes_replay._world.rescore import load_workspace
+    from hermes_replay._world.store import store_for
+
+    store = store_for(cassette)
+    ws = load_workspace(record.outcome["workspace"], store)
+    return {f["path"]: store.get(f["sha256"], 1 << 24) for f in ws.files}

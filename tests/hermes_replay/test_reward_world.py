@@ -20,10 +20,10 @@ from _world_project import (
     make_project,
     record,
     rollouts,
+    workspace_files,
     written_value,
 )
 
-from hermes_replay._world.store import store_for
 from hermes_replay.cli import main
 
 pytestmark = pytest.mark.xdist_group("reward_world")
@@ -57,14 +57,12 @@ def _replay(capsys: pytest.CaptureFixture, *extra: str) -> tuple[int, str]:
 def test_record_keeps_each_rollouts_workspace_as_its_reward_found_it(project: Path) -> None:
     recs = rollouts()
     assert len(recs) == 4
-    store = store_for(project / CASSETTE_REL)
     values = set()
     for rid, rec in recs.items():
-        ws = rec.outcome["workspace"]
-        files = {f["path"]: f for f in ws["files"]}
+        assert rec.outcome["workspace"]["v"] == 2  # a tree of shared folder listings
         value = written_value(rec)
         values.add(value)
-        content = store.get(files["answer.txt"]["sha256"], 1 << 20).decode()
+        content = workspace_files(rec)["answer.txt"].decode()
         assert content == value + "\n", rid  # the agent's own command wrote exactly this
         reward_cat = next(c for c in rec.tool_calls if c.source == "reward")
         assert reward_cat.result["output"] == content  # what the reward read is what was kept
@@ -175,8 +173,7 @@ def test_missing_only_after_a_prompt_change_rerecords_each_rollout_whole(
         reward = [c for c in rec.tool_calls if c.source == "reward"]
         value = written_value(rec)
         assert reward[0].result["output"] == ("" if value is None else value + "\n"), rid
-        files = {f["path"] for f in rec.outcome["workspace"]["files"]}
-        assert ("answer.txt" in files) == (value is not None)
+        assert ("answer.txt" in workspace_files(rec)) == (value is not None)
         assert rec.outcome["reward"] == pytest.approx(expected_reward(rec, item_answer(rec)))
     assert main(["replay", CASSETTE_REL, "--out", "out2"]) == 0
 

@@ -139,3 +139,52 @@ def test_a_tampered_blob_is_refused_and_nothing_is_written(tmp_path: Path) -> No
     store.path(sha).unlink()
     with pytest.raises(WorkspaceError, match="missing"):
         restore_workspace(ws, store, target)
+
+
+def test_rollouts_over_one_checkout_share_its_folder_listings(tmp_path: Path) -> None:
+    from hermes_replay._world.rescore import load_workspace
+    from hermes_replay._world.trees import store_tree
+
+    store = BlobStore(tmp_path / "store")
+    records = []
+    for n in range(3):
+        work = tmp_path / f"w{n}"
+        (work / "src" / "pkg").mkdir(parents=True)
+        (work / "src" / "pkg" / "mod.py").write_text("x = 1\n")
+        (work / "answer.txt").write_text(str(n))
+        ws = capture_workspace(work, store)
+        records.append((ws, store_tree(ws, store)))
+    blobs_before = {p.name for p in (tmp_path / "store").rglob("*") if p.is_file()}
+    # one content blob per answer, one for mod.py, two listings shared (src, src/pkg), and a
+    # root listing per rollout
+    assert len(blobs_before) == 3 + 1 + 2 + 3
+    for ws, record in records:
+        assert set(record) == {"v", "tree", "limit", "bytes", "files", "omitted"}
+        back = load_workspace(record, store)
+        assert sorted(map(str, back.files)) == sorted(map(str, ws.files))
+        assert sorted(map(str, back.dirs)) == sorted(map(str, ws.dirs))
+
+
+def test_a_hostile_tree_is_refused(tmp_path: Path) -> None:
+    import json
+
+    from hermes_replay._world.rescore import load_workspace
+    from hermes_replay._world.trees import MAX_ENTRIES
+
+    store = BlobStore(tmp_path / "store")
+
+    def put(listing: dict) -> str:
+        return store.put(json.dumps(listing).encode())
+
+    empty = {"files": [], "links": [], "dirs": []}
+    bad_name = put({**empty, "files": [["../up", 420, 0, "0" * 64]]})
+    with pytest.raises(WorkspaceError, match="bad name"):
+        load_workspace({"v": 2, "tree": bad_name}, store)
+    # shared sub-trees describing 2**20 folders: refused at the bound, not expanded
+    sha = put(empty)
+    for level in range(20):
+        sha = put({**empty, "dirs": [[f"a{level}", 493, sha], [f"b{level}", 493, sha]]})
+    with pytest.raises(WorkspaceError, match=f"more than {MAX_ENTRIES}"):
+        load_workspace({"v": 2, "tree": sha}, store)
+    with pytest.raises(WorkspaceError, match="missing"):
+        load_workspace({"v": 2, "tree": "f" * 64}, store)

@@ -305,3 +305,14 @@ def test_check_flags_a_cassette_of_isolation_errors(tmp_path: Path) -> None:
     assert said is not None and said.startswith("1 of 2 recorded tool results are sandbox")
     write_cassette(path, CassetteHeader(), [], {"r": {"reward": 0.2}}, calls[1:])
     assert isolation_failures([path]) is None
+
+
+def test_show_lists_the_workspace_the_reward_found(project: Path, capsys) -> None:
+    rid, rec = sorted(rollouts().items())[0]
+    capsys.readouterr()
+    assert main(["show", CASSETTE_REL, "--rollout", rid]) == 0
+    out = capsys.readouterr().out
+    size = len(written_value(rec)) + 1
+    assert "── workspace (as the reward found it) ──" in out
+    assert f"    answer.txt  {size} B" in out
+    assert '"sha256"' not in out and '"tree"' not in out  # not dumped as raw JSON

@@ -188,3 +188,23 @@ def test_a_hostile_tree_is_refused(tmp_path: Path) -> None:
         load_workspace({"v": 2, "tree": sha}, store)
     with pytest.raises(WorkspaceError, match="missing"):
         load_workspace({"v": 2, "tree": "f" * 64}, store)
+
+
+def test_verify_scans_the_workspace_store_beside_the_cassettes(tmp_path: Path, capsys) -> None:
+    """A blob edited after recording (or written by another tool) holds a key: verify says
+    so, naming the blob, as it would for a cassette line."""
+    import shutil
+
+    from hermes_replay.cli import main
+
+    root = Path(__file__).resolve().parents[2] / "cassettes"
+    shutil.copytree(root / "terminal_test_env", tmp_path / "cassettes" / "terminal_test_env")
+    shutil.copytree(root / ".workspaces", tmp_path / "cassettes" / ".workspaces")
+    assert main(["verify", str(tmp_path / "cassettes")]) == 0
+    blob = sorted(p for p in (tmp_path / "cassettes" / ".workspaces").rglob("*") if p.is_file())[0]
+    with open(blob, "a") as fh:
+        fh.write(f"\nOPENAI_API_KEY={KEY}\n")
+    capsys.readouterr()
+    assert main(["verify", str(tmp_path / "cassettes")]) == 1
+    out = capsys.readouterr().out
+    assert f"{blob}: secret: openai key" in out and KEY not in out

@@ -146,8 +146,9 @@ def replay_cost(reps: int) -> None:
             lines.append(json.dumps(record))
         plain.write_text("\n".join(lines) + "\n")
         times: dict[str, list[float]] = {"with workspaces": [], "without": []}
-        for _ in range(reps):
-            for label, path in (("with workspaces", W.CASSETTE_REL), ("without", str(plain))):
+        pair = [("with workspaces", W.CASSETTE_REL), ("without", str(plain))]
+        for rep in range(reps):  # ABBA: neither form always runs first
+            for label, path in (pair if rep % 2 == 0 else pair[::-1]):
                 start = time.perf_counter()
                 assert main(["replay", path, "--out", f"out-{label[:4]}"]) == 0
                 times[label].append(time.perf_counter() - start)

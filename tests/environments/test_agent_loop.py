@@ -63,6 +63,17 @@ class FakeServer:
         return item
 
 
+@pytest.fixture(autouse=True)
+def _own_loops_cleaned_up():
+    """A loop made without a task id keeps its sandbox for the caller (the former layer's
+    contract); these tests are that caller, so they remove what such loops left."""
+    before = set(active_sandboxes())
+    yield
+    for task in set(active_sandboxes()) - before:
+        if task.startswith("agent-loop-"):
+            cleanup_task(task)
+
+
 @pytest.fixture
 def task_id():
     tid = f"test-loop-{uuid.uuid4().hex[:8]}"

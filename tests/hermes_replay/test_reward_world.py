@@ -316,3 +316,33 @@ def test_show_lists_the_workspace_the_reward_found(project: Path, capsys) -> Non
     assert "── workspace (as the reward found it) ──" in out
     assert f"    answer.txt  {size} B" in out
     assert '"sha256"' not in out and '"tree"' not in out  # not dumped as raw JSON
+
+
+AUTO_TEST = """
+import pytest
+
+@pytest.mark.cassette("cassettes/answer_env/process.jsonl")
+def test_answer(replay_run):
+    assert len(replay_run().rollouts) == 4
+"""
+
+
+def test_pytest_auto_mode_rescores_a_changed_reward_and_writes_it(
+        recorded: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pytest --replay-mode auto`` takes the same path as ``record --missing-only``: the
+    changed reward runs in each rollout's recorded workspace (no endpoint), and is written."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
+        monkeypatch.delenv(name, raising=False)
+    root = pytester.path
+    shutil.copytree(recorded, root, symlinks=True, dirs_exist_ok=True)
+    main(["trust", str(root)])
+    pytester.makepyfile(test_answer=AUTO_TEST)
+    edit_env(root, 'REWARD_COMMAND = "cat answer.txt"',
+             'REWARD_COMMAND = "head -c 3 answer.txt"')
+    result = pytester.runpytest("--replay-mode", "auto", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    for rid, rec in rollouts(root / CASSETTE_REL).items():
+        reward = [c for c in rec.tool_calls if c.source == "reward"]
+        assert [c.arguments["command"] for c in reward] == ["head -c 3 answer.txt"], rid
+        assert rec.outcome["reward"] == pytest.approx(
+            expected_reward(rec, item_answer(rec), read=lambda text: text[:3].strip()))

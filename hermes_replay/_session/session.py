@@ -78,16 +78,6 @@ class Observer(Protocol):
 
     def rollout_finished(self, scope: RolloutScope) -> None: ...
 
-    def _workspace_of(self, rollout: str) -> dict[str, Any] | None:
-        """The workspace a rollout's outcome keeps: the one captured in this run, else the
-        recorded one while its world is the recorded one (not rebuilt)."""
-        captured = self.tools.worlds.captured.get(rollout)
-        if captured is not None:
-            return captured
-        if rollout in self.tools.rebuilds:
-            return None
-        return self.tools.worlds.recorded.get(rollout)
-
     def annotate(self, fields: dict[str, Any]) -> None: ...
 
 

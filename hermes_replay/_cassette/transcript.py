@@ -153,7 +153,7 @@ class Transcript:
             self.out.append("  " + sanitize(f"reward parts: {parts_text(named)}"))
         rest = {k: v for k, v in outcome.items() if k not in {
             "reward", "turns_used", "finished_naturally", "tool_errors", "phase", "group",
-            "messages", "reasoning_per_turn", "parts"}}
+            "messages", "reasoning_per_turn", "parts", "workspace"}}
         for key, value in rest.items():
             if value is None:
                 continue

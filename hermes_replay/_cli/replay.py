@@ -55,7 +55,6 @@ from hermes_replay._corpus.errors import CorpusError
 from hermes_replay._corpus.one import CassetteResult, RunHooks
 from hermes_replay._corpus.shard import ShardError, parse_shard, shard_from_slurm
 from hermes_replay._corpus.summary import RunSummary, exit_code, status
-from hermes_replay._runner.plan import replay_argv
 from hermes_replay._runner.stall import DEFAULT_MAX_MISSES
 from hermes_replay._terminal.render import Progress, Style, fmt_reward, sanitize, table
 
@@ -277,13 +276,10 @@ def _run_env(args: argparse.Namespace) -> int:
         )
         return 2
     from hermes_replay._errors import CassetteError
-    from hermes_replay._runner.plan import OUTPUT_FLAGS
-    from hermes_replay._runner.portable import local_command
+    from hermes_replay._runner.portable import replay_command
 
-    command, tokenizer = _header_command(cassette)
     try:
-        argv = local_command(replay_argv(command, list(args.env_args)), tokenizer, cassette,
-                             Path.cwd(), skip=OUTPUT_FLAGS)
+        argv = replay_command(cassette, list(args.env_args))
     except CassetteError as exc:
         print(f"hermes-replay replay: {sanitize(str(exc))}", file=sys.stderr)
         return 1
@@ -305,18 +301,6 @@ def _trace_path(args: argparse.Namespace) -> Path | None:
     """``--trace`` as an absolute path: the environment may change the working folder before
     the session writes it at the end."""
     return None if args.trace is None else args.trace.resolve()
-
-
-def _header_command(cassette: Path) -> tuple[list[str], dict[str, Any] | None]:
-    """The recorded command and tokenizer (nothing when the cassette cannot be read: the run
-    then reports what is wrong with it)."""
-    from hermes_replay import load_cassette
-
-    try:
-        header = load_cassette(cassette).header
-    except Exception:
-        return [], None
-    return list(header.command or []), header.tokenizer
 
 
 # --------------------------------------------------------------------------- the main job

@@ -24,7 +24,7 @@ from typing import Any
 
 from hermes_replay._errors import CassetteError
 
-__all__ = ["local_command", "portable_command"]
+__all__ = ["local_command", "portable_command", "replay_command"]
 
 
 def _split(arg: str) -> tuple[str, str]:
@@ -130,3 +130,18 @@ def _tokenizer_here(flag: str, value: str, recorded: dict[str, Any] | None,
         hint=f"give this machine's copy: hermes-replay replay ENV_FILE --cassette {cassette} "
              f"-- MODE … {flag} PATH; or re-record (a recording stores the tokenizer it used "
              "beside the cassettes, in .tokenizers/)")
+
+
+def replay_command(cassette: Path, user: list[str]) -> list[str]:
+    """``replay ENV_FILE --cassette C -- MODE …``'s argv: the user's flags over the recorded
+    command, with this machine's paths (a cassette that cannot be read gives the user's
+    flags alone: the run then reports what is wrong with it)."""
+    from hermes_replay._cassette.load import load_cassette
+    from hermes_replay._runner.plan import OUTPUT_FLAGS, replay_argv
+
+    try:
+        header = load_cassette(cassette).header
+    except Exception:
+        return replay_argv([], user)
+    return local_command(replay_argv(list(header.command or []), user), header.tokenizer,
+                         cassette, Path.cwd(), skip=OUTPUT_FLAGS)

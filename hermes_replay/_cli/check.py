@@ -21,7 +21,9 @@ DESCRIPTION = (
     "With neither, the env's own cassettes are replayed (cassettes/<env>/, as `watch` finds "
     "them). A plain atroposlib env gets the rules that hold for any env: rewards are judged by "
     "what a trainer needs (finite; a group not all alike), not by [0, 1]. "
-    "Exit 1 on any failure; warnings never fail."
+    "Live, the env's own flags go after -- as for `record` (e.g. -- --env.tokenizer_name "
+    "DIR); offline, each mode runs where and as `replay` runs it (the recorded working "
+    "folder and command). Exit 1 on any failure; warnings never fail."
 )
 
 
@@ -73,6 +75,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"hermes-replay check: cassette {args.cassette} does not exist; record one with "
               "`hermes-replay record` or leave --cassette out", file=sys.stderr)
         return 2
+    env_flags = list(getattr(args, "env_args", None) or [])
+    if env_flags and not args.endpoint:
+        print("hermes-replay check: flags after -- go to the env's live runs (with --endpoint "
+              "and --model); offline, check replays the recorded command as `replay` does",
+              file=sys.stderr)
+        return 2
+    if env_flags and env_flags[0] in ("serve", "process", "evaluate"):
+        print(f"hermes-replay check: give only the env's flags after -- (check runs both "
+              f"process and evaluate itself), e.g. -- {' '.join(env_flags[1:]) or '--env.X V'}",
+              file=sys.stderr)
+        return 2
     cassette = args.cassette
     if cassette is None and not args.endpoint and not args.static_only:
         cassette = own_cassettes(path)
@@ -80,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"hermes-replay check: replaying {cassette} (the env's own cassettes; "
                   "--cassette PATH names others)", file=sys.stderr)
     target = Target(cassette=cassette, endpoint=args.endpoint, model=args.model,
-                    api_key_env=args.api_key_env)
+                    api_key_env=args.api_key_env, env_flags=tuple(env_flags))
     rows = check_env(path, target=target, dynamic=not args.static_only, display=str(path),
                      keep=args.out)
     print(render_json(rows, str(path)) if args.json else render_table(rows, str(path)))

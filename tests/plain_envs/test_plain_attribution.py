@@ -171,7 +171,8 @@ def test_dropped_entries_say_so_and_carry_no_neighbours_reward(tmp_path, capsys)
             assert "env_score" not in outcome
             assert outcome["dropped"].startswith("score() returned no entry holding this")
     # the record's summary counts and names the skipped groups
-    assert "3 group(s) skipped by atroposlib" in out, out[-3000:]
+    assert "3 group(s) dropped, not trained on and left out of the mean reward" in out, \
+        out[-3000:]
     assert "token count mismatch (2 entries, group_size 4)" in out
     assert "mean reward -" in out
 

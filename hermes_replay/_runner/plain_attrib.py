@@ -296,10 +296,24 @@ def _score_key(value: Any) -> Any:
     return round(float(value), 9) if isinstance(value, (int, float)) else repr(value)
 
 
+def _one_per_text(held: list[int], cands: list[Candidate], taken: set[int]) -> list[int]:
+    """``held`` with one completion per distinct text: an entry that holds a reply once holds
+    one of the completions alike in text, the first no earlier entry took."""
+    out: list[int] = []
+    for key in dict.fromkeys(cands[j].key for j in held):
+        alike = [j for j in held if cands[j].key == key]
+        j = next((x for x in alike if x not in taken), alike[0])
+        taken.add(j)
+        out.append(j)
+    return sorted(out)
+
+
 def _conversations(claims: list[tuple[list[int], str]], cands: list[Candidate]) -> Attribution:
     """Entries hold several completions each (multi-turn rollouts): a rollout per entry, its
     own turns the completions it holds; a completion held by two entries is ambiguous."""
     owners: dict[int, int] = {}
+    taken: set[int] = set()
+    claims = [(_one_per_text(held, cands, taken), how) for held, how in claims]
     for held, _ in claims:
         for j in held:
             owners[j] = owners.get(j, 0) + 1

@@ -40,7 +40,7 @@ def _given(argv: Sequence[str], flag: str) -> bool:
 def live_argv(mode: str, env_file: Path, user_flags: Sequence[str]) -> list[str]:
     """``mode``, the user's flags, then check's own small-run flags the user did not set and
     the env accepts."""
-    from hermes_replay._check import is_plain_env
+    from hermes_replay._check._source import is_plain_env
 
     plain = is_plain_env(env_file)
     own = LIVE_FLAGS[mode]

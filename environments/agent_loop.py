@@ -29,6 +29,7 @@ of the replay harness) is carried into the worker thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import hashlib
 import json
@@ -40,16 +41,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from environments import _loop_scope
 from environments._lifetime import touch
 from environments.tool_budget import BudgetConfig, apply_budget
 from environments.tools import (
     blocked_tool_error,
-    cleanup_task,
     dispatch_tool,
     get_sandbox,
     tool_result_error,
 )
 from hermes_replay import RequestNotRecorded, current_rollout, scrub, tool_call
+from hermes_replay import rollout as hermes_replay_rollout
 
 __all__ = ["AgentResult", "HermesAgentLoop", "ToolError", "resize_tool_pool", "tool_pool_size"]
 # ``_extract_reasoning_from_message`` is importable too (the former layer's unit tests import
@@ -219,7 +221,9 @@ class HermesAgentLoop:
         self.tool_schemas = list(tool_schemas or [])
         self.valid_tool_names = set(valid_tool_names or [])
         self.max_turns = max_turns
-        # Without a task id the loop owns a private sandbox and removes it after the run.
+        # Without a task id the loop makes one; its sandbox stays until the environment (or
+        # ``ToolContext(agent.task_id).cleanup()``) removes it, as the former layer's did, so
+        # reward code can read the agent's files after ``run()``.
         self._owns_task = task_id is None
         self.task_id = task_id or f"agent-loop-{uuid.uuid4().hex}"
         self.temperature = temperature
@@ -374,18 +378,33 @@ class HermesAgentLoop:
         result's ``managed_state``.
         """
         result = AgentResult(messages=messages)
-        try:
-            await self._loop(messages, result)
-        finally:
-            get_state = getattr(self.server, "get_state", None)
-            if callable(get_state):
-                try:
-                    result.managed_state = get_state()
-                except Exception as exc:
-                    log.warning("task %s: server.get_state() failed: %r", self.task_id, exc)
-            if self._owns_task:
-                await run_blocking(cleanup_task, self.task_id)
+        with self._own_scope(messages) as scope:
+            try:
+                await self._loop(messages, result)
+            finally:
+                self._finish(result)
+            if scope is not None:
+                scope.report(turns_used=result.turns_used,
+                             finished_naturally=result.finished_naturally,
+                             tool_errors=len(result.tool_errors), phase="loop")
         return result
+
+    def _own_scope(self, messages: list[dict[str, Any]]) -> Any:
+        """A rollout scope for a loop an environment's own code runs (no scope around it, no
+        task id given): see ``environments._loop_scope``."""
+        if not self._owns_task or current_rollout() is not None:
+            return contextlib.nullcontext(None)
+        rollout_id = _loop_scope.loop_rollout_id(messages)
+        _loop_scope.remember(self.task_id, rollout_id)
+        return hermes_replay_rollout(rollout_id)
+
+    def _finish(self, result: AgentResult) -> None:
+        get_state = getattr(self.server, "get_state", None)
+        if callable(get_state):
+            try:
+                result.managed_state = get_state()
+            except Exception as exc:
+                log.warning("task %s: server.get_state() failed: %r", self.task_id, exc)
 
     async def _loop(self, history: list[dict[str, Any]], result: AgentResult) -> None:
         for turn in range(1, self.max_turns + 1):

@@ -44,7 +44,7 @@ from atroposlib.envs.server_handling.server_baseline import APIServerConfig
 from atroposlib.envs.server_handling.server_harness import ServerHarness
 
 import hermes_replay
-from environments import _lifetime, _metrics, _startup
+from environments import _lifetime, _loop_scope, _metrics, _startup
 from environments._config import (
     PLACEHOLDER_API_KEY,
     REDACTED,
@@ -94,6 +94,10 @@ class HermesAgentBaseEnv(BaseEnv):
         evaluate = cls.__dict__.get("evaluate")
         if evaluate is not None and not getattr(evaluate, "_hermes_guarded", False):
             cls.evaluate = _guard_evaluate(evaluate)  # type: ignore[method-assign]
+        compute = cls.__dict__.get("compute_reward")
+        if compute is not None and inspect.iscoroutinefunction(compute):
+            # a former-layer evaluate scores its own loops: see environments._loop_scope
+            cls.compute_reward = _loop_scope.scoped_reward(compute)  # type: ignore[method-assign]
 
     def __init__(self, config: HermesAgentEnvConfig, server_configs: Any, slurm: bool = False,
                  testing: bool = False) -> None:

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from environments._lifetime import touch
+from environments._loop_scope import scope_for_task
 from environments.agent_loop import run_blocking
 from environments.tools import (
     blocked_tool_error,
@@ -63,6 +64,7 @@ from environments.tools import (
     get_tool,
 )
 from environments.tools.sandbox import SandboxBackend
+from environments.tools.sandbox.base import active_sandboxes
 from hermes_replay import tool_call
 
 __all__ = ["ToolContext"]
@@ -112,6 +114,32 @@ def _warn_if_on_loop(method: str) -> None:
         )
 
 
+def _reward_call(ctx: ToolContext, name: str, args: Any, run: Any) -> Any:
+    """One reward-side call through the harness, inside the rollout of the task's agent loop
+    when that loop opened one of its own (a former-layer ``evaluate``)."""
+    with scope_for_task(ctx.task_id):
+        return tool_call(name, args, run, source="reward", world=ctx._world)
+
+
+class _SandboxWorld:
+    """This task's sandbox as ``hermes_replay`` sees it when it records the workspace the
+    reward starts from, or restores one to re-score a changed reward offline."""
+
+    def __init__(self, ctx: ToolContext) -> None:
+        self._ctx = ctx
+
+    def root(self, create: bool) -> str | None:
+        if not create and self._ctx.task_id not in active_sandboxes():
+            return None  # the agent never used a tool: its world is empty
+        return getattr(self._ctx.sandbox, "work_dir", None)
+
+    def settle(self) -> None:
+        sandbox = self._ctx.sandbox
+        give = getattr(sandbox, "_give_to_sandbox", None)
+        if give is not None:  # root mode: the restored files become the sandbox user's
+            give(sandbox.work_dir)
+
+
 class ToolContext:
     """Terminal, files and tools of one task's sandbox, for reward verification."""
 
@@ -121,6 +149,7 @@ class ToolContext:
             raise ValueError("ToolContext needs the task_id the rollout ran with")
         self.task_id = task_id
         self.backend = backend
+        self._world = _SandboxWorld(self)
 
     @property
     def sandbox(self) -> SandboxBackend:
@@ -134,18 +163,16 @@ class ToolContext:
             result = self.sandbox.run(command, timeout=timeout)
             return {"exit_code": result.exit_code, "output": result.output}
 
-        return tool_call("terminal", {"command": command, "timeout": timeout}, run,
-                         source="reward")
+        return _reward_call(self, "terminal", {"command": command, "timeout": timeout}, run)
 
     def _read_file(self, path: str) -> str:
-        return tool_call("read_file", {"path": path}, lambda: self.sandbox.read_file(path),
-                         source="reward")
+        return _reward_call(self, "read_file", {"path": path}, lambda: self.sandbox.read_file(path))
 
     def _write_file(self, path: str, content: str) -> None:
         def run() -> None:
             self.sandbox.write_file(path, content)
 
-        tool_call("write_file", {"path": path, "content": content}, run, source="reward")
+        _reward_call(self, "write_file", {"path": path, "content": content}, run)
 
     def _upload(self, local_path: str, remote_path: str) -> None:
         def run() -> None:
@@ -153,11 +180,11 @@ class ToolContext:
 
         # the host path differs between machines and runs; what was uploaded does not
         args = {"remote_path": remote_path, "sha256": _digest(Path(local_path))}
-        tool_call("upload_file", args, run, source="reward")
+        _reward_call(self, "upload_file", args, run)
 
     def _download(self, remote_path: str, local_path: str) -> None:
-        files = tool_call("download_file", {"remote_path": remote_path},
-                          lambda: self._fetch(remote_path), source="reward")
+        files = _reward_call(self, "download_file", {"remote_path": remote_path},
+                          lambda: self._fetch(remote_path))
         _write_files(files, Path(local_path))
 
     def _fetch(self, remote_path: str) -> dict[str, str]:
@@ -188,7 +215,7 @@ class ToolContext:
             return dispatch_tool(name, args, self.task_id)
 
         try:
-            return tool_call(name, args, run, source="reward")
+            return _reward_call(self, name, args, run)
         except Exception as exc:
             return json.dumps({"error": f"Tool {name!r} raised {type(exc).__name__}: {exc}"},
                               ensure_ascii=False)
@@ -294,7 +321,7 @@ class ToolContext:
 
     # -- awaitable API (does not block the event loop) --------------------------------------
 
-    async def aterminal(self, command: str, timeout: float = 120) -> dict[str, Any]:
+    async def aterminal(self, command: str, timeout: float = 180) -> dict[str, Any]:
         return await run_blocking(self._terminal, command, timeout)
 
     async def aread_file(self, path: str) -> str:

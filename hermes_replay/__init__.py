@@ -57,7 +57,8 @@ from hermes_replay._session.known_good import offer_known_good
 from hermes_replay._session.scope import RolloutScope, current_rollout, rollout, scoring
 from hermes_replay._session.session import Session, cassette
 from hermes_replay._session.summary import ReplayEvent, ReplaySummary
-from hermes_replay._session.tools import ToolCallMiss, ToolCallsDrifted, tool_call
+from hermes_replay._session.tool_errors import ToolCallMiss, ToolCallsDrifted
+from hermes_replay._session.tools import tool_call
 from hermes_replay._session.traffic import recorded_endpoint
 from hermes_replay._tokenizers.bundled import tokenizer_path as bundled_tokenizer_path
 from hermes_replay._tokenizers.store import TokenizerMismatch, check_tokenizer, tokenizer_for_run

@@ -238,7 +238,11 @@ def miss_text(misses: list[Miss], cassette: str | None, hint: str, *, verbose: b
     one line each, then the next step."""
     roots = [m for m in misses if m.cause is None]
     after = [m for m in misses if m.cause is not None]
-    head = f"{len(misses)} request(s) had no matching recording"
+    tools = sum(1 for m in misses if m.method == "TOOL")
+    head = (f"{len(misses)} request(s) had no matching recording" if not tools else
+            f"{len(misses) - tools} request(s) and {tools} tool call(s) had no matching "
+            "recording" if tools < len(misses) else
+            f"{tools} tool call(s) could not be answered from the recording")
     if after:
         head += f" ({len(roots)} cause(s); {len(after)} follow from an earlier miss)"
     if cassette:

@@ -143,6 +143,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("_tokenizers",),
     ("_terminal",),
     ("_cassette",),
+    ("_world",),
     ("_session",),
     ("scripted_endpoint",),
     ("_runner",),

@@ -148,7 +148,7 @@ class Transcript:
         self.out.append("  " + sanitize(" · ".join(parts)))
         rest = {k: v for k, v in outcome.items() if k not in {
             "reward", "turns_used", "finished_naturally", "tool_errors", "phase", "group",
-            "messages", "reasoning_per_turn"}}
+            "messages", "reasoning_per_turn", "workspace"}}
         for key, value in rest.items():
             if value is None:
                 continue

@@ -304,9 +304,39 @@ def analyse_runs(display: str, target: Target, process: ModeRun,
         reward_problems = outputs.check_plain_rewards(rewards, groups)
     else:
         reward_problems = outputs.check_rewards(rewards)
+    broken = isolation_failures([c for c in (target.cassette, process.cassette,
+                                             evaluate.cassette) if c is not None])
+    if broken:  # the rewards measure a missing sandbox: range advice would mislead
+        reward_problems = [("fail", broken)]
+        rewards_fix = ("install bubblewrap (`apt-get install bubblewrap`) and record the "
+                       "cassette again; its tool calls never ran")
     return [_row("process", display, process_problems, process_fix, plain),
             _row("evaluate", display, evaluate_problems, evaluate_fix, plain),
             _row("rewards", display, reward_problems, rewards_fix, plain)]
+
+
+def isolation_failures(cassettes: list[Path]) -> str | None:
+    """What to say of cassettes whose tool calls failed because no sandbox could be made."""
+    from hermes_replay._cassette import load_cassette
+
+    seen: set[Path] = set()
+    failed = total = 0
+    for path in cassettes:
+        if path in seen or not Path(path).is_file():
+            continue
+        seen.add(path)
+        try:
+            calls = load_cassette(path).tool_calls
+        except Exception:
+            continue
+        total += len(calls)
+        failed += sum(1 for c in calls if "IsolationUnavailableError" in str(c.raised)
+                      or "must run inside bubblewrap" in str(c.result))
+    if not failed:
+        return None
+    return (f"{failed} of {total} recorded tool results are sandbox isolation errors "
+            "(bubblewrap was missing when it was recorded): the rewards score a broken sandbox, "
+            "not the model")
 
 
 def traced_twice_row(display: str, process: ModeRun, rerun: Path,

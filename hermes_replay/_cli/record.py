@@ -38,6 +38,7 @@ from hermes_replay._cli._worker import add_worker_flag, given_worker, worker_var
 from hermes_replay._runner.dead_endpoint import DEFAULT_FIRST_ANSWER_TIMEOUT
 from hermes_replay._runner.env_target import check_env_file, resolve_env
 from hermes_replay._terminal.render import Style
+from hermes_replay._world.rescore import WORKSPACE_LIMIT_VAR
 
 USAGE = (
     "hermes-replay record ENV_FILE [--cassette PATH] [--missing-only] [--shard NAME|auto] "
@@ -96,6 +97,11 @@ def register(sub: Any) -> None:
         metavar="N",
         help="seed Python's random and numpy with N before the environment starts (default: a "
         "new seed); the header keeps it and replay seeds the same",
+    )
+    p.add_argument(
+        "--workspace-limit", metavar="BYTES", type=_size,
+        help="bytes of each rollout's sandbox workspace kept when its reward starts (default "
+        "8M; K/M/G suffixes; 0 keeps none): what a changed reward is re-scored against offline",
     )
     add_normalize_flag(p, help="keep a normalizer with the cassette (in its header; every "
                        "replay applies it): a built-in name (datetime, uuid, tmp-path, epoch, "
@@ -180,7 +186,19 @@ def prepare_live_run(prog: str, args: argparse.Namespace) -> tuple[list[str], An
     return env_args, endpoint, secret
 
 
+def _size(text: str) -> int:
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    text = text.strip().lower()
+    scale = units.get(text[-1:], 1)
+    number = text[:-1] if text[-1:] in units else text
+    if not number.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 8M, 512K, 0)")
+    return int(number) * scale
+
+
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "workspace_limit", None) is not None:  # read by every session of the run
+        os.environ[WORKSPACE_LIMIT_VAR] = str(args.workspace_limit)
     prepared = prepare_live_run("record", args)
     if isinstance(prepared, int):
         return prepared

@@ -174,6 +174,13 @@ def _show(args: argparse.Namespace, cassette: Any, records: list[Any],
         if not isinstance(record, SimpleNamespace) or getattr(record, "shared", False):
             t.tool_calls(record.tool_calls)
             t.outcome(dict(record.outcome or {}))
+            workspace = (record.outcome or {}).get("workspace")
+            if workspace is not None:
+                from hermes_replay._world.display import workspace_lines
+
+                t.out.append(t.s("── workspace (as the reward found it) ──", "bold"))
+                t.out.extend(sanitize(line) for line in workspace_lines(workspace,
+                                                                        cassette.path))
     print("\n".join(t.out))
     return 0
 

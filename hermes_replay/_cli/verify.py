@@ -33,6 +33,13 @@ def run(args: argparse.Namespace) -> int:
 
     style = Style(sys.stdout)
     checked, findings = verify_paths(args.paths)
+    from hermes_replay._cassette.verify import Finding
+    from hermes_replay._world.audit import audit_stores
+
+    for blob, message in audit_stores(checked):  # the recorded workspaces beside them
+        findings.append(Finding(blob, None, "secret", message,
+                                "re-record the rollouts that use it (the recorder scrubs "
+                                "workspaces); delete the blob from the store"))
     for finding in findings:
         text = finding.describe()
         head, _, rest = text.partition("\n")

@@ -43,6 +43,7 @@ class RunSummary:
     skipped: str | None = None  # why this cassette was not replayed (not a failure)
     tools_replayed: int = 0  # tool calls answered from the cassette (nothing executed)
     tools_executed: int = 0  # tool calls that really ran
+    tools_errored: int = 0  # of those, the ones whose result reports an error
     tool_drift: list[str] = field(default_factory=list)  # described drifts (--tools execute)
     other_workers: int = 0  # replay of one worker: recordings of the others, left to them
     handled: list[str] = field(default_factory=list)  # plain env machine defaults, once each
@@ -52,6 +53,10 @@ class RunSummary:
     rescored_cassette: str | None = None  # --llm live=…: the new cassette it wrote
     #: --rescore K: rollout -> {"recorded", "rewards" (K), "mean", "stdev", "min", "max"}
     rescore: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: rollouts whose changed reward ran in their recorded workspace: [files, calls]
+    rescored_world: dict[str, list[int]] = field(default_factory=dict)
+    #: auto / --missing-only: rollouts re-recorded whole, and why
+    rebuilt: dict[str, str] = field(default_factory=dict)
 
     def lines(self, style: Style) -> list[str]:
         what = {"record": "recorded", "replay": "replayed", "passthrough": "ran live",
@@ -93,6 +98,17 @@ class RunSummary:
         if self.mode == "replay" and (self.tools_replayed or self.tools_executed):
             out.append(f"  tool calls: {self.tools_replayed} answered from the cassette, "
                        f"{self.tools_executed} executed")
+        from hermes_replay._session.summary import world_lines
+
+        if self.mode in ("record", "auto") and self.tools_executed \
+                and 2 * self.tools_errored > self.tools_executed:
+            out.append("  " + style(f"warning: {self.tools_errored} of {self.tools_executed} "
+                                    "tool calls reported an error", "yellow") +
+                       " — the rewards may measure a broken sandbox or tool, not the model; "
+                       "`hermes-replay show` lists each result")
+
+        out.extend("  " + sanitize(line) for line in world_lines(self.rescored_world,
+                                                                  self.rebuilt))
         if self.tool_drift:
             out.append("  " + style(f"{len(self.tool_drift)} tool result(s) drifted from the "
                                     "recording", "yellow") + " (fatal only with --strict):")
@@ -253,4 +269,7 @@ def fill(summary: RunSummary, result: Any) -> None:
     summary.written = dict(core.written) if core.written is not None else None
     summary.tools_replayed = core.tools_replayed
     summary.tools_executed = core.tools_executed
+    summary.tools_errored = core.tools_errored
     summary.tool_drift = [d.describe() for d in core.tool_drift]
+    summary.rescored_world = {r: list(v) for r, v in core.rescored.items()}
+    summary.rebuilt = dict(core.rebuilt)

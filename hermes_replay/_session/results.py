@@ -220,9 +220,12 @@ class Results:
                 written=dict(self._written) if self._written is not None else None,
                 tools_replayed=self.tools.replayed,
                 tools_executed=self.tools.executed,
+                tools_errored=self.tools.errored,
                 tool_drift=list(self.tools.drift),
                 unused_tools=self._mine(self.tools.unused)
                 if self.mode in ("replay", "auto") else [],
+                rescored={r: list(v) for r, v in self.tools.worlds.rescored().items()},
+                rebuilt={r: b.reason for r, b in self.tools.rebuilds.items() if b.done},
             )
 
     def _rerecorded(self) -> dict[str, int]:

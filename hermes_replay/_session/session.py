@@ -56,7 +56,8 @@ from hermes_replay._session.refusals import Refusals
 from hermes_replay._session.results import Results
 from hermes_replay._session.scope import RolloutScope, current_rollout
 from hermes_replay._session.summary import ReplayEvent
-from hermes_replay._session.tools import ToolCallsDrifted, ToolLedger
+from hermes_replay._session.tool_errors import ToolCallsDrifted
+from hermes_replay._session.tools import ToolLedger
 from hermes_replay._session.wire import WireHandling
 from hermes_replay._session.workers import check_name
 from hermes_replay._tokenizers.decode import token_decoder
@@ -155,6 +156,7 @@ class Session(WireHandling, Results):
         worker: str | None = None,
         shard_by_worker: bool = False,
         live: LiveCalls | Mapping[str, Any] | None = None,
+        workspace_limit: int | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown cassette mode {mode!r}; choose one of {', '.join(MODES)}")
@@ -221,7 +223,9 @@ class Session(WireHandling, Results):
         self.miss_watchers: list[Callable[[], None]] = []
         self.write_error: CassetteError | None = None  # disk full etc.: the first one
         self.tools = ToolLedger(self.path, mode, tools, dict(tool_overrides or {}),
-                                normalize=self.matcher._normalize, lock=self._lock)
+                                normalize=self.matcher._normalize, lock=self._lock,
+                                workspace_limit=workspace_limit,
+                                agent_divergence=self._agent_divergence)
         self.tools.on_miss = lambda miss: self._emit(ReplayEvent(
             "miss", miss.rollout, miss.seq, miss.method, miss.path, None, detail=miss.reason))
         # ``trace``: where to write what this run sent (``replay --twice`` compares two)
@@ -418,6 +422,13 @@ class Session(WireHandling, Results):
             if exc is None and self.write_error is not None:
                 self._close_writer()
                 raise self.write_error
+            if exc is None and self.tools.isolation_error is not None:
+                self._close_writer()
+                raise CassetteError(
+                    "the tools' sandbox could not be created, so the tool calls failed and the "
+                    f"rewards measure that, not the model: {self.tools.isolation_error}",
+                    path=self.path, hint="install bubblewrap (`apt-get install bubblewrap`) "
+                    "and record again; the previous cassette (if any) is unchanged")
             if exc is None:
                 try:
                     self._writer.commit(self._header, *self._rescrubbed(*self._final_contents()))
@@ -446,6 +457,11 @@ class Session(WireHandling, Results):
             if self.misses and hasattr(exc, "add_note"):
                 exc.add_note(str(CassetteMiss(self.misses, cassette=self.path)))
             return
+        ran = {r for r, _, _ in self._hits if r is not None} | {
+            r for r in self.tools.issued if r is not None}
+        missed = {m.rollout for m in self.misses}
+        with self._lock:
+            self.tools.misses.extend(self.tools.unmade_agent_calls(ran, missed))
         if self.misses:
             raise CassetteMiss(self.misses, cassette=self.path)
         if self.strict and self.unused:
@@ -484,13 +500,26 @@ class Session(WireHandling, Results):
     # ------------------------------------------------------------------ tool calls
 
     def tool_call(self, name: str, arguments: Any, run: Callable[[], Any], *,
-                  source: str = "agent") -> Any:
+                  source: str = "agent", world: Any = None) -> Any:
         """Record, replay or execute one tool call (``hermes_replay.tool_call`` lands here)."""
         scope = current_rollout()
         rollout = scope.id if scope is not None else None
         with self._lock:
             turn = self._issued.get(rollout, 0) - 1  # the LLM turn this call answers
-        return self.tools.call(name, arguments, run, source=source, rollout=rollout, turn=turn)
+        return self.tools.call(name, arguments, run, source=source, rollout=rollout, turn=turn,
+                               world=world)
+
+    def _agent_divergence(self, rollout: str) -> str | None:
+        """Why ``rollout``'s model turns are not the recorded ones, or None: a request with no
+        recording (replay), or one answered live (auto)."""
+        with self._lock:
+            for miss in self._miss_index.values():
+                if miss.rollout == rollout and miss.reward_call is None:
+                    return f"the model's request at turn {miss.turn} had no recording"
+            for r, _, inter in self._new:
+                if r == rollout and inter.stage != "reward":
+                    return f"the model's turn {inter.seq + 1} was answered live"
+        return None
 
     # ------------------------------------------------------------------ environment reports
 
@@ -505,12 +534,25 @@ class Session(WireHandling, Results):
         if not scope.outcome:
             return
         outcome = redact_json(dict(scope.outcome))  # final messages echo model/tool text
+        workspace = self._workspace_of(scope.id)
+        if workspace is not None:  # already scrubbed, path by path and byte by byte
+            outcome["workspace"] = workspace
         with self._lock:
             if self._trace_path is not None:
                 self._trace.append({"kind": "outcome", "rollout": scope.id,
                                     "reward": outcome.get("reward")})
             self._new_outcomes.setdefault(scope.id, {}).update(outcome)
             self._journal(lambda w: w.outcome(scope.id, outcome))
+
+    def _workspace_of(self, rollout: str) -> dict[str, Any] | None:
+        """The workspace a rollout's outcome keeps: the one captured in this run, else the
+        recorded one while its world is the recorded one (not rebuilt)."""
+        captured = self.tools.worlds.captured.get(rollout)
+        if captured is not None:
+            return captured
+        if rollout in self.tools.rebuilds:
+            return None
+        return self.tools.worlds.recorded.get(rollout)
 
     def annotate(self, fields: dict[str, Any]) -> None:
         for observer in self._observers:

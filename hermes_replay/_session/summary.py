@@ -108,8 +108,13 @@ class ReplaySummary:
     worker: str | None = None  # this worker's identity, if it has one
     tools_replayed: int = 0  # tool calls answered from the cassette (nothing executed)
     tools_executed: int = 0  # tool calls that really ran (record, or ``tools="execute"``)
+    tools_errored: int = 0  # of those, the ones whose result reports an error
     tool_drift: list[Any] = field(default_factory=list)  # ``_tools.ToolDrift`` per call
     unused_tools: list[tuple[str | None, int]] = field(default_factory=list)
+    #: rollouts whose changed reward ran in their recorded workspace: [files restored, calls]
+    rescored: dict[str, list[int]] = field(default_factory=dict)
+    #: auto: rollouts whose agent side differed, re-run for real from their first tool call
+    rebuilt: dict[str, str] = field(default_factory=dict)
 
     @property
     def mean_reward(self) -> float | None:
@@ -136,6 +141,7 @@ class ReplaySummary:
         if self.tools_replayed or self.tools_executed:
             yield (f"tool calls: {self.tools_replayed} answered from the cassette, "
                    f"{self.tools_executed} executed")
+        yield from world_lines(self.rescored, self.rebuilt)
         if self.tool_drift:
             yield f"{len(self.tool_drift)} tool call(s) drifted from the recording:"
             for drift in self.tool_drift[:10]:
@@ -166,3 +172,18 @@ class ReplaySummary:
                    "until it succeeds), or re-record")
         elif self.changed_rewards:
             yield "next: review the reward changes; re-record if they are intended"
+
+
+def world_lines(rescored: dict[str, list[int]], rebuilt: dict[str, str]) -> Iterator[str]:
+    """What ran because a rollout's world mattered: re-scores and rebuilds, one line each."""
+    if rescored:
+        calls = sum(c for _, c in rescored.values())
+        yield (f"re-scored from the recorded workspace: {len(rescored)} rollout(s), {calls} "
+               "reward tool call(s) run offline in a fresh sandbox (the reward's calls changed)")
+        for rid, (files, count) in sorted(rescored.items())[:10]:
+            yield f"  {rid}: {files} file(s) restored, {count} call(s) run"
+    if rebuilt:
+        yield (f"re-recorded whole: {len(rebuilt)} rollout(s) whose agent side differed (their "
+               "tools ran again from the first call, the reward in that world)")
+        for rid, why in sorted(rebuilt.items())[:10]:
+            yield f"  {rid}: {why}"

@@ -44,10 +44,14 @@ from hermes_replay._cassette.toolcalls import (
     reraise,
     tool_call_diff,
 )
-from hermes_replay._errors import HermesReplayError, Miss, RequestNotRecorded
+from hermes_replay._errors import Miss
 from hermes_replay._secrets.payloads import scrub_payloads
 from hermes_replay._secrets.redact import redact_json, redact_text
 from hermes_replay._session.isolation import isolation_unless_decided
+from hermes_replay._session.tool_errors import ToolCallMiss, ToolDrift
+from hermes_replay._session.world_calls import Rebuild, WorldCalls
+from hermes_replay._world.causality import AgentAction
+from hermes_replay._world.rescore import SandboxWorld, Worlds
 
 if TYPE_CHECKING:
     from hermes_replay._cassette import Cassette, CassetteWriter
@@ -65,52 +69,11 @@ _HINT = ("next step: if the change is intended, re-record the cassette (`hermes-
          "cassette()/run_cassette(), `--replay-tools execute` in pytest)")
 
 
-class ToolCallMiss(RequestNotRecorded):
-    """Raised *inside the run* by a replayed tool call that has no recording; nothing was
-    executed. A ``RequestNotRecorded`` (a ``BaseException``), like an LLM miss: no retry layer
-    or reward's ``except Exception`` turns it into a score; ``HermesAgentLoop`` ends just that
-    rollout, and the ``cassette()`` block raises ``CassetteMiss`` with its diff."""
-
-
-class ToolCallsDrifted(HermesReplayError):
-    """Strict replay with ``tools="execute"``: tool results differ from the recorded ones,
-    or recorded tool calls were never made."""
-
-    def __init__(self, drift: list[ToolDrift], unused: list[tuple[str | None, int]],
-                 cassette: str | Path) -> None:
-        self.drift, self.unused = list(drift), list(unused)
-        lines = [f"{cassette}: tool calls do not reproduce the recording (strict replay):"]
-        lines += [d.describe() for d in self.drift]
-        if self.unused:
-            shown = ", ".join(f"{r or '<no rollout>'} tool call {s}" for r, s in self.unused[:20])
-            lines.append(f"{len(self.unused)} recorded tool call(s) never made: {shown}")
-        lines.append("  next step: re-record the cassette if the change is intended, or replay "
-                     "without strict to only report it")
-        super().__init__("\n".join(lines))
-
-
 def check_policy(policy: str, where: str = "tools") -> str:
     if policy not in TOOL_POLICIES:
         raise ValueError(f"unknown tool policy {policy!r} for {where}; choose one of "
                          f"{', '.join(TOOL_POLICIES)}")
     return policy
-
-
-@dataclass(frozen=True)
-class ToolDrift:
-    """``execute`` replay: a tool call whose result now differs from its recording."""
-
-    rollout: str | None
-    seq: int
-    name: str
-    reason: str
-    diff: str = ""
-
-    def describe(self) -> str:
-        where = f"rollout {self.rollout!r}" if self.rollout else "outside any rollout"
-        lines = [f"  {where}, tool call {self.seq} ({self.name}): {self.reason}"]
-        lines.extend("    " + line for line in self.diff.splitlines())
-        return "\n".join(lines)
 
 
 def _jsonable(value: Any) -> Any:
@@ -126,7 +89,7 @@ class _Recorded:
 
 
 @dataclass
-class ToolLedger:
+class ToolLedger(WorldCalls):
     """A session's tool calls: the recorded ones (indexed) and those made in this run."""
 
     path: Path
@@ -145,10 +108,20 @@ class ToolLedger:
     misses: list[Miss] = field(default_factory=list)
     drift: list[ToolDrift] = field(default_factory=list)
     executed: int = 0
+    rescored_calls: list[ToolCall] = field(default_factory=list)  # replay: run re-scoring
+    isolation_error: str | None = None  # record/auto: the sandbox could not be created
+    errored: int = 0  # executed calls whose result reports an error (``tool_errors`` rule)
     on_call: Callable[[dict[str, Any]], None] | None = None  # a trace of every call (--twice)
     on_miss: Callable[[Miss], None] | None = None  # the session's "miss" event (progress)
+    workspace_limit: int | None = None  # bytes of workspace kept per rollout (None: default)
+    #: the session's view of a rollout's model turns: why its agent side differs, or None
+    agent_divergence: Callable[[str], str | None] | None = None
+    agent_made: dict[str, list[AgentAction]] = field(default_factory=dict)
+    rebuilds: dict[str, Rebuild] = field(default_factory=dict)
+    _pending: dict[str, list[Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.worlds = Worlds(self.path, self.workspace_limit)
         check_policy(self.policy)
         for name, policy in self.overrides.items():
             check_policy(policy, f"tool {name!r}")
@@ -161,6 +134,9 @@ class ToolLedger:
             rec = _Recorded(call, self._canon(call.request()))
             self.by_key[call.key] = rec
             self.by_rollout.setdefault(call.rollout, []).append(rec)
+        for rid, outcome in cassette.outcomes.items():
+            if isinstance(outcome, dict) and outcome.get("workspace") is not None:
+                self.worlds.recorded[rid] = outcome["workspace"]
 
     def _canon(self, request: dict[str, Any]) -> str:
         return json.dumps(self.normalize(request), sort_keys=True, ensure_ascii=False)
@@ -168,18 +144,38 @@ class ToolLedger:
     # ------------------------------------------------------------------ one call
 
     def call(self, name: str, arguments: Any, run: Callable[[], T], *, source: str,
-             rollout: str | None, turn: int) -> T:
+             rollout: str | None, turn: int, world: SandboxWorld | None = None) -> T:
         if self.mode == "passthrough":
             return run()
         request = redact_json({"source": source, "name": name,
                                "arguments": _jsonable(arguments)})
         canon = self._canon(request)
         policy = self.overrides.get(name, self.policy)
+        if source == "reward" and rollout is not None:
+            if self.mode == "record":
+                self.worlds.capture(rollout, world)
+            elif policy == "replay":
+                served, rec_call, seq = self.reward_call(name, request, canon, run, rollout,
+                                                         turn, world)
+                if served:
+                    self._trace(rollout, seq, turn, request, None)
+                    return self._answer(rec_call)  # type: ignore[return-value]
+                return self._run_new(run, request, rollout, seq, turn, None, name)
         with self.lock:
             seq = self.issued.get(rollout, 0)
             self.issued[rollout] = seq + 1
+            if source == "agent" and rollout is not None:
+                self.note_agent(rollout, turn, name, request["arguments"], canon)
             rec = self._find(rollout, seq, canon) if self.mode in ("replay", "auto") else None
-            if rec is not None and policy == "replay":
+            rebuilt = False
+            if self.mode == "auto" and source == "agent" and rollout is not None \
+                    and policy == "replay":
+                served, rec_call = self.auto_agent(rollout, seq, turn, request, rec, run)
+                if served:
+                    self._trace(rollout, seq, turn, request, None)
+                    return self._answer(rec_call)  # type: ignore[return-value]
+                rebuilt = True
+            if rec is not None and policy == "replay" and not rebuilt:
                 rec.used = True
                 self.hits.append((seq, rec.call))
                 self._trace(rollout, seq, turn, request, None)
@@ -193,12 +189,21 @@ class ToolLedger:
                 raise ToolCallMiss(miss)
             if rec is not None:
                 rec.used = True
+        return self._run_new(run, request, rollout, seq, turn, rec, name)
+
+    def _run_new(self, run: Callable[[], T], request: dict[str, Any], rollout: str | None,
+                 seq: int, turn: int, rec: _Recorded | None, name: str) -> T:
+        """Execute the call; record it (record/auto) or compare it with the recording."""
         value, call = self._execute(run, request, rollout, seq, turn)
         with self.lock:
             self.executed += 1
             self._trace(rollout, seq, turn, request, call.answer())
-            if self.mode == "replay":
+            if self.mode == "replay" and not (
+                    request["source"] == "reward" and rollout in self.worlds.sides
+                    and self.worlds.sides[rollout].rescoring):
                 self._compare(rollout, seq, name, rec, call)
+            elif self.mode == "replay":
+                self.rescored_calls.append(call)
             else:
                 self.new.append(call)
                 if self.writer is not None:
@@ -218,6 +223,10 @@ class ToolLedger:
                 value = run()
         except Exception as exc:
             value, raised = exc, raised_record(exc)
+            # no sandbox, no recording: a run whose tools all failed for want of isolation
+            # must not be written as if the model had done badly (``Session.stop`` refuses it)
+            if type(exc).__name__ == "IsolationUnavailableError" and self.isolation_error is None:
+                self.isolation_error = redact_text(str(exc))
         result = None if raised is not None else redact_json(_jsonable(value))
         # a downloaded file is base64 in the result: its bytes are scrubbed too
         result = scrub_payloads(request["name"], result, redact_text)
@@ -225,6 +234,8 @@ class ToolLedger:
                         name=request["name"], arguments=request["arguments"], result=result,
                         exit_code=exit_code_of(result), raised=redact_json(raised),
                         duration_ms=(time.perf_counter() - started) * 1000)
+        if raised is not None or call.exit_code not in (None, 0) or _reports_error(result):
+            self.errored += 1
         return value, call
 
     def _trace(self, rollout: str | None, seq: int, turn: int, request: dict[str, Any],
@@ -326,12 +337,25 @@ class ToolLedger:
         return out
 
 
-def tool_call(name: str, arguments: Any, run: Callable[[], T], *, source: str = "agent") -> T:
+def _reports_error(result: Any) -> bool:
+    """A tool result that says it failed: ``{"error": ...}`` (as an object or JSON text)."""
+    if isinstance(result, str) and result.lstrip().startswith("{"):
+        try:
+            result = json.loads(result)
+        except ValueError:
+            return False
+    return isinstance(result, dict) and bool(result.get("error"))
+
+
+def tool_call(name: str, arguments: Any, run: Callable[[], T], *, source: str = "agent",
+              world: SandboxWorld | None = None) -> T:
     """Run one tool call through the active cassette (see the module docstring).
 
     ``run`` executes the tool and is called only when the session's policy says so; with no
     cassette active it is simply called. ``source`` is ``"agent"`` for calls the model made
-    and ``"reward"`` for ``ToolContext`` calls of reward and evaluation code.
+    and ``"reward"`` for ``ToolContext`` calls of reward and evaluation code. ``world`` (reward
+    calls) is the rollout's sandbox, so its workspace can be recorded before the reward's
+    first call and restored for an offline re-score (``_world``).
     """
     from hermes_replay import _active
 
@@ -339,4 +363,6 @@ def tool_call(name: str, arguments: Any, run: Callable[[], T], *, source: str = 
     handle = getattr(session, "tool_call", None)
     if handle is None:
         return run()
-    return handle(name, arguments, run, source=source)
+    if world is None:
+        return handle(name, arguments, run, source=source)
+    return handle(name, arguments, run, source=source, world=world)

@@ -63,6 +63,17 @@ class FakeServer:
         return item
 
 
+@pytest.fixture(autouse=True)
+def _own_loops_cleaned_up():
+    """A loop made without a task id keeps its sandbox for the caller (the former layer's
+    contract); these tests are that caller, so they remove what such loops left."""
+    before = set(active_sandboxes())
+    yield
+    for task in set(active_sandboxes()) - before:
+        if task.startswith("agent-loop-"):
+            cleanup_task(task)
+
+
 @pytest.fixture
 def task_id():
     tid = f"test-loop-{uuid.uuid4().hex[:8]}"
@@ -493,11 +504,19 @@ async def test_contextvars_reach_the_tool_thread(private_registry, task_id):
     assert seen[0][1].startswith("hermes-tool")
 
 
-async def test_loop_without_task_id_cleans_up_its_own_sandbox():
+async def test_loop_without_task_id_keeps_its_sandbox_until_the_caller_cleans_up():
+    """The former layer's contract: ``ToolContext(agent.task_id)`` after ``run()`` reads the
+    agent's files; the caller (or the env) removes the sandbox."""
+    from environments.tool_context import ToolContext
+
     server = FakeServer(completion(None, [tc("terminal", {"command": "touch x"})]), completion("d"))
     loop = HermesAgentLoop(server, [], {"terminal"})
     assert loop.task_id.startswith("agent-loop-")
     await loop.run(user())
+    assert loop.task_id in active_sandboxes()
+    ctx = ToolContext(loop.task_id)
+    assert ctx.terminal("ls")["output"] == "x\n"
+    ctx.cleanup()
     assert loop.task_id not in active_sandboxes()
 
 

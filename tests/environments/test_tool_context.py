@@ -250,3 +250,22 @@ def test_seed_style_verification_with_workspace_paths(task_id):
     )
     assert failed["exit_code"] == 1
     assert "/workspace/" in failed["output"] or "test.py" in failed["output"]
+
+
+def test_sync_and_async_forms_share_every_default() -> None:
+    """Switching ``ctx.terminal`` to ``await ctx.aterminal`` (the advice the sync form logs)
+    must not change a recorded call: the arguments, defaults included, are what replay matches."""
+    import inspect
+
+    from environments.tool_context import ToolContext
+
+    for name in ("terminal", "read_file", "write_file", "upload_file", "download_file",
+                 "call_tool"):
+        sync, async_ = getattr(ToolContext, name), getattr(ToolContext, "a" + name)
+        sync_defaults = {k: p.default for k, p in inspect.signature(sync).parameters.items()
+                         if p.default is not inspect.Parameter.empty}
+        async_defaults = {k: p.default for k, p in inspect.signature(async_).parameters.items()
+                          if p.default is not inspect.Parameter.empty}
+        shared = set(sync_defaults) & set(async_defaults)
+        assert {k: sync_defaults[k] for k in shared} == {k: async_defaults[k] for k in shared}
+    assert inspect.signature(ToolContext.aterminal).parameters["timeout"].default == 180

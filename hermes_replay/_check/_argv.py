@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LIVE_FLAGS", "live_argv", "run_folder"]
+__all__ = ["LIVE_FLAGS", "env_flags_problem", "live_argv", "run_folder"]
 
 #: what a live check adds to keep each run small (unless the user's flags set it)
 LIVE_FLAGS = {
@@ -50,3 +50,14 @@ def live_argv(mode: str, env_file: Path, user_flags: Sequence[str]) -> list[str]
             continue
         added += [flag, value]
     return [mode, *user_flags, *added]
+
+
+def env_flags_problem(env_flags: Sequence[str], live: bool) -> str | None:
+    """Why ``check … -- FLAGS`` cannot take these flags (a usage message), or None."""
+    if env_flags and not live:
+        return ("flags after -- go to the env's live runs (with --endpoint and --model); "
+                "offline, check replays the recorded command as `replay` does")
+    if env_flags and env_flags[0] in ("serve", "process", "evaluate"):
+        return ("give only the env's flags after -- (check runs both process and evaluate "
+                f"itself), e.g. -- {' '.join(env_flags[1:]) or '--env.X V'}")
+    return None

@@ -110,8 +110,10 @@ class Transcript:
             raised = "" if call.raised is None else f" · raised {call.raised.get('type')}"
             where = ("reward" if call.source != "agent" else f"after turn {call.turn + 1}"
                      if call.turn >= 0 else "before the first turn")
+            origin = {"rescored": " · re-scored offline in the recorded workspace",
+                      "rerun": " · run again to rebuild the world"}.get(call.origin or "", "")
             head = (f"#{call.seq} {call.name} · {where}{code}{raised} · "
-                    f"{call.duration_ms:.0f} ms")
+                    f"{call.duration_ms:.0f} ms{origin}")
             self.out.append("  " + self.s(sanitize(head), "yellow"))
             if call.source == "agent":
                 one_line = json.dumps(call.arguments, ensure_ascii=False)

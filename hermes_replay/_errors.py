@@ -94,12 +94,17 @@ class RecordingFailed(HermesReplayError):
     LLM request was recorded. The previous cassette (if any) is left as it was; what was
     recorded is in ``<cassette>.partial``."""
 
-    def __init__(self, reason: str, *, cassette: str | Path) -> None:
+    def __init__(self, reason: str, *, cassette: str | Path, partial: bool = True) -> None:
         self.reason = reason
         self.cassette = str(cassette)
-        super().__init__(
-            f"{reason}; the previous cassette (if any) was left as it was, completed "
-            f"interactions are in {cassette}.partial")
+        self.partial = partial
+        kept = (f"completed interactions are in {cassette}.partial" if partial else
+                "nothing was recorded, so no partial recording was kept")
+        super().__init__(f"{reason}; the previous cassette (if any) was left as it was, {kept}")
+
+    def without_partial(self) -> RecordingFailed:
+        """The same failure, saying that no ``.partial`` was kept (it held no recording)."""
+        return RecordingFailed(self.reason, cassette=self.cassette, partial=False)
 
 
 class LiveCallsFailed(HermesReplayError):

@@ -221,28 +221,57 @@ def _env_texts(body: Any) -> Iterator[tuple[str, str]]:
             yield f"body.{key}", body[key]
 
 
-def propose(interactions: Iterable[Any], canonical: Any, have: Sequence[Spec] = ()) -> list[
-        Proposal]:
+def item_text(text: str) -> str:
+    """A group's kept item (its canonical JSON) as the text a request may quote: the JSON and
+    every string in it, unescaped."""
+    import json
+
+    strings: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            strings.append(value)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                strings.append(str(k))
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    try:
+        walk(json.loads(text))
+    except ValueError:
+        pass
+    return "\n".join([text, *strings])
+
+
+def propose(interactions: Iterable[Any], canonical: Any, have: Sequence[Spec] = (),
+            items: dict[str, str] | None = None) -> list[Proposal]:
     """The built-ins not in ``have`` whose values appear in what the environment sent.
 
     ``canonical`` is the matcher's ``canonical`` (ignored paths removed, the normalizers the
     recording already keeps applied), so a value already taken care of is not proposed again.
     Built-ins are tried in their fixed order on text the earlier ones already rewrote (the
-    last group of a uuid is no hex id)."""
+    last group of a uuid is no hex id). ``items`` (rollout → the text of the item it was
+    drawn for, ``item_text``): a value that is the item's own — a weekday in a dataset's
+    question — is the same in every run, never proposed."""
     found: dict[str, Proposal] = {}
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     wanted = [b for name, b in BUILTINS.items() if name not in have]
     compiled = [(b, [(re.compile(p), r) for p, r in b.rewrites]) for b in BUILTINS.values()]
     for inter in interactions:
         body = canonical(inter.request).get("body")
+        item = (items or {}).get(inter.rollout or "", "")
         for where, text in _env_texts(body):
-            if text in seen:  # every turn repeats the system prompt: look once
-                continue
-            seen.add(text)
+            if (text, item) in seen:  # every turn repeats the system prompt: look once
+                continue  # (per item: a word of one item's text may vary in another's)
+            seen.add((text, item))
             for builtin, rewrites in compiled:
                 examples: list[str] = []
                 for regex, repl in rewrites:
-                    examples += [m.group(0) for m in regex.finditer(text)]
+                    examples += [m.group(0) for m in regex.finditer(text)
+                                 if not (item and m.group(0) in item)]
                     text = regex.sub(repl, text)
                 if examples and builtin in wanted and builtin.name not in found:
                     shown = ", ".join(repr(e) for e in dict.fromkeys(examples[:6]))

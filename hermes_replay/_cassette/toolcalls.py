@@ -43,6 +43,10 @@ class ToolCall(BaseModel):
     exit_code: int | None = None
     raised: dict[str, Any] | None = None
     duration_ms: float = 0.0
+    #: how this run came by the call when not simply by running it as the rollout went:
+    #: "rescored" (a changed reward call run offline in the rollout's recorded workspace),
+    #: "rerun" (run again to rebuild a rollout's world before it was re-recorded)
+    origin: str | None = None
 
     @property
     def key(self) -> tuple[str | None, int]:
@@ -64,6 +68,8 @@ class ToolCall(BaseModel):
         data["duration_ms"] = round(self.duration_ms, 1)
         if self.raised is None:
             del data["raised"]
+        if self.origin is None:
+            del data["origin"]
         return data
 
 

@@ -110,8 +110,10 @@ class Transcript:
             raised = "" if call.raised is None else f" · raised {call.raised.get('type')}"
             where = ("reward" if call.source != "agent" else f"after turn {call.turn + 1}"
                      if call.turn >= 0 else "before the first turn")
+            origin = {"rescored": " · re-scored offline in the recorded workspace",
+                      "rerun": " · run again to rebuild the world"}.get(call.origin or "", "")
             head = (f"#{call.seq} {call.name} · {where}{code}{raised} · "
-                    f"{call.duration_ms:.0f} ms")
+                    f"{call.duration_ms:.0f} ms{origin}")
             self.out.append("  " + self.s(sanitize(head), "yellow"))
             if call.source == "agent":
                 one_line = json.dumps(call.arguments, ensure_ascii=False)
@@ -231,6 +233,8 @@ def render_turn(t: Transcript, record: Any, turn: int) -> None:
         if reply:
             t.message(reply, turn)
         return
+    if _render_text_turn(t, inter, turn):
+        return
     from hermes_replay._tokenizers.fold import fold_token_lists
 
     decode = t.decode
@@ -241,6 +245,48 @@ def render_turn(t: Transcript, record: Any, turn: int) -> None:
     resp = inter.response.get("body", inter.response.get("text", inter.response.get("chunks")))
     t._body(t._cut(json.dumps(fold_token_lists(resp, decode), indent=2, ensure_ascii=False),
                    TEXT_LIMIT))
+
+
+def _prompt_text(body: Any, decode: Any) -> str | None:
+    """The prompt of a completion request as text (token ids decoded)."""
+    prompt = body.get("prompt") if isinstance(body, dict) else None
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
+        prompt = prompt[0]
+    if isinstance(prompt, list) and prompt and all(isinstance(x, int) for x in prompt):
+        return decode(prompt) if decode is not None else None
+    return prompt if isinstance(prompt, str) else None
+
+
+def _completion_texts(response: dict[str, Any]) -> list[str] | None:
+    """Each sample's text of a completion reply."""
+    body = response.get("body")
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(choices, list):
+        return None
+    texts = [c.get("text") for c in choices if isinstance(c, dict)]
+    return texts if texts and all(isinstance(x, str) for x in texts) else None
+
+
+def _render_text_turn(t: Transcript, inter: Any, turn: int) -> bool:
+    """A completion-route turn (``/v1/completions``) as its prompt and completion text, not
+    raw JSON; False when either cannot be read as text. (``/generate`` keeps its folded JSON:
+    its token ids, logprobs and finish reasons are what a token-level env is judged by.)"""
+    if inter.kind != "completion":
+        return False
+    body = inter.request.get("body")
+    prompt = _prompt_text(body, t.decode)
+    texts = _completion_texts(inter.response) if isinstance(inter.response, dict) else None
+    if prompt is None or texts is None:
+        return False
+    params = {k: v for k, v in body.items() if k != "prompt"}
+    t.out.append("  " + t.s("params: " + json.dumps(params, ensure_ascii=False)[:400], "dim"))
+    t._rule(f"prompt · {inter.kind} · turn {turn + 1}", "cyan")
+    t._body(t._cut(prompt, TEXT_LIMIT))
+    for k, text in enumerate(texts):
+        which = f" · sample {k + 1} of {len(texts)}" if len(texts) > 1 else ""
+        t._rule(f"completion · turn {turn + 1}{which}", "green")
+        t._body(t._cut(text, TEXT_LIMIT) if text else t.s("(empty)", "dim"))
+    return True
 
 
 def offered_tools(record: Any) -> list[str]:

@@ -16,6 +16,7 @@ from hermes_replay._check._dynamic import Target
 from hermes_replay._check._findings import Finding, RuleRow, overall_exit_code
 from hermes_replay._check._report import render_json, render_table, to_records
 from hermes_replay._check._runs import check_dynamic
+from hermes_replay._check._source import is_plain_env
 from hermes_replay._check._static import RULES, check_static
 
 __all__ = [
@@ -48,14 +49,3 @@ def check_env(path: Path | str, *, target: Target | None = None, dynamic: bool =
         rows += check_dynamic(path, display, target or Target(), keep=keep,
                               plain=is_plain_env(path))
     return rows
-
-
-def is_plain_env(path: Path | str) -> bool:
-    """True when the file is a plain atroposlib env (``EnvSource.plain``): the Hermes layer's
-    rules are left out and rewards are judged by what any trainer needs."""
-    from hermes_replay._check._source import EnvSource
-
-    try:
-        return EnvSource(path).plain
-    except (OSError, SyntaxError, UnicodeDecodeError):
-        return False

@@ -77,6 +77,7 @@ class Target:
     endpoint: str | None = None
     model: str | None = None
     api_key_env: str | None = None  # live only: NAME of the variable holding the key
+    env_flags: tuple[str, ...] = ()  # live only: the env's flags given after `--`
 
     @property
     def available(self) -> bool:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes_replay._runner.plain_attrib import is_placeholder
+
 Problem = tuple[str, str]  # (severity "fail"|"warn", message)
 MASK = -100
 _HEADER_MAX_TOKENS = 8  # "<|im_start|>" + role + "\n" fits in a few tokens for any ChatML vocab
@@ -64,6 +66,7 @@ def check_groups(groups: Sequence[dict[str, Any]], vocab: Vocab | None,
         return [("fail", "the JSONL has no scored group: process produced nothing to train on "
                          "(every group dropped? see the run's log)")]
     problems: list[Problem] = []
+    placeholders = 0
     for g, group in enumerate(groups):
         tokens, masks, scores = group.get("tokens"), group.get("masks"), group.get("scores")
         where = f"group {g}"
@@ -80,8 +83,19 @@ def check_groups(groups: Sequence[dict[str, Any]], vocab: Vocab | None,
                 problems.append(("fail", f"{where} rollout {s}: score {score!r} is not a finite "
                                          "number: a trainer's advantages become NaN"))
         for s, (seq, mask) in enumerate(zip(tokens, masks, strict=False)):
+            if is_placeholder(seq, mask):  # atroposlib's DummyManagedServer
+                placeholders += 1
+                continue
             problems += _check_sequence(f"{where} rollout {s}", seq, mask, vocab)
+    if placeholders:
+        problems.append(("warn", f"{placeholders} rollout(s) carry atroposlib's placeholder tokens "
+                                 "and masks (its DummyManagedServer: an OpenAI-type server gives "
+                                 "no token data), not training data; the token and mask rules "
+                                 "apply where tokens are real — record with --server-type "
+                                 "vllm|sglang for those"))
     return problems
+
+
 
 
 def _check_sequence(where: str, seq: Any, mask: Any, vocab: Vocab | None) -> list[Problem]:

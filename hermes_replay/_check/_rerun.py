@@ -32,8 +32,8 @@ from hermes_replay._runner.run import run_env
 
 env_file, cassette, argv, out = Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3]), \\
     Path(sys.argv[4])
-# run as `python -m` would run a package env from here (the check's root)
-module = module_of(env_file.resolve(), root=Path.cwd().resolve())
+# run as `python -m` would run a package env from the check's root
+module = module_of(env_file.resolve(), root=Path(sys.argv[5]).resolve())
 runs = []
 for n in (1, 2):
     result = run_env(env_file, replay_argv(argv), cassette=cassette, mode="replay",
@@ -49,12 +49,15 @@ print("HERMES-RERUN " + json.dumps(runs))
 
 
 def rerun_twice(env_file: Path, cassette: Path, argv: list[str], root: Path, work: Path,
-                env: dict[str, str], timeout: float) -> list[dict[str, Any]] | str:
-    """Both runs' rewards and errors, or why the subprocess itself failed."""
+                env: dict[str, str], timeout: float,
+                cwd: Path | None = None) -> list[dict[str, Any]] | str:
+    """Both runs' rewards and errors, or why the subprocess itself failed. They run in
+    ``cwd`` (where replay runs the recording) else ``root``; a package env as a module of
+    ``root``, as ``python -m`` runs it from there."""
     work.mkdir(parents=True, exist_ok=True)
     try:
         proc = subprocess.run([sys.executable, "-c", _SCRIPT, str(env_file), str(cassette),
-                               json.dumps(argv), str(work)], cwd=root, env=env,
+                               json.dumps(argv), str(work), str(root)], cwd=cwd or root, env=env,
                               capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:

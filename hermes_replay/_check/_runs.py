@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_replay._check import _outputs as outputs
+from hermes_replay._check._argv import live_argv, run_folder
 from hermes_replay._check._dynamic import (
     DYNAMIC_RULES,
     MODEL_RULES,
@@ -45,10 +46,6 @@ TRACE_FILE = "trace.jsonl"  # what a replayed mode did (``replay --trace``)
 OUTPUT_FLAG = {
     "process": "--env.data_path_to_save_groups",
     "evaluate": "--env.data_dir_to_save_evals",
-}
-LIVE_FLAGS = {
-    "process": ["--env.total_steps", "1", "--env.group_size", "2"],
-    "evaluate": ["--env.eval_size", "2"],
 }
 
 
@@ -149,14 +146,16 @@ def run_mode(env_file: Path, mode: str, target: Target, work: Path,
                    "--trace", str(trace), "--", *argv]
     else:
         cassette = work / f"{mode}.jsonl"  # side by side, so `--cassette WORK` finds both
-        argv = set_flag([mode, *LIVE_FLAGS[mode]], OUTPUT_FLAG[mode], str(output))
+        argv = set_flag(live_argv(mode, env_file, target.env_flags), OUTPUT_FLAG[mode],
+                        str(output))
         key = ["--api-key-env", api_key_env] if api_key_env else []
         command = [*cli, "record", str(env_file), "--endpoint", str(target.endpoint), "--model",
                    str(target.model), *key, "--cassette", str(cassette), "--", *argv]
         header, trace = {}, None
     root = project_root(env_file)
+    where = run_folder(env_file, header) or root  # replay's folder: the recorded env_cwd
     try:
-        proc = subprocess.run(command, cwd=root, env=_subprocess_env(root), capture_output=True,
+        proc = subprocess.run(command, cwd=where, env=_subprocess_env(root), capture_output=True,
                               text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return ModeRun(mode, exit_code=-1, log_tail=f"{mode} ran longer than {RUN_TIMEOUT:.0f}s "
@@ -399,9 +398,10 @@ def _rerun_row(display: str, env_file: Path, process: ModeRun, work: Path
     env_file, root = env_file.resolve(), project_root(env_file)
     argv = set_flag(list(process.header.get("command") or ["process"]), OUTPUT_FLAG["process"],
                     str(work.resolve() / "rerun" / "groups.jsonl"))
-    out = (work / "rerun").resolve()  # the subprocess runs from the project root
+    out = (work / "rerun").resolve()  # the subprocess runs where replay runs it
     runs = rerun_twice(env_file, process.cassette.resolve(), argv, root, out,
-                       _subprocess_env(root), RUN_TIMEOUT)
+                       _subprocess_env(root), RUN_TIMEOUT,
+                       cwd=run_folder(env_file, process.header))
     problems, fix = diagnose(runs, out)
     return _row("rerun", display, problems, fix), runs
 

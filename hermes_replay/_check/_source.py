@@ -270,3 +270,12 @@ def enclosing_function_map(tree: ast.AST) -> dict[int, FunctionNode]:
 
     visit(tree, None)
     return out
+
+
+def is_plain_env(path: Path | str) -> bool:
+    """True when the file is a plain atroposlib env (``EnvSource.plain``): the Hermes layer's
+    rules are left out and rewards are judged by what any trainer needs."""
+    try:
+        return EnvSource(path).plain
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return False

@@ -21,7 +21,8 @@ DESCRIPTION = (
     "With neither, the env's own cassettes are replayed (cassettes/<env>/, as `watch` finds "
     "them). A plain atroposlib env gets the rules that hold for any env: rewards are judged by "
     "what a trainer needs (finite; a group not all alike), not by [0, 1]. "
-    "Exit 1 on any failure; warnings never fail."
+    "Live, the env's flags go after -- as for `record`; offline, each mode runs as `replay` "
+    "runs it. Exit 1 on any failure; warnings never fail."
 )
 
 
@@ -54,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         render_json,
         render_table,
     )
+    from hermes_replay._check._argv import env_flags_problem
     from hermes_replay._runner.env_target import module_as_file
 
     path = Path(module_as_file(args.env_file))
@@ -73,14 +75,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"hermes-replay check: cassette {args.cassette} does not exist; record one with "
               "`hermes-replay record` or leave --cassette out", file=sys.stderr)
         return 2
+    env_flags = list(getattr(args, "env_args", None) or [])
+    if (problem := env_flags_problem(env_flags, live=bool(args.endpoint))) is not None:
+        print(f"hermes-replay check: {problem}", file=sys.stderr)
+        return 2
     cassette = args.cassette
     if cassette is None and not args.endpoint and not args.static_only:
+        from hermes_replay._corpus.watch_plan import own_cassettes
+
         cassette = own_cassettes(path)
         if cassette is not None:
             print(f"hermes-replay check: replaying {cassette} (the env's own cassettes; "
                   "--cassette PATH names others)", file=sys.stderr)
     target = Target(cassette=cassette, endpoint=args.endpoint, model=args.model,
-                    api_key_env=args.api_key_env)
+                    api_key_env=args.api_key_env, env_flags=tuple(env_flags))
     rows = check_env(path, target=target, dynamic=not args.static_only, display=str(path),
                      keep=args.out)
     print(render_json(rows, str(path)) if args.json else render_table(rows, str(path)))
@@ -89,22 +97,3 @@ def run(args: argparse.Namespace) -> int:
               "rewards are judged by what any trainer needs — finite, not all alike in a "
               "group — not by [0, 1])")
     return overall_exit_code(rows)
-
-
-def own_cassettes(env_file: Path) -> Path | None:
-    """The env's cassettes, found as ``watch`` finds them: ``cassettes/<env stem>/`` where
-    ``record`` puts them (from here, or the project root), else the folder of any cassette
-    under the project's ``cassettes/`` whose header names this env file."""
-    from hermes_replay._corpus.watch_plan import env_file_of, project_root
-    from hermes_replay._runner.plan import find_cassettes
-
-    root = project_root(env_file.resolve())
-    for base in (Path("cassettes"), root / "cassettes"):
-        folder = base / env_file.stem
-        if folder.is_dir() and find_cassettes(folder):
-            return folder
-    if (root / "cassettes").is_dir():
-        for candidate in find_cassettes(root / "cassettes"):
-            if env_file_of(candidate) == env_file.resolve():
-                return candidate.parent
-    return None

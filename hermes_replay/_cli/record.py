@@ -313,7 +313,7 @@ def proposal_lines(written: Path) -> list[str]:
     """What ``record`` says about volatile values it saw in the requests: which built-in
     normalizer to keep with the cassette, and the command that keeps it (none: nothing)."""
     from hermes_replay._cassette.matching import Matcher
-    from hermes_replay._cassette.normalizers import expand, from_header, propose
+    from hermes_replay._cassette.normalizers import expand, from_header, item_text, propose
     from hermes_replay._cassette.read import load_cassette
     from hermes_replay._errors import CassetteError
     from hermes_replay._terminal.render import sanitize
@@ -323,8 +323,11 @@ def proposal_lines(written: Path) -> list[str]:
         have = from_header(recorded.header.normalizers)
     except (CassetteError, ValueError, OSError):
         return []
+    # a plain env's group keeps its item: its own values (dataset text) are never volatile
+    items = {rid: item_text(rec.outcome["item"]) for rid, rec in recorded.rollouts.items()
+             if isinstance((rec.outcome or {}).get("item"), str)}
     found = propose(recorded.interactions, Matcher.build(normalizers=expand(have)).canonical,
-                    have)
+                    have, items)
     if not found:
         return []
     out = ["  volatile values in the requests the environment built (a replay on another day "

@@ -19,7 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["WatchPlan", "project_root", "syntax_error", "watched_dirs", "worth_watching"]
+__all__ = ["WatchPlan", "own_cassettes", "project_root", "syntax_error", "watched_dirs",
+           "worth_watching"]
 
 _MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 # folders nobody edits a reward in: build output, caches, environments of packages, our outputs
@@ -176,3 +177,22 @@ class WatchPlan:
             if cassette in touched or deps is None or deps & touched:
                 hit.append(cassette)
         return hit
+
+
+def own_cassettes(env_file: Path) -> Path | None:
+    """The env's cassettes, found as ``watch`` finds them: ``cassettes/<env stem>/`` where
+    ``record`` puts them (from here, or the project root), else the folder of any cassette
+    under the project's ``cassettes/`` whose header names this env file (``check ENV`` with
+    neither a cassette nor an endpoint replays these)."""
+    from hermes_replay._runner.plan import find_cassettes
+
+    root = project_root(env_file.resolve())
+    for base in (Path("cassettes"), root / "cassettes"):
+        folder = base / env_file.stem
+        if folder.is_dir() and find_cassettes(folder):
+            return folder
+    if (root / "cassettes").is_dir():
+        for candidate in find_cassettes(root / "cassettes"):
+            if env_file_of(candidate) == env_file.resolve():
+                return candidate.parent
+    return None

@@ -187,5 +187,7 @@ def recorded_tool_calls(calls: list[ToolCall], strings: Strings) -> list[dict[st
                                  "result": strings.add(result)}
         if error:
             entry["error"] = error
+        if call.origin in ("rescored", "rerun"):
+            entry["origin"] = call.origin
         out.append(entry)
     return out

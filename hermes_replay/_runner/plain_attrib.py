@@ -32,7 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Attribution", "Candidate", "Unit", "attribute", "candidates_of", "entry_texts"]
+__all__ = ["Attribution", "Candidate", "Unit", "attribute", "candidates_of", "entry_texts",
+           "is_placeholder"]
 
 _SPACE = re.compile(r"\s+")
 #: a rewritten reply is called a completion's when its similarity ratio (difflib) reaches this
@@ -165,8 +166,8 @@ def entry_texts(group: dict[str, Any], tokenizer: Any) -> list[list[str]]:
             if said:
                 texts.append("\n".join(said))
         ids = tokens[i] if i < len(tokens) and isinstance(tokens[i], list) else None
-        if ids is not None and tokenizer is not None:
-            mask = masks[i] if i < len(masks) and isinstance(masks[i], list) else None
+        mask = masks[i] if i < len(masks) and isinstance(masks[i], list) else None
+        if ids is not None and tokenizer is not None and not is_placeholder(ids, mask):
             if mask is not None and len(mask) == len(ids):
                 trained = [t for t, m in zip(ids, mask, strict=True) if m != -100]
                 if trained and len(trained) < len(ids):
@@ -174,6 +175,17 @@ def entry_texts(group: dict[str, Any], tokenizer: Any) -> list[list[str]]:
             texts.append(_decode(tokenizer, ids))
         out.append([t for t in texts if t])
     return out
+
+
+def is_placeholder(seq: Any, mask: Any) -> bool:
+    """atroposlib's DummyManagedServer output — its fixed tokens and masks, which the harness
+    turns on for ``managed_server`` over an OpenAI endpoint (``plain_env``): no content."""
+    try:
+        from atroposlib.envs.server_handling.managed_server import DummyManagedServer
+    except ImportError:
+        return False
+    return (seq == DummyManagedServer.DUMMY_TOKENS
+            and mask == DummyManagedServer.DUMMY_MASKED_TOKENS)
 
 
 def _decode(tokenizer: Any, ids: list[Any]) -> str:
@@ -225,7 +237,13 @@ def attribute(group: dict[str, Any], cands: list[Candidate] | None,
         return Attribution([Unit([], i, how="position") for i in range(len(scores))],
                            by_position=True)
     tokens = group.get("tokens") if isinstance(group.get("tokens"), list) else []
+    masks = group.get("masks") if isinstance(group.get("masks"), list) else []
     texts = entry_texts(group, tokenizer)
+    tokens = [None if i < len(masks) and is_placeholder(t, masks[i]) else t
+              for i, t in enumerate(tokens)]
+    if not any(texts) and not any(tokens):  # placeholders only: nothing to match by
+        return Attribution([Unit([], i, how="position") for i in range(len(scores))],
+                           by_position=True)
     claims: list[tuple[list[int], str]] = []
     for i in range(len(scores)):
         held, how = _claims(tokens[i] if i < len(tokens) else None,
@@ -278,10 +296,24 @@ def _score_key(value: Any) -> Any:
     return round(float(value), 9) if isinstance(value, (int, float)) else repr(value)
 
 
+def _one_per_text(held: list[int], cands: list[Candidate], taken: set[int]) -> list[int]:
+    """``held`` with one completion per distinct text: an entry that holds a reply once holds
+    one of the completions alike in text, the first no earlier entry took."""
+    out: list[int] = []
+    for key in dict.fromkeys(cands[j].key for j in held):
+        alike = [j for j in held if cands[j].key == key]
+        j = next((x for x in alike if x not in taken), alike[0])
+        taken.add(j)
+        out.append(j)
+    return sorted(out)
+
+
 def _conversations(claims: list[tuple[list[int], str]], cands: list[Candidate]) -> Attribution:
     """Entries hold several completions each (multi-turn rollouts): a rollout per entry, its
     own turns the completions it holds; a completion held by two entries is ambiguous."""
     owners: dict[int, int] = {}
+    taken: set[int] = set()
+    claims = [(_one_per_text(held, cands, taken), how) for held, how in claims]
     for held, _ in claims:
         for j in held:
             owners[j] = owners.get(j, 0) + 1

@@ -227,8 +227,9 @@ def recorded_env_fields(env_file: Path, module: str | None = None) -> dict[str, 
         fields: dict[str, Any] = {"env_file": Path(os.path.relpath(where, cwd)).as_posix()}
     else:
         fields = {"env_file": where.relative_to(root).as_posix()}
-        if cwd != root:
-            extra["env_cwd"] = cwd.relative_to(root).as_posix()
+        # always, "." included: `check` and `replay` then run where `record` ran, whatever
+        # folder they are started from (an env reading a relative config.yaml needs that)
+        extra["env_cwd"] = cwd.relative_to(root).as_posix()
     if extra:
         fields["extra"] = extra
     return fields
@@ -264,6 +265,18 @@ def recorded_cwd(base: Path, extra: dict[str, Any]) -> Path:
     folder = base / raw
     return folder if folder.is_dir() and folder.resolve().is_relative_to(base.resolve()) \
         else base
+
+
+def replay_folder(env_file: Path, recorded: str | None, extra: Any) -> Path | None:
+    """Where a replay of a recording runs ``env_file``: the recorded ``env_cwd`` under the
+    root its header's ``env_file`` (``recorded``) is relative to, as ``run_cassette`` does;
+    None when ``env_file`` is not at that recorded path (the caller then chooses)."""
+    parts = Path(recorded).parts if recorded else ()
+    where = env_file.resolve()
+    if not parts or ".." in parts or len(parts) >= len(where.parts) \
+            or where.parts[-len(parts):] != parts:
+        return None
+    return recorded_cwd(where.parents[len(parts) - 1], extra if isinstance(extra, dict) else {})
 
 
 class UnsafeEnvFile(CassetteError):

@@ -21,6 +21,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from hermes_replay._cassette import partial_path
 from hermes_replay._errors import (
     CassetteError,
     HermesReplayError,
@@ -33,6 +34,7 @@ from hermes_replay._runner.flags import checked_flags
 from hermes_replay._runner.options import RunOptions
 from hermes_replay._runner.plan import flag_value
 from hermes_replay._runner.result import RolloutOutcome, RunResult, is_group_record
+from hermes_replay._runner.run_notes import by_position, name_refusals, skipped_groups
 from hermes_replay._runner.seed import run_seed, seed_globals, seeded_setup
 from hermes_replay._session.isolation import tool_isolation
 
@@ -271,6 +273,11 @@ def run_env(
         # a failed run that recorded nothing leaves nothing behind (only a journal this run
         # opened: one refused at start may belong to another recorder)
         _drop_empty_journal(path)
+        if isinstance(error, RecordingFailed) and error.partial and \
+                not partial_path(path).exists():  # name no file that is not there
+            error = error.without_partial()
+        if error is not None:
+            name_refusals(error, session)
     if outputs is not None:  # a failed recording's files would look like data, or hide one
         if error is not None or code != 0:
             outputs.take_back()
@@ -293,44 +300,18 @@ def run_env(
                 error = exc
     result = _result(argv, code, error, session, collector, captured, cassette, env_name)
     result.handled = list(plain.handled) if plain is not None else []
-    result.handled.extend(_skipped_groups(plain))
+    result.handled.extend(skipped_groups(plain))
     if mode == "replay" and session is not None:
-        result.handled.extend(_by_position(session.summary()))
+        result.handled.extend(by_position(session.summary()))
     if raise_errors and error is not None:
         raise error
     return result
-
-
-def _skipped_groups(plain: Any) -> list[str]:
-    """The groups a plain env returned that atroposlib skips, counted and named (their
-    rollouts carry no reward, so the run's mean leaves them out)."""
-    skipped = [s for i in getattr(plain, "identities", []) for s in i.skipped_groups]
-    if not skipped:
-        return []
-    more = f"; … and {len(skipped) - 3} more" if len(skipped) > 3 else ""
-    return [f"{len(skipped)} group(s) skipped by atroposlib, not trained on and left out of "
-            "the mean reward: " + "; ".join(skipped[:3]) + more]
-
-
-def _by_position(summary: Any) -> list[str]:
-    """Changed rewards that the cassette had given by position (recorded before rewards were
-    matched to replies by content): the replay's are each reply's own, said so."""
-    moved = [o.rollout for o in summary.outcomes if o.reward_changed and o.recorded
-             and o.recorded.get("traffic") and "attribution" not in o.recorded]
-    if not moved:
-        return []
-    shown = ", ".join(moved[:4]) + (f" and {len(moved) - 4} more" if len(moved) > 4 else "")
-    return [f"{len(moved)} changed reward(s) were recorded by position, before hermes-replay "
-            f"matched each score to its reply by content ({shown}): this replay gives each "
-            "rollout its own reply's reward; re-record to store those"]
 
 
 def _drop_empty_journal(cassette: Path) -> None:
     """Remove a recording journal that holds no recording (its header and annotations only):
     a run refused before anything ran leaves nothing behind. A journal with anything
     recorded in it (or one that cannot be read) is kept."""
-    from hermes_replay._cassette import partial_path
-
     journal = partial_path(cassette)
     try:
         with journal.open("rb") as fh:

@@ -52,6 +52,7 @@ from hermes_replay._session.index import RecordingIndex
 from hermes_replay._session.live_calls import LiveCalls
 from hermes_replay._session.liveness import Liveness
 from hermes_replay._session.options import check_options
+from hermes_replay._session.refusals import Refusals
 from hermes_replay._session.results import Results
 from hermes_replay._session.scope import RolloutScope, current_rollout
 from hermes_replay._session.summary import ReplayEvent
@@ -209,6 +210,7 @@ class Session(WireHandling, Results):
         self._root_misses: dict[str, Miss] = {}  # a rollout's first agent-turn miss
         self._reward_issued: dict[str, int] = {}  # reward calls issued, per rollout
         self._failed_attempts = 0
+        self.refusals = Refusals()  # 4xx answers by status, with the endpoint's reason
         self._wants_memo: dict[tuple[str, str], bool] = {}  # ``wants``' answers
         self._unanswered: dict[str, int] = {}  # recordings of a rollout not answered yet
         self._clean_bodies = CleanBodies()  # each rollout's last request that needed no scrub

@@ -195,12 +195,14 @@ class ToolLedger(WorldCalls):
                  seq: int, turn: int, rec: _Recorded | None, name: str) -> T:
         """Execute the call; record it (record/auto) or compare it with the recording."""
         value, call = self._execute(run, request, rollout, seq, turn)
+        side = self.worlds.sides.get(rollout) if rollout is not None else None
+        rescoring = request["source"] == "reward" and side is not None and side.rescoring
+        if rescoring:
+            call = call.model_copy(update={"origin": "rescored"})
         with self.lock:
             self.executed += 1
             self._trace(rollout, seq, turn, request, call.answer())
-            if self.mode == "replay" and not (
-                    request["source"] == "reward" and rollout in self.worlds.sides
-                    and self.worlds.sides[rollout].rescoring):
+            if self.mode == "replay" and not rescoring:
                 self._compare(rollout, seq, name, rec, call)
             elif self.mode == "replay":
                 self.rescored_calls.append(call)

@@ -36,6 +36,7 @@ from hermes_replay._session.intercept import WireRequest, WireResponse
 from hermes_replay._session.lanes import task_lane
 from hermes_replay._session.live_calls import LiveCalls, reply_problem
 from hermes_replay._session.liveness import Liveness, is_unanswered
+from hermes_replay._session.refusals import Refusals
 from hermes_replay._session.scope import current_rollout, current_stage
 from hermes_replay._session.summary import ReplayEvent
 from hermes_replay._session.traffic import TOOL_HTTP, is_recorded_endpoint
@@ -82,7 +83,11 @@ class _Exchange:
         if self.outgoing is not None:
             self.session._live_closed(self)
             self.session._live_answer(self, response)
-        elif is_failed_attempt(response.status):
+            return
+        # a 4xx is recorded (a 429 retried): either way, counted with the endpoint's reason
+        self.session.refusals.note(response.status, self.request.get("method", ""),
+                                   self.request.get("url", ""), response.content)
+        if is_failed_attempt(response.status):
             self.session._failed(self, f"HTTP {response.status}")
         else:
             self.session._recorded(self, response)
@@ -130,6 +135,7 @@ class WireHandling:
     _followed: dict[str, list[tuple[int, dict[str, Any]]]]
     _reward_issued: dict[str, int]
     _failed_attempts: int
+    refusals: Refusals
     _wants_memo: dict[tuple[str, str], bool]
     _deferred: DeferredReader | None
     _unanswered: dict[str, int]

@@ -104,6 +104,8 @@ class WorldCalls:
         rollout's file keeps, and a difference from what was served is drift."""
         self.hits = [(s, c) for s, c in self.hits if c is not call]
         _, again = self._execute(run, call.request(), rollout, call.seq, call.turn)
+        again = again.model_copy(update={"origin": "rescored" if call.source == "reward"
+                                         else "rerun"})
         self.executed += 1
         if self.normalize(again.answer()) != self.normalize(call.answer()):
             self.drift.append(ToolDrift(rollout, call.seq, call.name,

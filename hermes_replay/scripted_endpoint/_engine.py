@@ -49,7 +49,8 @@ class Engine:
                    "(see scripts/generic.py)")
             raise NoRuleMatched(
                 f"scripted endpoint: no rule of script {self.script.name!r} matched this "
-                f"{path} request (last message: {conv.last_message!r:.200}); {fix}"
+                f"{path} request{unread_roles(conv)} (last message: "
+                f"{conv.last_message!r:.200}); {fix}"
             )
         samples = []
         for j in self.sampler.indices(key, n, greedy):
@@ -90,6 +91,23 @@ class Engine:
             raw_text=prefix + (cut if truncated else visible),
             key=key,
         )
+
+
+#: the chat roles a rule reads (``Conversation``: system prompt, user text, tool results)
+KNOWN_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+
+
+def unread_roles(conv: Conversation) -> str:
+    """Why the rules may have seen nothing: messages whose role no rule reads (an env that
+    sends ``human``/``gpt`` leaves the user text every rule matches on empty)."""
+    odd = [(i, m.get("role")) for i, m in enumerate(conv.messages)
+           if isinstance(m, dict) and m.get("role") not in KNOWN_ROLES]
+    if not odd:
+        return ""
+    shown = ", ".join(f"message {i} has role {role!r}" for i, role in odd[:4])
+    return (f": {shown}, which no rule reads (rules read the roles "
+            f"{', '.join(KNOWN_ROLES)}; the user text they match on is "
+            f"{'empty' if not conv.last_user_text else repr(conv.last_user_text[:80])})")
 
 
 def _arguments(args: Any) -> str:

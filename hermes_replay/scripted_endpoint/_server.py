@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import threading
 from typing import Any
@@ -23,6 +24,8 @@ from hermes_replay.scripted_endpoint._script import NoRuleMatched, Script
 from hermes_replay.scripted_endpoint._tokens import TokenizerUnavailable
 
 _JSON = web.RequestKey("json", object)  # the parsed body, read once by the middleware
+
+_LOG = logging.getLogger("hermes_replay.scripted_endpoint")
 
 
 class ScriptedEndpoint:
@@ -58,6 +61,7 @@ class ScriptedEndpoint:
         self._faults = FaultInjector(faults)
         self._engine = Engine(self.script, self._sampler, raw_tool_format)
         self.requests: list[tuple[str, Any]] = []
+        self.unmatched: list[str] = []  # why each request no rule matched was answered 422
         #: the Authorization header of each of those requests (None: none sent), so a test
         #: can check which key a client really sent
         self.authorizations: list[str | None] = []
@@ -178,6 +182,7 @@ class ScriptedEndpoint:
     def reset(self) -> None:
         """Forget requests, sample counters, latency/fault draws and scheduled faults."""
         self.requests.clear()
+        self.unmatched.clear()
         self.authorizations.clear()
         self.max_in_flight = 0
         self._sampler.reset()
@@ -224,7 +229,10 @@ class ScriptedEndpoint:
             await asyncio.sleep(self._faults.plan.timeout_s)
         try:
             return await handler(request)
-        except NoRuleMatched as exc:
+        except NoRuleMatched as exc:  # logged too (once each): the env may swallow the 422
+            if str(exc) not in self.unmatched:
+                _LOG.warning("%s", exc)
+            self.unmatched.append(str(exc))
             return _error(422, str(exc), kind="invalid_request_error")
         except TokenizerUnavailable as exc:
             return _error(501, str(exc), kind="server_error")

@@ -153,10 +153,15 @@ def test_missing_only_after_a_reward_change_rescores_and_keeps_the_agent_side(
                          if c.source == "agent"]
         reward = [c for c in rec.tool_calls if c.source == "reward"]
         assert [c.arguments["command"] for c in reward] == ["head -c 3 answer.txt"]
+        assert reward[0].origin == "rescored"  # marked: run offline in the recorded workspace
+        assert all(c.origin is None for c in rec.tool_calls if c.source == "agent")
         assert reward[0].result["output"] == (written_value(rec) + "\n")[:3]
         assert rec.outcome["reward"] == pytest.approx(
             expected_reward(rec, item_answer(rec), read=lambda text: text[:3].strip()))
     assert main(["replay", CASSETTE_REL, "--out", "out2"]) == 0  # and it replays offline
+    capsys.readouterr()
+    assert main(["show", CASSETTE_REL, "--rollout", sorted(after)[0]]) == 0
+    assert "· re-scored offline in the recorded workspace" in capsys.readouterr().out
 
 
 def test_missing_only_after_a_prompt_change_rerecords_each_rollout_whole(

@@ -243,6 +243,7 @@
       box.append(el("details", { class: "msg role-tool" + (t.error ? " tool-error" : "") + (t.source !== "agent" ? " by-reward" : "") },
         el("summary", {}, "#" + t.seq + " " + t.name + " · " + (t.source === "agent" ? "agent, turn " + (t.turn + 1) : t.source) + " ",
           t.error ? el("span", { class: "badge bad", text: t.error }) : null,
+          t.origin ? el("span", { class: "badge", text: t.origin === "rescored" ? "re-scored offline in the recorded workspace" : "run again to rebuild the world" }) : null,
           el("span", { class: "preview", text: preview(str(t.args), 80) })),
         el("pre", { text: "arguments: " + pretty(str(t.args)) + "\n\nresult: " + pretty(str(t.result)) })));
     }

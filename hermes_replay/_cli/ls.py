@@ -40,8 +40,7 @@ def header_line(cassette: Any) -> str:
 
 
 def rollout_rows(cassette: Any) -> list[list[Any]]:
-    """One row per rollout; a second column with each rollout's label (the item's name,
-    ``_cassette/labels.py``) when any rollout has one."""
+    """One row per rollout; the second column its item's label when any has one."""
     from hermes_replay._cassette.labels import labels
     from hermes_replay._cassette.messages import count_tool_calls, count_turns
 
@@ -63,9 +62,8 @@ def rollout_rows(cassette: Any) -> list[list[Any]]:
             else count_turns(record)
         rows.append([sanitize(record.id), sanitize(str(phase)), turns,
                      count_tool_calls(record), fmt_reward(outcome.get("reward"))])
-    if names:
-        for row, record in zip(rows, cassette.rollouts.values(), strict=True):
-            row.insert(1, sanitize(names.get(record.id, "-")))
+    for row, record in zip(rows if names else [], cassette.rollouts.values(), strict=False):
+        row.insert(1, sanitize(names.get(record.id, "-")))
     return rows
 
 

@@ -227,7 +227,6 @@ def run(args: argparse.Namespace) -> int:
 
     header: dict[str, Any] = {
         **recorded_env_fields(env_file, module[0] if module else None),
-        # no path of this machine: a colleague's venv or CI replays it
         "command": redact_command(portable_command(public, Path.cwd().resolve(),
                                                    project_root(env_file.parent))),
         **endpoint.header_fields(),

@@ -106,7 +106,11 @@ def test_live_check_takes_env_flags_and_adds_none_the_env_refuses(project, monke
     assert by_rule["process"]["status"] == "pass" and by_rule["evaluate"]["status"] == "pass"
     command = load_cassette(tmp_path / "kept" / "evaluate.jsonl").header.command
     assert "--env.eval_size" not in command
-    assert str(bundled_tokenizer_path()) in command
+    # the user's flag went through; the recording keeps the bundled tokenizer by its name
+    # (portable cassettes, issue 47), not this machine's path to it
+    from hermes_replay._tokenizers.bundled import TOKENIZER_NAME
+
+    assert command[command.index("--env.tokenizer_name") + 1] == TOKENIZER_NAME
     # the user's flags replace check's own small-run ones, never doubled
     process = load_cassette(tmp_path / "kept" / "process.jsonl").header.command
     assert process.count("--env.total_steps") == 1

@@ -20,7 +20,7 @@ world (``_world.causality``):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from hermes_replay._cassette.toolcalls import ToolCall, tool_call_diff
@@ -38,7 +38,6 @@ class Rebuild:
     """``auto``: one rollout whose agent side differed, re-run for real from its first call."""
 
     reason: str
-    served: list[tuple[Callable[[], Any], ToolCall]] = field(default_factory=list)
     done: bool = False
     rerun: int = 0
 
@@ -93,8 +92,7 @@ class WorldCalls:
         if rebuild.done:
             return rebuild
         rebuild.done = True
-        rebuild.served = self._pending.pop(rollout, [])
-        for run, call in rebuild.served:
+        for run, call in self._pending.pop(rollout, []):
             self._rerun(rollout, run, call)
             rebuild.rerun += 1
         return rebuild

@@ -16,7 +16,8 @@ when a rollout's reward starts the recorder keeps its sandbox workspace:
 - ``causality``: whether a rollout's agent side replayed exactly, so a recorded reward-side
   answer may be believed — and, when not, the first agent action that differed.
 
-May import the foundation, ``_secrets`` and ``_cassette``; never a session or a runner.
+May import the foundation, ``_secrets``, ``_tokenizers`` (its cassettes root) and ``_cassette``;
+never a session or a runner.
 """
 
 from __future__ import annotations

@@ -65,10 +65,6 @@ class Workspace:
         return {"v": 1, "limit": self.limit, "bytes": self.bytes, "files": self.files,
                 "dirs": self.dirs, "links": self.links, "omitted": self.omitted}
 
-    @property
-    def blobs(self) -> set[str]:
-        return {f["sha256"] for f in self.files}
-
     @classmethod
     def parse(cls, data: Any) -> Workspace:
         """A manifest from a cassette, checked (``WorkspaceError`` says what is wrong)."""

@@ -16,6 +16,7 @@ import os
 import uuid
 from pathlib import Path
 
+from hermes_replay._tokenizers.store import store_root
 from hermes_replay._world.manifest import WorkspaceError
 
 __all__ = ["WORKSPACE_DIR", "BlobStore", "store_for"]
@@ -24,11 +25,8 @@ WORKSPACE_DIR = ".workspaces"
 
 
 def store_for(cassette: str | Path) -> BlobStore:
-    folder = Path(cassette).resolve().parent
-    for candidate in (folder, *folder.parents):
-        if candidate.name == "cassettes":
-            return BlobStore(candidate / WORKSPACE_DIR)
-    return BlobStore(folder / WORKSPACE_DIR)
+    """The store beside the tokenizer store: the same cassettes root (``store_root``)."""
+    return BlobStore(store_root(cassette).parent / WORKSPACE_DIR)
 
 
 class BlobStore:

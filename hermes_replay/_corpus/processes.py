@@ -112,7 +112,11 @@ class _Proc:
 def _start(ctx: Any) -> _Proc:
     conn, child = ctx.Pipe()
     alive_r, alive_w = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_worker, args=(child, alive_r), daemon=True,
+    # Not daemonic: a daemonic process may not start children, so an env's own
+    # ProcessPoolExecutor (math_server_zero grades in one) died in the worker while its own
+    # `python -m … process` ran fine. Nothing needed the flag: the worker dies with its parent
+    # through `alive`, and replay_in_processes stops (or kills) every worker in its finally.
+    process = ctx.Process(target=_worker, args=(child, alive_r), daemon=False,
                           name="hermes-replay-worker")
     process.start()
     child.close()

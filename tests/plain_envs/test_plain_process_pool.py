@@ -1,0 +1,92 @@
+"""An env with its own process pool replays under the main job's ``-j`` workers (issue 45,
+item 2).
+
+``process_pool_env`` grades every reply in a ``ProcessPoolExecutor`` it makes in ``setup``, as
+math_server_zero does. ``replay DIR -j 2`` used to run each cassette in a daemonic worker,
+where that pool dies with ``daemonic processes are not allowed to have children``: an ERROR
+row, though the env's own ``python -m … process`` runs fine. The oracle is the env's rule,
+written again here and applied to each rollout's own recorded reply.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from _plain_script import plain_script
+
+from hermes_replay import bundled_tokenizer_path, load_cassette
+from hermes_replay.cli import main
+from hermes_replay.scripted_endpoint import ScriptedEndpoint
+
+pytestmark = pytest.mark.slow
+
+HERE = Path(__file__).resolve().parent
+_SUM = re.compile(r"What is (\d+) \+ (\d+)\?")
+
+
+def env_rule(question: str, reply: str) -> float:
+    a, b = map(int, _SUM.search(question).groups())  # type: ignore[union-attr]
+    return 1.0 if f"\\boxed{{{a + b}}}" in reply else 0.0
+
+
+def own_rewards(cassette: Path) -> dict[str, tuple[float, float]]:
+    """rollout → (its recorded reward, the rule on its own reply), by the choice it names."""
+    loaded = load_cassette(cassette)
+    out = {}
+    for rid, rec in loaded.rollouts.items():
+        group = loaded.rollouts.get(str(rec.outcome.get("traffic") or ""))
+        if group is None or "reward" not in rec.outcome:
+            continue
+        (inter,) = group.interactions
+        [[_seq, k]] = rec.outcome.get("samples") or [[inter.seq, rec.outcome["choice"]]]
+        question = inter.request["body"]["messages"][-1]["content"]
+        (choice,) = [c for c in inter.response["body"]["choices"] if c["index"] == k]
+        out[rid] = (rec.outcome["reward"], env_rule(question, choice["message"]["content"]))
+    return out
+
+
+def test_an_env_with_its_own_process_pool_replays_under_j(tmp_path, monkeypatch, capsys):
+    root = tmp_path / "proj"
+    (root / "envs" / "cassettes").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'users-envs'\nversion = '0'\n")
+    shutil.copy(HERE / "process_pool_env.py", root / "envs" / "process_pool_env.py")
+    monkeypatch.chdir(root / "envs")
+    cassettes = [root / "envs" / "cassettes" / f"pool{k}.jsonl" for k in (1, 2)]
+    try:
+        for k, cassette in enumerate(cassettes):
+            with ScriptedEndpoint(script=plain_script(), seed=k) as endpoint:
+                code = main(["record", "process_pool_env.py", "--cassette", str(cassette),
+                             "--endpoint", endpoint.base_url, "--model", "scripted", "--",
+                             "process", "--env.tokenizer_name", str(bundled_tokenizer_path()),
+                             "--env.total_steps", "2", "--env.group_size", "4",
+                             "--env.data_path_to_save_groups", f"out{k}/groups.jsonl"])
+            assert code == 0, capsys.readouterr().err[-3000:]
+    finally:
+        import wandb
+
+        if wandb.run is not None:
+            wandb.finish()
+    oracle = {}
+    for cassette in cassettes:  # the recording itself is right, so a replay can be judged by it
+        rewards = own_rewards(cassette)
+        assert len(rewards) >= 4 and all(got == rule for got, rule in rewards.values()), rewards
+        oracle[cassette.name] = [rule for _got, rule in rewards.values()]
+    capsys.readouterr()
+    out = tmp_path / "replayed"
+    code = main(["replay", str(root / "envs" / "cassettes"), "-j", "2", "--out", str(out)])
+    printed = capsys.readouterr()
+    assert code == 0, printed.out[-3000:] + printed.err[-3000:]
+    assert "daemonic" not in printed.out + printed.err
+    assert "2 cassettes in 2 processes" in printed.err  # the pool ran them, not this process
+    rows = {row["rel"]: row["summary"] for row in
+            json.loads((out / "replay.json").read_text())["rows"]}
+    assert sorted(rows) == sorted(oracle)
+    for name, summary in rows.items():
+        assert summary["error"] is None and summary["misses"] == 0 and summary["unused"] == 0
+        assert summary["changed"] == {} and summary["rollouts"] == len(oracle[name])
+        rule = oracle[name]
+        assert summary["mean_reward"] == pytest.approx(sum(rule) / len(rule))

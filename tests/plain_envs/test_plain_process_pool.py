@@ -53,7 +53,8 @@ def test_an_env_with_its_own_process_pool_replays_under_j(tmp_path, monkeypatch,
     root = tmp_path / "proj"
     (root / "envs" / "cassettes").mkdir(parents=True)
     (root / "pyproject.toml").write_text("[project]\nname = 'users-envs'\nversion = '0'\n")
-    shutil.copy(HERE / "process_pool_env.py", root / "envs" / "process_pool_env.py")
+    for name in ("process_pool_env.py", "arith_chat_env.py"):
+        shutil.copy(HERE / name, root / "envs" / name)
     monkeypatch.chdir(root / "envs")
     cassettes = [root / "envs" / "cassettes" / f"pool{k}.jsonl" for k in (1, 2)]
     try:

@@ -14,10 +14,10 @@ reward, never a neighbour's.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import pytest
+from _sum_oracle import SUM, env_rule, own_rollouts
 
 from hermes_replay import bundled_tokenizer_path, load_cassette, run_cassette
 from hermes_replay._terminal.render import fmt_reward
@@ -28,12 +28,11 @@ from hermes_replay.snapshot import own_replies, render_run
 pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).resolve().parent
-_SUM = re.compile(r"What is (\d+) \+ (\d+)\?")
 RIGHT_SAMPLES = (0, 3)  # the stand-in's samples 1 and 4 are right, 2 and 3 wrong
 
 
 def _reply(conv: Conversation, rng: object) -> Reply:
-    a, b = map(int, _SUM.search(conv.last_user_text).groups())  # type: ignore[union-attr]
+    a, b = map(int, SUM.search(conv.last_user_text).groups())  # type: ignore[union-attr]
     j = conv.sample % 4
     answer = a + b if j in RIGHT_SAMPLES else a + b + 1 + j
     return Reply(content=f"Reply {j}: adding {a} and {b} carefully, digit by digit, the total "
@@ -41,14 +40,8 @@ def _reply(conv: Conversation, rng: object) -> Reply:
 
 
 def _script() -> Script:
-    return Script("shuffled-sums", [Rule("sum", lambda c: bool(_SUM.search(c.last_user_text)),
+    return Script("shuffled-sums", [Rule("sum", lambda c: bool(SUM.search(c.last_user_text)),
                                          _reply)])
-
-
-def env_rule(question: str, reply: str) -> float:
-    """shuffling_env's rule, written again: 1.0 when the reply boxes the right sum."""
-    a, b = map(int, _SUM.search(question).groups())  # type: ignore[union-attr]
-    return 1.0 if f"\\boxed{{{a + b}}}" in reply else 0.0
 
 
 def _record(cassette: Path, *extra: str) -> int:
@@ -78,24 +71,6 @@ def shuffled(tmp_path_factory):
 
     if wandb.run is not None:
         wandb.finish()
-
-
-def own_rollouts(cassette: Path) -> dict[str, tuple[str, str, dict]]:
-    """rollout → (its question, its own reply, its outcome), read from the group's request by
-    the sample its record names."""
-    loaded = load_cassette(cassette)
-    out = {}
-    for rid, rec in loaded.rollouts.items():
-        group = loaded.rollouts.get(str(rec.outcome.get("traffic") or ""))
-        if group is None:
-            continue
-        (inter,) = group.interactions
-        [[seq, k]] = rec.outcome.get("samples") or [[inter.seq, rec.outcome["choice"]]]
-        assert seq == inter.seq
-        question = inter.request["body"]["messages"][-1]["content"]
-        (choice,) = [c for c in inter.response["body"]["choices"] if c["index"] == k]
-        out[rid] = (question, choice["message"]["content"], rec.outcome)
-    return out
 
 
 def test_every_rollouts_reward_is_its_own_replys_in_the_cassette(shuffled):

@@ -11,42 +11,20 @@ written again here and applied to each rollout's own recorded reply.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 
 import pytest
 from _plain_script import plain_script
+from _sum_oracle import env_rule, own_rollouts
 
-from hermes_replay import bundled_tokenizer_path, load_cassette
+from hermes_replay import bundled_tokenizer_path
 from hermes_replay.cli import main
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
 pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).resolve().parent
-_SUM = re.compile(r"What is (\d+) \+ (\d+)\?")
-
-
-def env_rule(question: str, reply: str) -> float:
-    a, b = map(int, _SUM.search(question).groups())  # type: ignore[union-attr]
-    return 1.0 if f"\\boxed{{{a + b}}}" in reply else 0.0
-
-
-def own_rewards(cassette: Path) -> dict[str, tuple[float, float]]:
-    """rollout → (its recorded reward, the rule on its own reply), by the choice it names."""
-    loaded = load_cassette(cassette)
-    out = {}
-    for rid, rec in loaded.rollouts.items():
-        group = loaded.rollouts.get(str(rec.outcome.get("traffic") or ""))
-        if group is None or "reward" not in rec.outcome:
-            continue
-        (inter,) = group.interactions
-        [[_seq, k]] = rec.outcome.get("samples") or [[inter.seq, rec.outcome["choice"]]]
-        question = inter.request["body"]["messages"][-1]["content"]
-        (choice,) = [c for c in inter.response["body"]["choices"] if c["index"] == k]
-        out[rid] = (rec.outcome["reward"], env_rule(question, choice["message"]["content"]))
-    return out
 
 
 def test_an_env_with_its_own_process_pool_replays_under_j(tmp_path, monkeypatch, capsys):
@@ -73,7 +51,9 @@ def test_an_env_with_its_own_process_pool_replays_under_j(tmp_path, monkeypatch,
             wandb.finish()
     oracle = {}
     for cassette in cassettes:  # the recording itself is right, so a replay can be judged by it
-        rewards = own_rewards(cassette)
+        rewards = {rid: (outcome["reward"], env_rule(question, reply))
+                   for rid, (question, reply, outcome) in own_rollouts(cassette).items()
+                   if "reward" in outcome}
         assert len(rewards) >= 4 and all(got == rule for got, rule in rewards.values()), rewards
         oracle[cassette.name] = [rule for _got, rule in rewards.values()]
     capsys.readouterr()

@@ -402,7 +402,7 @@ def final_table(rows: list[tuple[str, str, RunSummary]], style: Style) -> str:
     body = []
     for cassette, mode, s in rows:
         word = status(s)
-        body.append([cassette, mode, s.rollouts, s.turns, s.misses, s.unused,
+        body.append([sanitize(cassette), sanitize(mode), s.rollouts, s.turns, s.misses, s.unused,
                      fmt_reward(s.mean_reward), len(s.changed), style(word, colors[word])])
     headers = ["cassette", "mode", "rollouts", "turns", "misses", "unused", "mean reward",
                "changed", "status"]

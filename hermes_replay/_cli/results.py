@@ -21,7 +21,7 @@ from typing import Any
 from hermes_replay._corpus.join import corpus_of, join
 from hermes_replay._corpus.manifest import Manifest, read_manifest
 from hermes_replay._corpus.summary import exit_code
-from hermes_replay._terminal.render import Style
+from hermes_replay._terminal.render import Style, sanitize
 
 
 def register(sub: Any) -> None:
@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
     corpus = corpus_of(manifests)
     print(f"{len(rows)} of {len(corpus)} cassettes replayed, from {len(manifests)} out "
           f"folder(s)")
-    for line in problems:
-        print(style("problem: ", "red") + line)
+    for line in problems:  # names from the shards' files: escaped, never terminal codes
+        print(style("problem: ", "red") + sanitize(line))
     if args.report:
         print(_report_line(args.outs, args.out))
     code = exit_code([r.summary for r in rows], args.fail_on_change)

@@ -66,38 +66,69 @@ def write_manifest(out: Path, manifest: Manifest) -> Path:
     return target
 
 
-# The JSON types a summary field may hold, from its annotation (the file is data: a field of
-# the wrong type must be a clear error here, not an AttributeError in the table).
+# The JSON types a summary field may hold, from its annotation, checked all the way down (the
+# file is data: a value of the wrong type, even inside a dict, must be a clear error here, not
+# an AttributeError in the table).
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "int": (int,), "str": (str,), "float": (int, float), "None": (type(None),),
-    "dict": (dict,), "list": (list,), "Any": (object,),
+    "dict": (dict,), "list": (list,), "tuple": (list,), "Any": (object,),
 }
+# --rescore K: each rollout's statistics (``rescore.rescore_stats``), numbers the table sums
+_RESCORE_STATS = {"recorded": "float | None", "mean": "float | None", "stdev": "float | None",
+                  "min": "float | None", "max": "float | None", "rewards": "list[float | None]"}
 
 
-def _allowed(annotation: str) -> tuple[type, ...]:
+def _split(text: str, sep: str) -> list[str]:
+    """``text`` split at ``sep`` outside brackets (``dict[str, int] | None``)."""
     parts, depth, start = [], 0, 0
-    for i, char in enumerate(annotation + "|"):
+    for i, char in enumerate(text + sep):
         depth += {"[": 1, "]": -1}.get(char, 0)
-        if char == "|" and depth == 0:  # a union at the top, not inside dict[...]
-            parts.append(annotation[start:i])
+        if char == sep and depth == 0:
+            parts.append(text[start:i].strip())
             start = i + 1
-    out: tuple[type, ...] = ()
-    for part in parts:
-        out += _JSON_TYPES.get(part.strip().split("[")[0], (object,))
-    return out
+    return parts
 
 
-_SUMMARY_TYPES = {f.name: _allowed(str(f.type)) for f in fields(RunSummary)}
+def _check(value: Any, annotation: str, where: str) -> None:
+    """``ValueError`` naming ``where`` when ``value`` is not of the JSON shape
+    ``annotation`` (a dataclass field's annotation, as text) says."""
+    options = []
+    for part in _split(annotation, "|"):
+        base, _, inner = part.partition("[")
+        options.append((base.strip(), _split(inner[:-1], ",") if inner else [],
+                        _JSON_TYPES.get(base.strip(), (object,))))
+    for base, args, types in options:
+        if isinstance(value, bool) and bool not in types and object not in types:
+            continue  # JSON true is no number
+        if not isinstance(value, types):
+            continue
+        if base == "dict" and len(args) == 2:
+            for key, item in value.items():
+                _check(item, args[1], f"{where}[{key!r}]")
+        elif base == "list" and len(args) == 1:
+            for i, item in enumerate(value):
+                _check(item, args[0], f"{where}[{i}]")
+        elif base == "tuple" and args:
+            if len(value) != len(args):
+                raise ValueError(f"{where} is a list of {len(value)}, not {len(args)}")
+            for i, (item, arg) in enumerate(zip(value, args, strict=True)):
+                _check(item, arg, f"{where}[{i}]")
+        return
+    allowed = " or ".join(t.__name__ for _, _, types in options for t in types)
+    raise ValueError(f"{where} is a {type(value).__name__}, not {allowed}")
+
+
+_SUMMARY_TYPES = {f.name: str(f.type) for f in fields(RunSummary)}
 
 
 def _summary(data: dict[str, Any]) -> RunSummary:
     known = {k: v for k, v in data.items() if k in _SUMMARY_FIELDS}
     for name, value in known.items():
-        allowed = _SUMMARY_TYPES[name]
-        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed
-                                              and object not in allowed):
-            raise ValueError(f"summary field {name!r} is a {type(value).__name__}, not "
-                             f"{' or '.join(t.__name__ for t in allowed)}")
+        _check(value, _SUMMARY_TYPES[name], f"summary field {name!r}")
+    for rid, stats in (known.get("rescore") or {}).items():
+        for key, value in stats.items():
+            if key in _RESCORE_STATS:
+                _check(value, _RESCORE_STATS[key], f"summary field 'rescore'[{rid!r}][{key!r}]")
     known["changed"] = {rid: (pair[0], pair[1]) for rid, pair in
                         (known.get("changed") or {}).items()}
     return RunSummary(**known)

@@ -49,20 +49,22 @@ def _side_line(name: str, view: Any) -> str:
 
 
 def _ids(ids: list[str], limit: int = 8) -> str:
-    shown = ", ".join(ids[:limit])
+    shown = sanitize(", ".join(ids[:limit]))
     return shown + (f" … and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
 def _id_lines(ids: list[str], limit: int = 8) -> list[str]:
-    out = ["  " + i for i in ids[:limit]]
+    out = ["  " + sanitize(i) for i in ids[:limit]]
     if len(ids) > limit:
         out.append(f"  … and {len(ids) - limit} more (--json lists all)")
     return out
 
 
 def _diff_lines(diff: str, style: Style) -> list[str]:
+    """Each line of a diff colored by its sign; its text (a cassette's messages, tool
+    arguments, results) escaped first, so it never moves the reader's cursor (DESIGN §7)."""
     out = []
-    for line in diff.splitlines():
+    for line in map(sanitize, diff.splitlines()):
         if line.startswith(("---", "+++")):
             out.append(style(line, "bold"))
         elif line.startswith("-"):
@@ -92,9 +94,9 @@ def render_report(report: Any, style: Style, *, limit: int = DEFAULT_LIMIT,
         rows = []
         for c in report.changes:
             other = ", ".join(f"{k} {_plain(x)} → {_plain(y)}" for k, (x, y) in c.fields.items())
-            rows.append([_name(report, c.rollout), c.phase, fmt_reward(c.reward_a),
+            rows.append([_name(report, c.rollout), sanitize(c.phase), fmt_reward(c.reward_a),
                          fmt_reward(c.reward_b),
-                         _signed(c.delta, style) if c.reward_changed else "=", other])
+                         _signed(c.delta, style) if c.reward_changed else "=", sanitize(other)])
         out.append(table(["rollout", "phase", "A", "B", "delta", "also changed"], rows,
                          align="llrrrl", style=style))
     for ids, side in ((report.only_a, "A"), (report.only_b, "B")):
@@ -106,7 +108,8 @@ def render_report(report: Any, style: Style, *, limit: int = DEFAULT_LIMIT,
                           "bold", "yellow")]
         shown = report.divergences if limit <= 0 else report.divergences[:limit]
         for d in shown:
-            out.append(f"  {style(_name(report, d.rollout), 'bold')} · turn {d.turn} · {d.field}")
+            out.append(f"  {style(_name(report, d.rollout), 'bold')} · turn {d.turn} · "
+                       f"{sanitize(d.field)}")
             lines = (["--- A", "+++ B", *field_report(d.changes, verbose=verbose,
                                                       more_hint="-v shows all")]
                      if d.changes else d.diff.splitlines())
@@ -122,7 +125,7 @@ def render_report(report: Any, style: Style, *, limit: int = DEFAULT_LIMIT,
         shown = report.tool_divergences if limit <= 0 else report.tool_divergences[:limit]
         for d in shown:
             out.append(f"  {style(_name(report, d.rollout), 'bold')} · after turn {d.turn} · "
-                       f"{d.field}")
+                       f"{sanitize(d.field)}")
             out.extend("    " + line for line in _diff_lines(d.diff, style))
         if len(report.tool_divergences) > len(shown):
             out.append(f"  … {len(report.tool_divergences) - len(shown)} more (--limit 0 "
@@ -130,11 +133,11 @@ def render_report(report: Any, style: Style, *, limit: int = DEFAULT_LIMIT,
     if report.metrics:
         out += ["", style(f"metrics: {len(report.metrics)} of {report.compared_metrics} "
                           "changed", "bold", "yellow")]
-        rows = [[m.name, _metric(m.a), _metric(m.b), _signed(m.delta, style, 4)]
+        rows = [[sanitize(m.name), _metric(m.a), _metric(m.b), _signed(m.delta, style, 4)]
                 for m in report.metrics]
         out.append(table(["metric", "A", "B", "delta"], rows, align="lrrr", style=style))
     for note in report.notes:
-        out += ["", style("note: ", "dim") + note]
+        out += ["", style("note: ", "dim") + sanitize(note)]
     out += ["", _verdict(report, style)]
     return out
 

@@ -83,6 +83,24 @@ def _manifest(**changes: Any) -> dict[str, Any]:
                                   "summary": {"mode": "replay", "exit_code": True}}])),
      "summary field 'exit_code' is a bool"),
     ("[" * 100_000, "nested too deeply"),
+    # trust round 5 (round 4's 08 still open): the values inside a summary's dicts and lists
+    (json.dumps(_manifest(rows=[{"rel": "a", "cassette": "a", "mode": "process",
+                                  "summary": {"mode": "replay", "rescore": {"r": "x"}}}])),
+     "summary field 'rescore'['r'] is a str, not dict"),
+    (json.dumps(_manifest(rows=[{"rel": "a", "cassette": "a", "mode": "process",
+                                  "summary": {"mode": "replay",
+                                              "rescore": {"r": {"stdev": "x"}}}}])),
+     "summary field 'rescore'['r']['stdev'] is a str"),
+    (json.dumps(_manifest(rows=[{"rel": "a", "cassette": "a", "mode": "process",
+                                  "summary": {"mode": "replay",
+                                              "rescore": {"r": {"rewards": 3}}}}])),
+     "summary field 'rescore'['r']['rewards'] is a int"),
+    (json.dumps(_manifest(rows=[{"rel": "a", "cassette": "a", "mode": "process",
+                                  "summary": {"mode": "replay", "changed": {"r": [1]}}}])),
+     "summary field 'changed'['r'] is a list of 1, not 2"),
+    (json.dumps(_manifest(rows=[{"rel": "a", "cassette": "a", "mode": "process",
+                                  "summary": {"mode": "replay", "unused_keys": [1]}}])),
+     "summary field 'unused_keys'[0] is a int, not str"),
 ])
 def test_results_reads_a_damaged_manifest_with_a_clear_error(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, says: str) -> None:
@@ -92,6 +110,24 @@ def test_results_reads_a_damaged_manifest_with_a_clear_error(
     err = capsys.readouterr().err
     assert "cannot be read as a replay manifest" in err and says in err, err
     assert "Traceback" not in err
+
+
+def test_results_shows_a_manifests_text_escaped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Trust round 5, finding 06: a downloaded shard's ``replay.json`` names a cassette no
+    shard replayed whose name erases the line above (``\\e[2K\\e[1A``): shown escaped."""
+    erase = "\x1b[2K\x1b[1A"
+    (tmp_path / "out").mkdir()
+    manifest = _manifest(corpus_cassettes=["a.jsonl", f"b{erase}.jsonl"],
+                         rows=[{"rel": "a.jsonl", "cassette": f"cassettes/a{erase}.jsonl",
+                                "mode": f"process{erase}",
+                                "summary": {"mode": "replay", "cassette": "a",
+                                            "error": f"boom{erase}"}}])
+    (tmp_path / "out" / "replay.json").write_text(json.dumps(manifest), encoding="utf-8")
+    assert main(["results", str(tmp_path / "out"), "--no-report"]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out, out
+    assert "b\\x1b[2K\\x1b[1A.jsonl (shard" in out
 
 
 # -- 09 and the shard flags -----------------------------------------------------------------

@@ -319,3 +319,19 @@ def test_every_shipped_cassette_equals_its_rewrite(path, tmp_path):
     report = compare_paths(path, _copy(path, tmp_path / "copy.jsonl"))
     assert report.equal, report.to_json()
     assert report.compared_rollouts == len(load_cassette(path).rollouts) > 0
+
+
+def test_escape_sequences_in_a_cassette_reach_the_terminal_escaped(tmp_path, capsys):
+    """Trust round 5, finding 06: a cassette's multi-line message text (shown line by line in
+    the field's diff) reaches the terminal as ``\\x1b…``; ``\\e[2K\\e[1A`` in it erased the
+    line above before."""
+    erase = "\x1b[2K\x1b[1A"
+    c = load_cassette(PROCESS)
+    rid = next(r for r, rec in c.rollouts.items() if len(rec.interactions) >= 3)
+    copy = _copy(PROCESS, tmp_path / "b.jsonl", interactions=lambda inters: _change_reply(
+        inters, rid, 1, f"line one\nbye{erase}"))
+    for flags in ([], ["-v"]):
+        code, out, _ = run_cli(capsys, *flags, PROCESS, copy)
+        assert code == 1
+        assert "\x1b" not in out, out
+        assert "bye\\x1b[2K\\x1b[1A" in out

@@ -16,7 +16,9 @@ A compressed cassette is data from outside like any other: a few kilobytes of zs
 terabytes. So it is decompressed as a stream, a megabyte at a time, into lines, and reading
 stops with a ``CassetteError`` naming the file (and line) at ``MAX_DECOMPRESSED_BYTES`` in all
 or ``MAX_LINE_BYTES`` in one line — before the bytes are decoded or parsed, so a bomb costs
-about the cap in memory and a second or two, not gigabytes and minutes.
+about the cap in memory and a second or two, not gigabytes and minutes. A plain file is held
+to the same cap by its size before a byte of it is read (a sparse 3 GB ``.jsonl`` is 4 KB on
+disk and was a ``MemoryError``).
 """
 
 from __future__ import annotations
@@ -169,7 +171,15 @@ def read_lines(path: Path) -> list[bytes]:
     with open_regular(path) as fh:
         start = fh.read(4)
         if start != ZSTD_MAGIC:
-            lines = (start + fh.read()).split(b"\n")
+            # the compressed cap holds for plain bytes too: a 3 GB (sparse) .jsonl is refused
+            # before it is read, and a file growing while read is cut at the cap plus one
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_DECOMPRESSED_BYTES:
+                raise _too_big(path, size)
+            data = start + fh.read(MAX_DECOMPRESSED_BYTES + 1 - len(start))
+            if len(data) > MAX_DECOMPRESSED_BYTES:
+                raise _too_big(path, len(data))
+            lines = data.split(b"\n")
             longest = max(map(len, lines))
             if longest > MAX_LINE_BYTES:
                 number = next(i for i, line in enumerate(lines, 1) if len(line) == longest)
@@ -177,6 +187,14 @@ def read_lines(path: Path) -> list[bytes]:
             return lines
         fh.seek(0)
         return _decompressed_lines(path, fh)
+
+
+def _too_big(path: Path, size: int) -> CassetteError:
+    return CassetteError(
+        f"is {size:,} bytes long (the limit: {MAX_DECOMPRESSED_BYTES >> 20} MiB, as for a "
+        "compressed cassette once decompressed)", path=path,
+        hint="no cassette hermes-replay writes is that large (a 10,000-interaction one is "
+             "about 40 MB); this is no cassette it wrote: do not use it")
 
 
 def _too_long(path: Path, number: int) -> CassetteError:

@@ -89,3 +89,31 @@ def test_lines_split_across_chunks_and_frames_read_back_whole(tmp_path: Path) ->
                               (data[:third], data[third:2 * third], data[2 * third:])))
     assert _files.read_lines(path) == data.split(b"\n")
     assert _files.read_bytes(path) == data
+
+
+def test_a_huge_plain_cassette_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    """Trust round 5, finding 07: a 3 GB ``.jsonl`` (sparse: 4 KB on disk) was read whole
+    before any limit — a ``MemoryError`` traceback in ``verify``, ``ls``, ``show`` and
+    ``replay``, where the same bytes as ``.zst`` stop cleanly at 1 GiB. Run in a child held to
+    2 GiB of address space, so the code before the fix fails fast instead of eating memory."""
+    folder = tmp_path / "cassettes"
+    folder.mkdir()
+    huge = folder / "process.jsonl"
+    huge.write_text(SHIPPED.read_text(encoding="utf-8").split("\n", 1)[0] + "\n")
+    with huge.open("r+b") as fh:
+        fh.truncate(3 << 30)
+    script = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n"
+        "from hermes_replay.cli import main\n"
+        "for argv in (['verify', 'cassettes/process.jsonl'], ['ls', 'cassettes'],\n"
+        "             ['show', 'cassettes/process.jsonl'],\n"
+        "             ['replay', 'cassettes/process.jsonl', '--no-report', '--out', 'o']):\n"
+        "    print('exit', argv[0], main(argv), file=sys.stderr, flush=True)\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    err = done.stderr + done.stdout
+    assert "Traceback" not in err and "MemoryError" not in err, err
+    assert err.count("is 3,221,225,472 bytes long (the limit: 1024 MiB") >= 3, err
+    for command, code in (("verify", 1), ("ls", 1), ("show", 2), ("replay", 1)):
+        assert f"exit {command} {code}" in err, err

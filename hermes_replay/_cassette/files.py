@@ -146,6 +146,27 @@ def name_too_long(text: str) -> str | None:
     return None
 
 
+def not_a_folder(path: Path) -> str | None:
+    """Why ``path`` cannot be used as an output folder — it, or a folder above it, is a file
+    (``mkdir`` would raise ``FileExistsError`` / ``NotADirectoryError`` at the end of a run) —
+    or None when it is a folder or can be made one."""
+    probe = path
+    while True:
+        try:
+            mode = os.stat(probe).st_mode  # a link to a folder is a folder here
+        except (FileNotFoundError, NotADirectoryError):  # not there (yet), or below a file
+            if probe.parent == probe:
+                return None
+            probe = probe.parent
+            continue
+        except OSError as exc:
+            return f"{probe} cannot be looked at ({exc.strerror or exc})"
+        if stat.S_ISDIR(mode):
+            return None
+        kind = "a file" if stat.S_ISREG(mode) else "not a folder"
+        return f"{probe} is {kind}" + ("" if probe == path else f", so {path} cannot be made")
+
+
 def within(path: Path, folder: Path) -> bool:
     """Whether ``path`` really lies in ``folder``: a symlink planted there (a shard linked to
     a file elsewhere, ``/etc/...`` or another user's cassette) is not part of the folder, so

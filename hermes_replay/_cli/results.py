@@ -47,7 +47,11 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from hermes_replay import CassetteError
+    from hermes_replay._report import joined_report_line, unusable_target
 
+    if args.report and (why := unusable_target(args.out)):  # before anything is read
+        print(f"hermes-replay results: {why}", file=sys.stderr)
+        return 2
     manifests: list[Manifest] = []
     for folder in args.outs:
         try:
@@ -66,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     for line in problems:  # names from the shards' files: escaped, never terminal codes
         print(style("problem: ", "red") + sanitize(line))
     if args.report:
-        print(_report_line(args.outs, args.out))
+        print(joined_report_line(args.outs, args.out))
     code = exit_code([r.summary for r in rows], args.fail_on_change)
     if problems:
         code = 1
@@ -74,16 +78,3 @@ def run(args: argparse.Namespace) -> int:
         print("rewards changed (shown above); pass --fail-on-change to make that exit 1")
     return code
 
-
-def _report_line(outs: list[Path], target: Path) -> str:
-    from hermes_replay._report import report_unavailable, write_report
-
-    missing = report_unavailable()
-    if missing is not None:
-        return f"report: not written ({missing})"
-    from hermes_replay import HermesReplayError
-
-    try:
-        return f"report: {write_report(list(outs), target)}"
-    except HermesReplayError as exc:
-        return f"report: not written — {exc}"

@@ -18,12 +18,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from hermes_replay._corpus.arguments import (
+    CorpusArgumentError,
+    check_observer,
+    check_out,
+    check_rescore,
+    check_shard,
+    check_switches,
+)
 from hermes_replay._corpus.discover import Corpus, discover
 from hermes_replay._corpus.errors import CorpusError, ExecutorError
 from hermes_replay._corpus.job import Job, replay_job
 from hermes_replay._corpus.manifest import Manifest, ManifestRow, write_manifest
 from hermes_replay._corpus.one import CassetteResult, RunHooks
-from hermes_replay._corpus.shard import Shard, parse_shard, take_shard
+from hermes_replay._corpus.shard import Shard, take_shard
 from hermes_replay._corpus.summary import exit_code
 from hermes_replay._runner.options import RunOptions
 
@@ -130,24 +138,33 @@ def replay_corpus(
 
     A cassette that fails is a row, never an exception; a corpus that cannot be replayed at
     all (no cassette, a path that is not there, an executor that cannot run) raises
-    ``CorpusError``.
+    ``CorpusError``, and so does an argument of the wrong shape, before anything runs (its
+    ``CorpusArgumentError`` is a ``ValueError`` too).
     """
     from hermes_replay._corpus.processes import default_jobs
 
     options = RunOptions.of(options, where="replay_corpus()", **keywords)
+    # every argument checked before anything runs: its name and what it takes (``arguments``)
+    check_switches(fail_on_change=fail_on_change, verbose=verbose, report=report,
+                   ray_upload=ray_upload)
+    check_observer(observer, CorpusObserver)
     observer = observer or CorpusObserver()
-    if executor not in EXECUTORS:
-        raise ValueError(f"replay_corpus(): executor {executor!r} is not one of "
-                         f"{', '.join(EXECUTORS)}")
+    if not isinstance(executor, str) or executor not in EXECUTORS:
+        raise CorpusArgumentError(f"replay_corpus(): executor {executor!r:.60} is not one of "
+                                  f"{', '.join(EXECUTORS)}")
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        raise ValueError(f"replay_corpus(): jobs={jobs!r}: give 1 or more (default: the "
-                         "number of cores)")
+        raise CorpusArgumentError(f"replay_corpus(): jobs={jobs!r:.60}: give 1 or more "
+                                  "(default: the number of cores)")
+    if ray_address is not None and not isinstance(ray_address, str):
+        raise CorpusArgumentError(f"replay_corpus(): ray_address={ray_address!r:.60}: give "
+                                  "the cluster's address as a string, or None")
+    check_rescore(rescore, options.live)
     if executor == "ray" and options.live is not None:
         raise ExecutorError("live calls run with executor local only: the live key would "
                             "have to travel to the Ray workers; run the shards with jobs "
                             "instead")
-    if isinstance(shard, str):
-        shard = parse_shard(shard)
+    shard = check_shard(shard)
+    check_out(out)
     corpus = discover(paths)
     manifest = Manifest(corpus=corpus.name, shard=None if shard is None else str(shard),
                         corpus_cassettes=list(corpus.rels))
@@ -157,6 +174,7 @@ def replay_corpus(
         observer.note(f"hermes-replay replay: shard {shard}: {len(chosen)} of "
                       f"{len(corpus.rels)} cassettes")
     where = Path(out) if out is not None else default_out(shard)
+    check_out(where)  # ./replay-out may be a file too
     workers = min(jobs or default_jobs(), max(1, len(chosen)))
     in_process = executor == "local" and workers == 1
     here = str(Path.cwd())

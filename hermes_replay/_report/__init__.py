@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hermes_replay._cassette.files import write_text_atomic
+from hermes_replay._cassette.files import not_a_folder, write_text_atomic
 from hermes_replay._errors import HermesReplayError
 from hermes_replay._report._extra import EXTRA_HINT, ReportExtraMissing, extra_missing
 from hermes_replay._report._scrub import ReportRefused
@@ -38,8 +38,10 @@ __all__ = [
     "ReportExtraMissing",
     "ReportRefused",
     "build_report",
+    "joined_report_line",
     "report_line",
     "report_unavailable",
+    "unusable_target",
     "write_report",
 ]
 
@@ -89,6 +91,9 @@ def write_report(source: Source, out: str | os.PathLike[str], *,
     failure leaves no half page and a refused report writes nothing."""
     from hermes_replay._report._page import GENERATOR
 
+    why = unusable_target(out)
+    if why:
+        raise HermesReplayError(why)
     target = Path(out)
     if target.is_dir():
         target = target / REPORT_FILE
@@ -106,6 +111,28 @@ def write_report(source: Source, out: str | os.PathLike[str], *,
     target.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(target, page)
     return target
+
+
+def unusable_target(out: str | os.PathLike[str]) -> str | None:
+    """Why no report can be written at ``out`` — a folder above it is a file (``mkdir`` raised
+    ``FileExistsError`` after the whole page was built) — with the next step, or None."""
+    target = Path(out)
+    why = None if target.is_dir() else not_a_folder(target.parent)
+    return None if why is None else (f"cannot write the report at {target}: {why}. Next "
+                                     "step: pass another -o path (a file in a folder that "
+                                     "exists or can be made)")
+
+
+def joined_report_line(outs: list[Path], target: Path) -> str:
+    """``hermes-replay results``: write one report of the shards' out folders ``outs`` at
+    ``target`` and return the line to print — its path, or why there is none."""
+    missing = report_unavailable()
+    if missing is not None:
+        return f"report: not written ({missing})"
+    try:
+        return f"report: {write_report(list(outs), target)}"
+    except HermesReplayError as exc:
+        return f"report: not written — {exc}"
 
 
 def report_line(folder: str | os.PathLike[str], *, against: Source | None = None) -> str:

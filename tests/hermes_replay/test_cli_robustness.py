@@ -130,6 +130,25 @@ def test_results_shows_a_manifests_text_escaped(
     assert "b\\x1b[2K\\x1b[1A.jsonl (shard" in out
 
 
+def test_results_report_below_a_file_is_a_usage_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Trust round 5, finding 08: ``results -o FILE/report.html`` built the whole page, then
+    ended in a ``FileExistsError`` traceback; now exit 2 before anything is read, naming the
+    file and the next step. ``report -o`` says the same."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "replay.json").write_text(json.dumps(_manifest()), encoding="utf-8")
+    (tmp_path / "a-file").write_text("not a folder")
+    target = tmp_path / "a-file" / "report.html"
+    assert main(["results", str(tmp_path / "out"), "-o", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot write the report at {target}: {tmp_path / 'a-file'} is a file" in err, err
+    assert "Next step: pass another -o path" in err and "Traceback" not in err
+    shipped = Path(__file__).resolve().parents[2] / "cassettes" / "terminal_test_env"
+    assert main(["report", str(shipped / "process.jsonl"), "-o", str(target)]) == 2
+    assert "is a file" in capsys.readouterr().err
+    assert (tmp_path / "a-file").read_text() == "not a folder"
+
+
 # -- 09 and the shard flags -----------------------------------------------------------------
 
 @pytest.mark.parametrize(("flags", "environ", "says"), [

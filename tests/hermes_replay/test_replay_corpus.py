@@ -128,6 +128,56 @@ def test_a_corpus_that_cannot_run_raises_corpus_error_naming_it(tmp_path, monkey
         replay_corpus("empty", strickt=True)
 
 
+_LIVE = {"patterns": ["reward"], "base_url": "http://127.0.0.1:9/v1", "api_key_env": None}
+
+
+@pytest.mark.parametrize(("arguments", "says"), [
+    ({"shard": 3}, "shard=3: give \"I/N\""),  # AttributeError: 'int' … 'count'
+    ({"shard": "3/2"}, "I must be between 1 and N"),
+    ({"observer": 1}, "observer=1: give an instance of a CorpusObserver subclass"),
+    ({"out": "a-file"}, "a-file is a file"),  # an OSError once the run had ended
+    ({"out": "a-file/below"}, "a-file is a file, so a-file/below cannot be made"),
+    ({"out": 7}, "out=7: give a folder's path"),
+    ({"fail_on_change": "no"}, "fail_on_change must be True or False, not 'no'"),
+    ({"report": "no"}, "report must be True or False, not 'no'"),
+    ({"verbose": "no"}, "verbose must be True or False, not 'no'"),
+    ({"ray_upload": 1}, "ray_upload must be True or False, not 1"),
+    ({"rescore": -1, "live": _LIVE}, "rescore=-1: give a whole number of 1 or more"),
+    ({"rescore": 0}, "rescore=0: give a whole number of 1 or more"),
+    ({"rescore": True, "live": _LIVE}, "rescore=True: give a whole number"),
+    ({"rescore": 2}, "rescore=2 goes with live=…"),
+    ({"ray_address": 5}, "ray_address=5: give the cluster's address as a string"),
+    ({"executor": ["local"]}, "executor ['local'] is not one of local, ray"),
+])
+def test_an_argument_of_the_wrong_shape_is_a_corpus_error_naming_it(
+        tmp_path, monkeypatch, arguments, says) -> None:
+    """Trust round 5, finding 09: every argument of the public ``replay_corpus`` is checked
+    before anything runs; a wrong one is a ``CorpusError`` (and a ``ValueError``) naming it
+    and what it takes — before: ``AttributeError``, ``OSError``, ``"no"`` taken as true, a
+    bare ``AssertionError``."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(SHIPPED, tmp_path / "evaluate.jsonl")
+    (tmp_path / "a-file").write_text("not a folder")
+    with pytest.raises(CorpusError, match=re.escape(says)) as caught:
+        replay_corpus("evaluate.jsonl", jobs=1, **{"out": "o", **arguments})
+    assert isinstance(caught.value, ValueError) and caught.value.exit_code == 2
+    assert not (tmp_path / "o").exists() and not (tmp_path / "replay-out").exists()
+
+
+def test_replay_out_a_file_is_a_usage_error(tmp_path, monkeypatch, capsys) -> None:
+    """Trust round 5, finding 08: ``replay --out FILE`` (and a folder below a file) ended in a
+    ``FileExistsError`` / ``NotADirectoryError`` traceback after the run."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(SHIPPED, tmp_path / "evaluate.jsonl")
+    (tmp_path / "a-file").write_text("not a folder")
+    for out in ("a-file", "a-file/below"):
+        assert main(["replay", "evaluate.jsonl", "--out", out, "--no-report"]) == 2
+        err = capsys.readouterr().err
+        assert "the output folder" in err and "a-file is a file" in err, err
+        assert "Next step: pass another --out" in err and "Traceback" not in err
+    assert (tmp_path / "a-file").read_text() == "not a folder"
+
+
 @pytest.mark.slow
 def test_the_docs_example_runs_as_written(tmp_path, monkeypatch, capsys) -> None:
     _project(tmp_path, edited=False)

@@ -24,13 +24,14 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit, urlunsplit
 
 from hermes_replay._secrets.known import KNOWN
 from hermes_replay._secrets.redact import is_credential_header
 from hermes_replay._secrets.rules import is_secret_name, secret_spans
 from hermes_replay._secrets.scan import scan_string
 from hermes_replay._session.intercept import WireRequest, WireResponse
+from hermes_replay._terminal.render import sanitize
 
 __all__ = ["DEFAULT_CALL_TIMEOUT", "PATTERN_HELP", "LiveCalls", "LivePattern", "base_url_problem",
            "reply_problem"]
@@ -301,11 +302,29 @@ def base_url_problem(url: str) -> str | None:
     if parts.username or parts.password:
         return f"the live endpoint's URL carries credentials; {fix}"
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if _key_shaped(name):  # a key as a bare name (?sk-proj-…): never printed
+            return f"the live endpoint's URL carries a key as a query name; {fix}"
         if is_secret_name(name, "query") or _key_shaped(value):
-            return f"the live endpoint's URL carries a credential in its query ({name}=…); {fix}"
-    if any(_key_shaped(segment) for segment in [*parts.path.split("/"), parts.fragment]):
-        return f"the live endpoint's URL carries what looks like a key in its path; {fix}"
+            return (f"the live endpoint's URL carries a credential in its query "
+                    f"({sanitize(name):.40}=…); {fix}")
+    for where, text in _url_pieces(parts):
+        if _key_shaped(text):
+            return f"the live endpoint's URL carries what looks like a key in its {where}; {fix}"
     return None
+
+
+def _url_pieces(parts: Any) -> Iterable[tuple[str, str]]:
+    """Every piece of a URL's path, query and fragment a key could hide in, as written and
+    percent-decoded: a segment, a ``;``/``&``/``=``/``,`` separated part, the whole."""
+    for where, raw, seps in (("path", parts.path, "/;,"), ("query", parts.query, "&;=,"),
+                             ("fragment", parts.fragment, "/&;=,")):
+        pieces = [raw]
+        for sep in seps:
+            pieces = [p for piece in pieces for p in piece.split(sep)]
+        for piece in [raw, *pieces]:
+            yield where, piece
+            if "%" in piece or "+" in piece:
+                yield where, unquote_plus(piece)
 
 
 def _key_shaped(text: str) -> bool:

@@ -239,6 +239,15 @@ def test_every_credential_header_name_the_recorder_knows_is_dropped() -> None:
     "http://127.0.0.1:9/v1?x=sk-proj-Qz7shapedKEY0a1b2c3d4e5f6g7h8i9",
     "http://127.0.0.1:9/Qz7a8d9f0e1c2b3a4d5e6f7a8b9c0d1e2/v1",
     "http://127.0.0.1:9/v1/sk-proj-Qz7shapedKEY0a1b2c3d4e5f6g7h8i9",
+    # trust round 5, finding 14: a key as a bare query name, a name with a value, in the
+    # fragment, percent-encoded, after a ';'
+    "http://127.0.0.1:9/v1?sk-proj-Qz7shapedKEY0a1b2c3d4e5f6g7h8i9",
+    "http://127.0.0.1:9/v1?sk-proj-Qz7shapedKEY0a1b2c3d4e5f6g7h8i9=1",
+    "http://127.0.0.1:9/v1#sk-proj-Qz7shapedKEY0a1b2c3d4e5f6g7h8i9",
+    "http://127.0.0.1:9/v1#token=sk-proj-Qz7shapedKEY0a1b2c3d4e5f6g7h8i9",
+    "http://127.0.0.1:9/v1/sk%2Dproj%2DQz7shapedKEY0a1b2c3d4e5f6g7h8i9",
+    "http://127.0.0.1:9/v1?a=1;sk-proj-Qz7shapedKEY0a1b2c3d4e5f6g7h8i9",
+    "http://Qz7user:Qz7shapedKEY0a1b2c3d4e5f6g7h8i9@127.0.0.1:9/v1",
 ])
 def test_a_credential_in_the_live_base_url_is_refused_and_never_shown(
         project: Path, capsys, url: str) -> None:

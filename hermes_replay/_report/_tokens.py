@@ -145,7 +145,10 @@ class TokenView:
 
 
 def _load_tokenizer(cassette: Cassette | None) -> Any:
-    """The tokenizer the cassette was recorded with, from local files only (never a hub)."""
+    """The tokenizer the cassette was recorded with: the bundled one, or the copy in this
+    cassette's own store (``stored_dir``) — never a hub, and never a folder the header names
+    (``tokenizer.name`` is data from outside: ``/home/someone/private`` would put that
+    tokenizer's vocabulary into report.html, a CI artifact)."""
     if cassette is None:
         return None
     from tokenizers import Tokenizer
@@ -159,9 +162,6 @@ def _load_tokenizer(cassette: Cassette | None) -> Any:
         folder = Path(tokenizer_path())
     else:
         folder = stored_dir(cassette.path, recorded)
-        name = recorded.get("name")
-        if folder is None and isinstance(name, str) and Path(name).is_dir():
-            folder = Path(name)
     if folder is None or not (folder / "tokenizer.json").is_file():
         return None
     try:

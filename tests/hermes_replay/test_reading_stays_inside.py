@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -59,3 +60,29 @@ def test_ls_does_not_follow_shards_linked_from_outside(tmp_path, capsys):
         out = capsys.readouterr().out
         assert "train-mine-0-0" in out, out
         assert "secret" not in out, out
+
+
+def test_a_tokenizer_folder_named_by_a_header_is_never_opened(tmp_path):
+    """Trust round 5, finding 15: the report loaded ``<tokenizer.name>/tokenizer.json`` from
+    any absolute folder a header named and wrote its vocabulary into report.html (a CI
+    artifact). Only the cassette's own store (or the bundled tokenizer) is read: a marker
+    token of a tokenizer planted elsewhere never reaches the page."""
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+
+    from hermes_replay._cassette import load_cassette
+    from hermes_replay._report._tokens import TokenView
+
+    elsewhere = tmp_path / "home" / "someone" / "private-tokenizer"
+    elsewhere.mkdir(parents=True)
+    Tokenizer(WordLevel({"ZZSECRETVOCABZZ": 0, "[UNK]": 1}, unk_token="[UNK]")).save(
+        str(elsewhere / "tokenizer.json"))
+    cassette = _cassette(tmp_path / "proj" / "cassettes" / "env" / "process.jsonl", "r0")
+    lines = cassette.read_text(encoding="utf-8").split("\n", 1)
+    header = json.loads(lines[0])
+    header["tokenizer"] = {"name": str(elsewhere)}
+    cassette.write_text(json.dumps(header) + "\n" + lines[1], encoding="utf-8")
+    view = TokenView(load_cassette(cassette))
+    view.entry({"tokens": [0, 1], "masks": [1, 1]})
+    assert "ZZSECRETVOCABZZ" not in json.dumps(view.vocab), view.vocab
+    assert token_decoder(cassette, header["tokenizer"]) is None  # show: the same rule

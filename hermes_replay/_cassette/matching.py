@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from hermes_replay._cassette.normalizer_checks import NormalizerGrew
+from hermes_replay._cassette.normalizer_reach import max_length
+
 __all__ = ["DEFAULT_IGNORE_PATHS", "SHOWN_FIELDS", "FieldChange", "Matcher", "check_ignore_path",
            "field_changes", "field_report", "request_path", "similarity", "unified_request_diff"]
 
@@ -148,8 +151,11 @@ class Matcher:
 
     def _normalize(self, value: Any) -> Any:
         if isinstance(value, str):
+            start = len(value)  # bounded along the whole chain, not per normalizer
             for regex, repl in self._regexes:
                 value = regex.sub(repl, value)
+                if len(value) > max_length(start):
+                    raise NormalizerGrew(getattr(regex, "pattern", str(regex)), start)
             return value
         if isinstance(value, list):
             return [self._normalize(v) for v in value]

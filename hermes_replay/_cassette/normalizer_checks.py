@@ -26,10 +26,14 @@ from re import _constants as C  # sre opcodes (the parser below speaks them)
 from re import _parser
 from typing import Any
 
+from hermes_replay._cassette.normalizer_reach import MAX_GROWTH, max_length, reach_problem
+
 __all__ = [
     "MAX_NORMALIZERS",
     "MAX_PATTERN",
     "USE_TIMEOUT",
+    "NormalizerGrew",
+    "NormalizerStopped",
     "NormalizerTooSlow",
     "backtracking_problem",
     "bounded",
@@ -60,11 +64,32 @@ _BROAD_SHARE = 0.25
 _REPEATS = (C.MAX_REPEAT, C.MIN_REPEAT)
 
 
-class NormalizerTooSlow(BaseException):
-    """A custom normalizer ran longer than ``USE_TIMEOUT`` on one string.
+class NormalizerStopped(BaseException):
+    """A custom normalizer was stopped in the middle of a use: it ran too long
+    (``NormalizerTooSlow``) or made a string too long (``NormalizerGrew``).
 
     A ``BaseException``, as ``RequestNotRecorded`` is: retry layers catch ``Exception`` and
-    would run the slow pattern again and again; this ends the run, naming the normalizer."""
+    would run the pattern again and again; this ends the run, naming the normalizer."""
+
+    pattern: str
+
+
+class NormalizerGrew(NormalizerStopped):
+    """One use of a custom normalizer made a string more than ``MAX_GROWTH`` times longer
+    (plus a little): a replacement inserted all over the text (trust round 5, finding 04)."""
+
+    def __init__(self, pattern: str, length: int) -> None:
+        self.pattern = pattern
+        super().__init__(
+            f"the normalizer {pattern!r:.120} made a {length:,}-character string longer than "
+            f"{MAX_GROWTH} times its length and was stopped (a replacement inserted all over "
+            "the text would inflate every request); next step: make it rewrite only the "
+            "volatile value, or remove it (hermes-replay normalize CASSETTE --remove "
+            "'REGEX=REPLACEMENT')")
+
+
+class NormalizerTooSlow(NormalizerStopped):
+    """A custom normalizer ran longer than ``USE_TIMEOUT`` on one string."""
 
     def __init__(self, pattern: str, length: int) -> None:
         self.pattern = pattern
@@ -171,6 +196,9 @@ def check_custom(pattern: Any, replacement: str) -> str:
                          "between every two characters; make it match at least one "
                          "character (e.g. \\s+ rather than \\s*)")
     _refuse_broad(compiled, text, replacement)
+    reach = reach_problem(compiled, text, replacement)  # what it can erase or insert
+    if reach:
+        raise ValueError(f"{text!r:.120}: {reach}")
     return text
 
 
@@ -196,6 +224,10 @@ _FLAGS = ((re.IGNORECASE, "IGNORECASE"), (re.MULTILINE, "MULTILINE"), (re.DOTALL
           (re.VERBOSE, "VERBOSE"), (re.ASCII, "ASCII"), (re.UNICODE, "UNICODE"))
 
 
+class _Grew(Exception):
+    """A use went past its bound (inside ``regex.sub``; raised again as ``NormalizerGrew``)."""
+
+
 class _Bounded:
     """A custom normalizer's regex compiled by the ``regex`` module (re's syntax, its
     ``VERSION0``), whose ``sub`` takes a timeout — ``re`` cannot be interrupted, and a thread
@@ -213,10 +245,25 @@ class _Bounded:
         self._regex = regex.compile(self.pattern, flags)
 
     def sub(self, replacement: str, value: str) -> str:
+        # what the use adds is counted match by match and stopped at the bound, so a
+        # replacement inserted everywhere never builds the huge string first
+        room = max_length(len(value)) - len(value)
+        added = 0
+
+        def one(match: Any) -> str:
+            nonlocal added
+            out = match.expand(replacement) if "\\" in replacement else replacement
+            added += len(out) - (match.end() - match.start())
+            if added > room:
+                raise _Grew
+            return out
+
         try:
-            return self._regex.sub(replacement, value, timeout=USE_TIMEOUT)
+            return self._regex.sub(one, value, timeout=USE_TIMEOUT)
         except TimeoutError:
             raise NormalizerTooSlow(self.pattern, len(value)) from None
+        except _Grew:
+            raise NormalizerGrew(self.pattern, len(value)) from None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Bounded) and other.pattern == self.pattern

@@ -28,9 +28,11 @@ from hermes_replay._cassette.normalizer_checks import (
     bounded,
     check_custom,
 )
+from hermes_replay._cassette.normalizer_form import parse_form, shown
 
 __all__ = ["BUILTINS", "MAX_NORMALIZERS", "MAX_PATTERN", "Builtin", "Proposal", "as_header",
-           "expand", "from_header", "parse_cli", "propose", "specs"]
+           "expand", "from_header", "parse_cli", "parse_kept", "propose", "shown", "specs",
+           "use_problem"]
 
 _MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|"
           r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\b\.?")
@@ -131,17 +133,29 @@ def specs(items: Iterable[Any]) -> list[Spec]:
 
 
 def parse_cli(text: str) -> Spec:
-    """``--normalize NAME`` (a built-in) or ``--normalize REGEX=REPLACEMENT`` (split at the
-    first ``=``). ValueError says what is wrong and how to write it."""
-    if "=" not in text:
-        if text in BUILTINS:
-            return text
+    """``--normalize NAME`` (a built-in) or ``--normalize REGEX=REPLACEMENT``, split at the
+    one ``=`` that is no part of the regex (``normalizer_form``: a literal ``=`` is written
+    ``\\=``). ValueError says what is wrong and how to write it."""
+    if text in BUILTINS:
+        return text
+    pair = parse_form(text)
+    if pair is None:
         raise ValueError(f"{text!r}: expected a built-in name ({', '.join(BUILTINS)}) or "
                          "REGEX=REPLACEMENT, e.g. 'datetime' or '\\bREQ-\\d+=<req>'")
-    pattern, _, replacement = text.partition("=")
+    pattern, replacement = pair
     if not pattern:
         raise ValueError(f"{text!r}: the regex before '=' is empty")
     return (check_custom(pattern, replacement), replacement)
+
+
+def parse_kept(text: str) -> Any:
+    """``--remove``'s value in the header's JSON form (a name, or ``[regex, replacement]``),
+    not checked: a normalizer replay refuses must still be removable."""
+    try:
+        pair = parse_form(text)
+    except ValueError:
+        pair = None  # ambiguous: compared as typed, and named as not kept
+    return text if pair is None else list(pair)
 
 
 def expand(items: Sequence[Spec]) -> tuple[tuple[str, str], ...]:
@@ -170,11 +184,29 @@ def from_header(value: Any) -> list[Spec]:
     return specs(value)
 
 
+def use_problem(items: Sequence[Spec], requests: Iterable[dict[str, Any]]) -> str | None:
+    """What stops the custom normalizers ``items`` on these recorded ``requests`` — one that
+    makes a request too long, or runs too long — as a replay's index meets it when it opens
+    the cassette (``verify`` says so too), or None."""
+    from hermes_replay._cassette.matching import Matcher
+    from hermes_replay._cassette.normalizer_checks import NormalizerStopped
+
+    if all(isinstance(i, str) for i in items):
+        return None  # built-ins are ours
+    matcher = Matcher.build(normalizers=expand(items))
+    try:
+        for request in requests:
+            matcher.canonical(request)
+    except NormalizerStopped as exc:
+        return str(exc)
+    return None
+
+
 def describe(spec: Spec) -> str:
     """One line for ``--list`` and messages."""
     if isinstance(spec, str):
         return f"{spec}  (built-in: {BUILTINS[spec].covers})"
-    return f"{getattr(spec[0], 'pattern', spec[0])}={spec[1]}"
+    return shown(spec)  # as --add and --remove take it back
 
 
 # --------------------------------------------------------------------------- proposals

@@ -38,7 +38,7 @@ from hermes_replay._cassette.files import cassette_files, first_line, name_too_l
 from hermes_replay._cassette.fingerprints import EDIT_HINT, edited_requests
 from hermes_replay._cassette.format import blob_id
 from hermes_replay._cassette.model import ROLLOUT_ID_RULE, rollout_id_problem
-from hermes_replay._cassette.normalizers import from_header
+from hermes_replay._cassette.normalizers import from_header, use_problem
 from hermes_replay._errors import CassetteError
 from hermes_replay._secrets.known import KNOWN
 from hermes_replay._secrets.payloads import decoded_payloads
@@ -296,6 +296,10 @@ def _verify_file(path: Path) -> list[Finding]:
             cassette = load_cassette(path)
             findings.extend(Finding(path, e.line, "integrity", e.message(), EDIT_HINT)
                             for e in edited_requests(cassette))
+            used = _normalizers_in_use(cassette)  # as a replay's index applies them at open
+            if used:
+                findings.append(Finding(path, 1, "schema", f"normalizers: {used} (replay "
+                                        "refuses this cassette)", _RERECORD))
         except CassetteError as exc:
             findings.append(Finding(path, exc.line, "schema", exc.reason, exc.hint or _DAMAGED))
         except Exception as exc:  # a loader bug must still show up as a finding, not a crash
@@ -303,6 +307,14 @@ def _verify_file(path: Path) -> list[Finding]:
                                     f"load_cassette fails: {type(exc).__name__}: {exc}"[:300],
                                     _DAMAGED))
     return findings
+
+
+def _normalizers_in_use(cassette: Any) -> str | None:
+    try:
+        kept = from_header(cassette.header.normalizers)
+    except ValueError:
+        return None  # named by the header's own check
+    return use_problem(kept, (inter.request for inter in cassette.interactions))
 
 
 def _check_line(path: Path, number: int, raw: bytes, state: _State, partial: bool,

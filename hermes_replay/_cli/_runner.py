@@ -105,7 +105,7 @@ def add_normalize_flag(parser: Any, help: str = NORMALIZE_HELP) -> None:
 
 
 def normalizer_arg(item: str) -> Any:
-    """``--normalize NAME`` (a built-in) or ``REGEX=REPLACEMENT`` (split at the first ``=``),
+    """``--normalize NAME`` (a built-in) or ``REGEX=REPLACEMENT`` (``normalizers.parse_cli``),
     checked here so a typo is a usage error before anything runs."""
     from hermes_replay._cassette.normalizers import parse_cli
 

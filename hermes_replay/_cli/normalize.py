@@ -17,7 +17,7 @@ from hermes_replay._cli._runner import normalizer_arg
 
 
 def register(sub: Any) -> None:
-    from hermes_replay._cassette.normalizers import BUILTINS
+    from hermes_replay._cassette.normalizers import BUILTINS, parse_kept
 
     names = "\n".join(f"  {b.name:<9} {b.covers}" for b in BUILTINS.values())
     p = sub.add_parser(
@@ -31,6 +31,7 @@ def register(sub: Any) -> None:
         "examples:\n"
         "  hermes-replay normalize cassettes/my_env/process.jsonl --add datetime\n"
         "  hermes-replay normalize cassettes/my_env/process.jsonl --add '\\bREQ-\\d+=<req>'\n"
+        "  (an '=' of the regex or the replacement is written \\=: 'id\\=\\d+=id\\=<n>')\n"
         "exit codes: 0 done; 1 the cassette cannot be read or written; 2 usage errors",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -39,7 +40,7 @@ def register(sub: Any) -> None:
     p.add_argument("--add", action="append", default=[], type=normalizer_arg,
                    metavar="NAME|REGEX=REPLACEMENT", help="keep this normalizer (repeatable)")
     # not checked: a normalizer that replay refuses must still be removable
-    p.add_argument("--remove", action="append", default=[], type=_as_kept,
+    p.add_argument("--remove", action="append", default=[], type=parse_kept,
                    metavar="NAME|REGEX=REPLACEMENT", help="stop keeping it (repeatable)")
     p.add_argument("--list", action="store_true", help="list them (the default)")
     p.set_defaults(func=run)
@@ -47,6 +48,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from hermes_replay._cassette.normalizers import as_header, describe, specs
+    from hermes_replay._cassette.normalizers import shown as _shown
     from hermes_replay._cassette.read import load_cassette
     from hermes_replay._cassette.write import rewrite_header
     from hermes_replay._errors import CassetteError
@@ -93,14 +95,3 @@ def run(args: argparse.Namespace) -> int:
     for item in removed:
         print(f"  removed: {_shown(item)}")
     return 0
-
-def _as_kept(text: str) -> Any:
-    """``--remove``'s value in the header's JSON form (a name, or ``[regex, replacement]``)."""
-    if "=" not in text:
-        return text
-    pattern, _, replacement = text.partition("=")
-    return [pattern, replacement]
-
-
-def _shown(item: Any) -> str:
-    return f"{item[0]}={item[1]}" if isinstance(item, list) and len(item) == 2 else str(item)

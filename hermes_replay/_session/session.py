@@ -34,7 +34,7 @@ from hermes_replay._cassette.deferred import DeferredReader, read_deferred
 from hermes_replay._cassette.load import load_cassette
 from hermes_replay._cassette.matching import Matcher
 from hermes_replay._cassette.model import STAGES_KEY
-from hermes_replay._cassette.normalizer_checks import NormalizerTooSlow
+from hermes_replay._cassette.normalizer_checks import NormalizerStopped
 from hermes_replay._cassette.normalizers import as_header
 from hermes_replay._cassette.normalizers import expand as expand_normalizers
 from hermes_replay._cassette.normalizers import from_header as normalizers_from_header
@@ -366,7 +366,7 @@ class Session(WireHandling, Results):
         self._use_normalizers(stored)
         try:
             self._index = RecordingIndex.build(existing, self.matcher)
-        except NormalizerTooSlow as exc:  # refused at open, naming it
+        except NormalizerStopped as exc:  # too slow or too greedy: refused at open, naming it
             raise CassetteError(f"bad header: normalizers: {exc}", path=self.path, line=1,
                                 hint=f"`hermes-replay normalize {self.path}` lists them; "
                                 "remove that one with --remove 'REGEX=REPLACEMENT'") from None

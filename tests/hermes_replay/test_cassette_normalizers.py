@@ -152,6 +152,52 @@ def test_normalize_rewrites_only_the_header(project: Path, tmp_path: Path,
     assert load_cassette("clock.jsonl.zst").header.normalizers[-1] == "uuid"
 
 
+@pytest.mark.parametrize(("text", "pair"), [
+    (r"\bREQ-\d+=<req>", (r"\bREQ-\d+", "<req>")),  # the simple form, unchanged
+    (r"request_id\=[0-9]+=<id>", ("request_id=[0-9]+", "<id>")),  # a literal '=' escaped
+    (r"(?<=id=)\d+=<id>", (r"(?<=id=)\d+", "<id>")),  # a lookbehind's '=' is the regex's
+    (r"(?<=id\=)\d+=<id>", (r"(?<=id=)\d+", "<id>")),
+    (r"[=:]\d+=<n>", (r"[=:]\d+", "<n>")),  # an '=' in a class
+    (r"token\=\w+=token\=<t>", (r"token=\w+", "token=<t>")),
+    (r" Today is \d{4}-\d\d-\d\d\.=", (r" Today is \d{4}-\d\d-\d\d\.", "")),
+])
+def test_regex_replacement_splits_where_meant(text: str, pair: tuple[str, str]) -> None:
+    """Trust round 5, finding 12: the separating '=' is the one no part of the regex."""
+    from hermes_replay._cassette.normalizer_form import shown
+
+    assert parse_cli(text) == pair
+    assert parse_cli(shown(pair)) == pair  # what --list prints reads back the same
+
+
+def test_an_ambiguous_regex_replacement_is_refused(
+        project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """Trust round 5, finding 12: ``--add 'request_id=[0-9]+=<id>'`` split at the first '='
+    and silently kept the regex ``request_id``; ``record --normalize`` the same. Now refused
+    (both readings compile), saying how to write it; the escaped form keeps what was meant
+    and ``--list`` prints it so that ``--remove`` takes it back."""
+    Clock(monkeypatch)
+    assert _record() == 0
+    capsys.readouterr()
+    for argv in (["normalize", "clock.jsonl", "--add", "request_id=[0-9]+=<id>"],
+                 ["replay", "clock.jsonl", "--normalize", "request_id=[0-9]+=<id>"]):
+        with pytest.raises(SystemExit) as usage:
+            main(argv)
+        assert usage.value.code == 2
+        err = capsys.readouterr().err
+        assert "can be read 2 ways" in err and r"'request_id\=[0-9]+=<id>'" in err, err
+    assert load_cassette("clock.jsonl").header.normalizers in (None, [])
+    assert main(["normalize", "clock.jsonl", "--add", r"request_id\=[0-9]+=<id>",
+                 "--add", r"(?<=id=)\d+=<n>"]) == 0
+    assert load_cassette("clock.jsonl").header.normalizers == [
+        ["request_id=[0-9]+", "<id>"], [r"(?<=id=)\d+", "<n>"]]
+    capsys.readouterr()
+    assert main(["normalize", "clock.jsonl", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert r"request_id\=[0-9]+=<id>" in listed and r"(?<=id\=)\d+=<n>" in listed, listed
+    assert main(["normalize", "clock.jsonl", "--remove", r"request_id\=[0-9]+=<id>"]) == 0
+    assert load_cassette("clock.jsonl").header.normalizers == [[r"(?<=id=)\d+", "<n>"]]
+
+
 def test_a_bad_normalizer_in_a_header_is_a_cassette_error_naming_line_1(
         project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     Clock(monkeypatch)
@@ -219,7 +265,9 @@ def test_propose_looks_only_at_what_the_environment_built() -> None:
     built = inter([{"role": "system", "content": "run 123e4567-e89b-12d3-a456-426614174000"}])
     found = propose([built], Matcher.build().canonical)
     assert [p.name for p in found] == ["uuid"]  # its last group is no hex id
-    assert parse_cli("uuid") == "uuid" and parse_cli("a=b=c") == ("a", "b=c")
+    assert parse_cli("uuid") == "uuid" and parse_cli("a=b\\=c") == ("a", "b=c")
+    with pytest.raises(ValueError, match=r"can be read 2 ways"):  # was ("a", "b=c"): a guess
+        parse_cli("a=b=c")
     with pytest.raises(ValueError, match=r"expected a built-in name"):
         parse_cli("uuid4")
 

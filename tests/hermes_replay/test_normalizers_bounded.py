@@ -87,6 +87,17 @@ def test_a_backtracking_normalizer_is_refused_at_open_not_run(sample: Path,
     (["nope"], "no built-in normalizer 'nope'"),
     ([[1, 2]], "a normalizer is a built-in name"),
     ([[f"x{i}", "y"] for i in range(5000)], "more than 64 normalizers"),  # finding 02
+    # trust round 5, finding 04: zero-width, with a replacement to insert (a 41 KB header of
+    # two of them made every request 4 MB: MemoryError in replay, verify 0 findings)
+    ([["(?=.)", "x" * 2000], ["(?=[a-z])", "y" * 2000]], "2,000 characters long (at most 200)"),
+    ([["(?=.)", "<x>"]], "it can match zero characters"),
+    ([[r"\b", "|"]], "it can match zero characters"),
+    # finding 05: erases everything after character 70 (the samples are shorter)
+    ([["(?s)(?<=.{70}).+", "x"]], "it has an unbounded wildcard"),
+    ([["Today is .*", "x"]], "it has an unbounded wildcard"),
+    ([["(?<=.{70})[a-z]", "x"]], "its lookbehind is a count of characters, not text"),
+    ([["(?<=[a-z ]{100})x", "y"]], "its lookbehind is a count of characters, not text"),
+    ([["(?<=[a-z ]{40})[a-z]{1,30}", "w"]], "it erases ordinary text"),  # the probe
 ])
 def test_replay_and_verify_refuse_the_same_normalizers(sample: Path, tmp_path: Path,
                                                        normalizers: Any, says: str) -> None:
@@ -104,7 +115,9 @@ def test_a_match_all_normalizer_never_makes_a_changed_request_a_hit(sample: Path
 
 def test_good_normalizers_still_pass(sample: Path, tmp_path: Path) -> None:
     path = _with_normalizers(sample, tmp_path, ["datetime", [r"\bREQ-\d+", "<req>"],
-                                                [r"v(\d+\.)+\d+", r"v<\1>"]])
+                                                [r"v(\d+\.)+\d+", r"v<\1>"],
+                                                [r"(?<=id=)\d+", "<id>"], [r"\s{2,}", " "],
+                                                [r"Today is [^\n.]{1,40}", "Today is <d>"]])
     assert verify_file(path) == []
     with hermes_replay.cassette(path, "replay") as session:
         assert session.normalizers[0] == "datetime"
@@ -134,3 +147,28 @@ def test_one_use_is_bounded_in_time(monkeypatch: pytest.MonkeyPatch) -> None:
         slow.sub("<req>", "REQ-1 " * 2_000_000)
     assert "'\\\\bREQ-\\\\d+' ran longer than 0.001 s" in str(info.value)
     assert isinstance(info.value, BaseException) and not isinstance(info.value, Exception)
+
+
+def test_what_one_use_adds_is_bounded(sample: Path, tmp_path: Path) -> None:
+    """Trust round 5, finding 04: what the static checks let through still cannot inflate a
+    request without end. ``a`` → 200 characters passes them (it matches one character, its
+    replacement is short enough, it keeps every change), yet on a string of a's it grows it
+    200-fold: the use stops, naming it, before the string is built; a replay refuses the
+    cassette at open."""
+    grows = normalizer_checks.bounded("a")
+    assert grows.sub("<a>", "a" * 1000) == "<a>" * 1000  # 3-fold: a placeholder's growth
+    with pytest.raises(normalizer_checks.NormalizerGrew) as info:
+        grows.sub("y" * 200, "a" * 100_000)
+    assert "'a' made a 100,000-character string longer than" in str(info.value)
+    assert isinstance(info.value, normalizer_checks.NormalizerStopped)
+    from hermes_replay._cassette.matching import Matcher
+    from hermes_replay._cassette.normalizers import expand
+
+    chain = Matcher.build(normalizers=expand([("a", "a" * 4), ("a", "a" * 4)]))
+    with pytest.raises(normalizer_checks.NormalizerGrew):  # bounded along the chain too
+        chain.canonical({"method": "POST", "url": "http://x/v1", "body": {"t": "a" * 5000}})
+    # in a header: every 'e' of the recorded prompts becomes 200 characters (it passes the
+    # static checks: one character matched, a replacement of 200, every change kept)
+    path = _with_normalizers(sample, tmp_path, [["e", "y" * 200]])
+    assert "made a" in _refused_at_open(path)
+    assert "made a" in _flagged_by_verify(path)  # verify applies them as the replay does

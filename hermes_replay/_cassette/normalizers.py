@@ -31,8 +31,8 @@ from hermes_replay._cassette.normalizer_checks import (
 from hermes_replay._cassette.normalizer_form import parse_form, shown
 
 __all__ = ["BUILTINS", "MAX_NORMALIZERS", "MAX_PATTERN", "Builtin", "Proposal", "as_header",
-           "expand", "from_header", "parse_cli", "parse_kept", "propose", "shown", "specs",
-           "use_problem"]
+           "displayed", "expand", "from_header", "parse_cli", "parse_kept", "propose", "shown",
+           "specs", "use_problem"]
 
 _MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|"
           r"December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\b\.?")
@@ -206,7 +206,15 @@ def describe(spec: Spec) -> str:
     """One line for ``--list`` and messages."""
     if isinstance(spec, str):
         return f"{spec}  (built-in: {BUILTINS[spec].covers})"
-    return shown(spec)  # as --add and --remove take it back
+    return displayed(spec)
+
+
+def displayed(item: Any) -> str:
+    """A kept normalizer as ``--add``/``--remove`` take it, for a terminal: a header's text,
+    so its control characters are shown escaped, never sent to the terminal."""
+    from hermes_replay._terminal.render import sanitize
+
+    return sanitize(shown(item))
 
 
 # --------------------------------------------------------------------------- proposals

@@ -48,7 +48,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from hermes_replay._cassette.normalizers import as_header, describe, specs
-    from hermes_replay._cassette.normalizers import shown as _shown
+    from hermes_replay._cassette.normalizers import displayed as _shown
     from hermes_replay._cassette.read import load_cassette
     from hermes_replay._cassette.write import rewrite_header
     from hermes_replay._errors import CassetteError

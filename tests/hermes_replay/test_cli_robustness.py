@@ -149,6 +149,16 @@ def test_results_report_below_a_file_is_a_usage_error(
     assert (tmp_path / "a-file").read_text() == "not a folder"
 
 
+def test_normalize_list_shows_a_headers_escapes_escaped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Trust round 5, finding 06: a header's normalizer whose regex holds ``\\e[2K`` (a valid
+    regex, matching those bytes) is printed by ``normalize --list`` through the sanitiser."""
+    path = _header_only(tmp_path / "a.jsonl", normalizers=[["\x1b\\[2K\x1b\\[1A", "x"]])
+    assert main(["normalize", str(path), "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\\x1b\\[2K" in out, out
+
+
 # -- 09 and the shard flags -----------------------------------------------------------------
 
 @pytest.mark.parametrize(("flags", "environ", "says"), [

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hermes_replay._corpus.arguments import check_out
 from hermes_replay._corpus.corpus import default_out
 from hermes_replay._corpus.discover import discover
 from hermes_replay._runner.options import RunOptions
@@ -24,8 +25,10 @@ def replay_corpus_twice(target: Path, out: Path | None, options: RunOptions, *,
     when there is nothing to replay."""
     from hermes_replay._runner.twice import replay_twice
 
+    check_out(out)  # a file, or a folder below one, is refused before anything runs
     corpus = discover(target)
     where = out or default_out()
+    check_out(where)
     reports = []
     for cassette, name in zip(corpus.cassettes, corpus.outputs, strict=True):
         if started is not None:

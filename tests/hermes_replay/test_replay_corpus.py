@@ -170,8 +170,9 @@ def test_replay_out_a_file_is_a_usage_error(tmp_path, monkeypatch, capsys) -> No
     monkeypatch.chdir(tmp_path)
     shutil.copy(SHIPPED, tmp_path / "evaluate.jsonl")
     (tmp_path / "a-file").write_text("not a folder")
-    for out in ("a-file", "a-file/below"):
-        assert main(["replay", "evaluate.jsonl", "--out", out, "--no-report"]) == 2
+    for argv in (["--out", "a-file", "--no-report"], ["--out", "a-file/below", "--no-report"],
+                 ["--out", "a-file", "--twice"]):
+        assert main(["replay", "evaluate.jsonl", *argv]) == 2
         err = capsys.readouterr().err
         assert "the output folder" in err and "a-file is a file" in err, err
         assert "Next step: pass another --out" in err and "Traceback" not in err

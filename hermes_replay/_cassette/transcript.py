@@ -351,12 +351,13 @@ def _render_generate_turn(t: Transcript, inter: Any, turn: int) -> bool:
     t.out.append("  " + t.s("params: " + json.dumps(params, ensure_ascii=False)[:400], "dim"))
     t._rule(f"prompt · {inter.kind} · turn {turn + 1} · {len(ids)} tokens", "cyan")
     t._body(t._cut(prompt, TEXT_LIMIT))
-    for k, (text, (s_ids, lps, why)) in enumerate(zip(texts, samples)):
+    for k, (text, (s_ids, lps, why)) in enumerate(zip(texts, samples, strict=True)):
         which = f" · sample {k + 1} of {len(samples)}" if len(samples) > 1 else ""
         t._rule(f"completion · turn {turn + 1}{which}", "green")
         t._body(t._cut(text, TEXT_LIMIT) if text else t.s("(empty)", "dim"))
         mean = f" · mean logprob {sum(lps) / len(lps):.3f}" if lps else ""
-        t.out.append("  " + t.s(sanitize(f"{len(s_ids)} tokens · finish {why}{mean}"), "dim"))
+        line = sanitize(f"{len(s_ids)} tokens · finish {why}{mean}")
+        t.out.append("  " + t.s(line, "dim"))
     return True
 
 

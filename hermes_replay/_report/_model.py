@@ -7,8 +7,9 @@ plain field, and the page only ever sets it as text, never as markup)::
      "sections": [{"title", "run", "baseline", "notes", "summary": {...},
                    "charts": {"rewards": FIG, "groups": FIG}, "metrics": [[name, a, b]],
                    "wandb": [[name, a, b]]}],
-     "rows": [{"key", "section", "id", "label", "parts", "phase", "group", "reward", "before",
-               "delta", "turns", "calls", "errors", "finished", "misses", "drift", "status"}],
+     "rows": [{"key", "section", "id", "label", "parts", "note", "phase", "group", "reward",
+               "before", "delta", "turns", "calls", "errors", "finished", "misses", "drift",
+               "status"}],
      "transcripts": {key: {"messages": [...], "misses": [...], "diverge": {...} | None,
                            "tools": [recorded tool calls],
                            "tokens": {"ids", "trained", "logprobs"?} | None}},
@@ -119,6 +120,20 @@ def _changed(row: dict[str, Any]) -> bool:
         row["delta"] is not None and abs(row["delta"]) > _TOL)
 
 
+def _attribution_note(record: Any, *runs: Run | None) -> str | None:
+    """What the reward of a plain env's rollout is not plainly (dropped, ambiguous, given by
+    position), as ``show`` and the snapshots say it; None for a Hermes rollout. ``runs``: where
+    its group's record (``outcome.traffic``) may be, for its scores."""
+    from hermes_replay._cassette.choices import attribution_note
+
+    outcome = getattr(record, "outcome", None)
+    if not isinstance(outcome, dict) or not outcome.get("traffic"):
+        return None
+    group = next((r.records[str(outcome["traffic"])] for r in runs
+                  if r is not None and str(outcome["traffic"]) in r.records), None)
+    return attribution_note(outcome, group.outcome if group is not None else None)
+
+
 def _section_rows(si: int, section: Section, state: dict[str, Any], strings: Strings
                   ) -> list[dict[str, Any]]:
     run, base = section.run, section.baseline
@@ -150,6 +165,7 @@ def _section_rows(si: int, section: Section, state: dict[str, Any], strings: Str
             "key": key, "section": si, "id": rid,
             "label": (after.label if after else None) or (before.label if before else None),
             "parts": parts_text(shown.parts) or None,
+            "note": _attribution_note(record, run, base),
             "phase": shown.phase,
             "group": run.groups_of.get(rid) or (base.groups_of.get(rid) if base else None),
             "reward": reward, "before": previous,

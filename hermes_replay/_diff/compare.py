@@ -118,7 +118,9 @@ class Divergence:
     that differs in it (a changed date in the system prompt never hides a changed question)."""
 
     rollout: str
-    turn: int  # 1-based, as every message counts turns (the interaction's seq + 1)
+    #: 1-based, as every message counts turns (the interaction's seq + 1); None for a tool
+    #: call the reward made (it answers no turn)
+    turn: int | None
     field: str  # the first: "request.messages[2].content", "response.message.content", …
     diff: str  # every differing field's lines (A = -, B = +), may be ""
     #: each differing field with its own lines, in order (empty for a turn-count divergence)

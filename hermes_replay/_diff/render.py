@@ -132,8 +132,8 @@ def render_report(report: Any, style: Style, *, limit: int = DEFAULT_LIMIT,
                           "rollout(s)", "bold", "yellow")]
         shown = report.tool_divergences if limit <= 0 else report.tool_divergences[:limit]
         for d in shown:
-            out.append(f"  {style(_name(report, d.rollout), 'bold')} · after turn {d.turn} · "
-                       f"{d.field}")
+            when = "in the reward" if d.turn is None else f"after turn {d.turn}"
+            out.append(f"  {style(_name(report, d.rollout), 'bold')} · {when} · {d.field}")
             out.extend("    " + line for line in _diff_lines(d.diff, style))
         if len(report.tool_divergences) > len(shown):
             out.append(f"  … {len(report.tool_divergences) - len(shown)} more (--limit 0 "

@@ -86,7 +86,9 @@ def _divergences(run: Run, base: Run | None) -> dict[str, dict[str, Any]]:
                                       run.records[rid].tool_calls)
         if tools is not None:  # the same conversation, but a tool answered differently
             turn, where, diff = tools
-            out[rid] = {"turn": turn - 1, "field": where, "diff": diff[:6000]}
+            # turn None: a call the reward made (it answers no turn of the conversation)
+            out[rid] = {"turn": None if turn is None else turn - 1, "field": where,
+                        "diff": diff[:6000]}
     return out
 
 
@@ -118,6 +120,10 @@ def _changed(row: dict[str, Any]) -> bool:
     """A reward that moved, or a rollout on one side only — whatever else (a miss) it shows."""
     return row["status"] in ("changed", "new", "only before") or (
         row["delta"] is not None and abs(row["delta"]) > _TOL)
+
+
+def _when(turn: int | None) -> str:
+    return "the reward" if turn is None else f"turn {turn + 1}"
 
 
 def _attribution_note(record: Any, *runs: Run | None) -> str | None:
@@ -157,7 +163,7 @@ def _section_rows(si: int, section: Section, state: dict[str, Any], strings: Str
         reward = _num(after.reward) if after else None
         previous = _num(before.reward) if before else None
         drift = divergences.get(rid)
-        drift_text = (f"turn {drift['turn'] + 1}: {drift['field']}" if drift else
+        drift_text = (f"{_when(drift['turn'])}: {drift['field']}" if drift else
                       f"{unused[rid]} recording(s) unused" if rid in unused else None)
         key = f"{si}:{rid}"
         tool_errors = shown.tool_errors if shown.tool_errors is not None else errors

@@ -273,7 +273,9 @@
       out.push(el("div", { class: "miss-box" }, el("strong", { text: "replay miss" + (miss.seq !== null ? " at turn " + (miss.seq + 1) : "") }), el("pre", { text: miss.text })));
     }
     if (data.diverge) {
-      out.push(el("div", { class: "diverge-box" }, el("strong", { text: "first diverging turn: " + (data.diverge.turn + 1) + " (" + data.diverge.field + ")" }), data.diverge.diff ? el("pre", { text: data.diverge.diff }) : null));
+      // turn null: a tool call the reward made differs (it answers no turn)
+      const where = data.diverge.turn === null ? "first difference: in the reward" : "first diverging turn: " + (data.diverge.turn + 1);
+      out.push(el("div", { class: "diverge-box" }, el("strong", { text: where + " (" + data.diverge.field + ")" }), data.diverge.diff ? el("pre", { text: data.diverge.diff }) : null));
     }
     // turns are shown counted from 1 (turn = seq + 1), as every hermes-replay message counts
     const missTurns = new Set(data.misses.map((m) => m.seq));

@@ -12,17 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hermes_replay._runner.result import RunResult, is_group_record
+from hermes_replay._runner.result import RunResult, recorded_rewards
 
-__all__ = ["recorded_rewards", "run_env_form", "with_default_outputs"]
-
-
-def recorded_rewards(run: Any) -> dict[str, float | None]:
-    """Each recorded rollout's reward in ``run`` (a loaded cassette; a plain env's group
-    records are not rollouts)."""
-    return {rid: (None if rec.outcome.get("reward") is None else float(rec.outcome["reward"]))
-            for rid, rec in run.rollouts.items()
-            if rec.outcome and not is_group_record(rec.outcome)}
+__all__ = ["run_env_form", "with_default_outputs"]
 
 
 def with_default_outputs(argv: list[str], out: Path) -> list[str]:

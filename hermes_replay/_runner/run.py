@@ -33,7 +33,7 @@ from hermes_replay._runner.dead_endpoint import DEFAULT_FIRST_ANSWER_TIMEOUT
 from hermes_replay._runner.flags import checked_flags
 from hermes_replay._runner.options import RunOptions
 from hermes_replay._runner.plan import flag_value
-from hermes_replay._runner.result import RolloutOutcome, RunResult
+from hermes_replay._runner.result import RolloutOutcome, RunResult, recorded_rewards
 from hermes_replay._runner.run_notes import by_position, name_refusals, skipped_groups
 from hermes_replay._runner.seed import run_seed, seed_globals, seeded_setup
 from hermes_replay._session.isolation import tool_isolation
@@ -71,7 +71,6 @@ def run_cassette(
     """
     from hermes_replay._cassette.files import name_too_long
     from hermes_replay._cassette.load import load_cassette
-    from hermes_replay._runner.env_form import recorded_rewards
     from hermes_replay._runner.out_dir import fresh_out_dir
     from hermes_replay._runner.plan import find_env_file, redirect_outputs, replay_argv
     from hermes_replay._session.options import check_options

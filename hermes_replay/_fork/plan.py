@@ -72,8 +72,9 @@ def plan_fork(parent: Cassette, rollout: str, turn: int,
         raise ForkError(f"the cassette has no rollout {rollout!r} (it has {shown or 'none'})",
                         cassette=path, rollout=rollout, turn=turn,
                         hint=f"`hermes-replay ls {path}` lists its rollouts and turns")
-    if record.outcome.get("kind") == "group" or (record.outcome.get("group") is not None \
-            and not agent_turns(record)):
+    # a plain env's group is one ``n>1`` request; its choices' rollouts carry no traffic
+    if record.outcome.get("kind") == "group" or (
+            "choice" in record.outcome and not agent_turns(record)):
         raise _one_request(path, rollout, turn, "a plain BaseEnv's group: one request "
                            "answered every rollout of it at once")
     turns = agent_turns(record)

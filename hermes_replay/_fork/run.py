@@ -11,6 +11,7 @@ rollout, and the branch holds the whole run: it replays offline like any cassett
 from __future__ import annotations
 
 import contextlib
+import shutil
 import statistics
 import tempfile
 from collections.abc import Callable, Sequence
@@ -110,6 +111,8 @@ def fork_rollout(cassette: str | Path, rollout: str, turn: int, *, base_url: str
         branches.append(_one_branch(parent, plan, path, link, endpoint, strict,
                                     out_root / path.name.split(".")[0],
                                     first_answer_timeout, on_event))
+    if out_dir is None:  # ours, and nothing failed: a failure's message names its env.log
+        shutil.rmtree(out_root, ignore_errors=True)
     reward = parent.rollouts[rollout].outcome.get("reward")
     return ForkResult(parent_path, rollout, turn,
                       None if reward is None else float(reward), branches)

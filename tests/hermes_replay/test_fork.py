@@ -248,7 +248,7 @@ def test_a_one_request_rollout_and_untracked_tools_are_refused(tmp_path: Path,
                    {"train-abc-0": {"kind": "group", "rollouts": ["train-abc-0-0"]},
                     "train-abc-0-0": {"reward": 1.0, "choice": 0}})
     for rid in ("train-abc-0", "train-abc-0-0"):
-        with pytest.raises(ForkError, match="nothing to fork.*plain BaseEnv") as err:
+        with pytest.raises(ForkError, match=r"nothing to fork.*plain BaseEnv") as err:
             fork_rollout(plain, rid, 2, base_url="http://127.0.0.1:9/v1", model="m")
         assert "next step:" in str(err.value)
     # a Hermes rollout whose tools ran outside the seam: its sandbox cannot be rebuilt

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_replay._cassette.load import load_cassette
+from hermes_replay._cassette.toolcalls import ToolCall
 from hermes_replay._cassette.write import write_cassette
 from hermes_replay._errors import CassetteError, ForkError
 from hermes_replay._fork.plan import ForkPlan, agent_turns, fork_link, plan_fork
@@ -38,6 +39,13 @@ class Branch:
     turns: int  # the rollout's agent turns in the branch (prefix included)
     drift: list[str] = field(default_factory=list)  # one line per re-run call that differed
     rebuilt: int = 0  # recorded tool calls re-run to rebuild the sandbox
+    #: the agent's tool calls from the fork's turn on (what a test asserts: "it calls pytest")
+    calls: list[ToolCall] = field(default_factory=list)
+
+    def commands(self) -> list[str]:
+        """The ``command`` argument of each of ``calls`` that has one (terminal calls)."""
+        return [str(c.arguments["command"]) for c in self.calls
+                if isinstance(c.arguments, dict) and "command" in c.arguments]
 
 
 @dataclass
@@ -64,13 +72,15 @@ class ForkResult:
                 "min": min(rewards), "max": max(rewards)}
 
 
-def fork_rollout(cassette: str | Path, rollout: str, turn: int, *, base_url: str, model: str,
+def fork_rollout(cassette: str | Path, rollout: str, turn: int, *, base_url: str,
+                 model: str | None = None,
                  server_type: str = "openai", api_key_env: str | None = None,
                  samples: int = 1, replace: tuple[int, str] | None = None,
                  strict: bool = False, branch: str | Path | None = None,
                  out_dir: str | Path | None = None, first_answer_timeout: float = 120.0,
                  on_event: Callable[[Any], None] | None = None) -> ForkResult:
-    """Fork ``rollout`` of ``cassette`` at ``turn`` and continue it live against ``base_url``.
+    """Fork ``rollout`` of ``cassette`` at ``turn`` and continue it live against ``base_url``
+    (serving ``model``: by default the recorded one, which the replayed turns name).
 
     Turns before ``turn`` replay from the recording (the env's own code, the model's recorded
     replies); at ``turn`` the sandbox is rebuilt by re-running the recorded agent tool calls in
@@ -86,12 +96,13 @@ def fork_rollout(cassette: str | Path, rollout: str, turn: int, *, base_url: str
 
     if not isinstance(samples, int) or isinstance(samples, bool) or samples < 1:
         raise ValueError(f"samples must be a whole number ≥ 1, not {samples!r}")
-    endpoint = endpoint_from_args(endpoint=base_url, model=model, server_type=server_type,
-                                  api_key_env=api_key_env, env_args=[])
-    assert endpoint is not None
     parent_path = Path(cassette)
     parent = load_cassette(parent_path)
     plan = plan_fork(parent, rollout, turn, replace)
+    model = model or parent.header.model
+    endpoint = endpoint_from_args(endpoint=base_url, model=model, server_type=server_type,
+                                  api_key_env=api_key_env, env_args=[])
+    assert endpoint is not None
     if parent.header.model and parent.header.model != model:
         raise ForkError(
             f"the recording's requests name model {parent.header.model!r}, not {model!r}: "
@@ -149,10 +160,10 @@ def _one_branch(parent: Any, plan: ForkPlan, path: Path, link: dict[str, Any],
     drift = [d.describe().strip() for d in (summary.tool_drift if summary else [])
              if d.rollout == plan.rollout]
     reward = written.outcome.get("reward")
-    rebuilt = len([c for c in written.tool_calls
-                   if c.source == "agent" and c.turn < plan.turn - 1])
+    agent = sorted((c for c in written.tool_calls if c.source == "agent"), key=lambda c: c.seq)
+    rebuilt = len([c for c in agent if c.turn < plan.turn - 1])
     return Branch(path, None if reward is None else float(reward), len(agent_turns(written)),
-                  drift, rebuilt)
+                  drift, rebuilt, [c for c in agent if c.turn >= plan.turn - 1])
 
 
 def _command(parent: Any, branch: Path, endpoint: Endpoint, out: Path
@@ -189,7 +200,9 @@ def _command(parent: Any, branch: Path, endpoint: Endpoint, out: Path
 
     argv += [*endpoint.env_flags(), *endpoint.secret_flags(os.environ)]
     try:
-        argv = local_command(argv, header.tokenizer, branch.resolve(), base, skip=OUTPUT_FLAGS)
+        # paths the header names (a stored tokenizer) lie beside the parent
+        argv = local_command(argv, header.tokenizer, Path(path).resolve(), base,
+                             skip=OUTPUT_FLAGS)
     except CassetteError as exc:
         raise ForkError(str(exc), cassette=path, hint="record the parent on this machine, "
                         "or fork where it was recorded") from None

@@ -280,3 +280,29 @@ def test_a_branch_keeps_its_parent_link_through_compact_merge_verify_and_report(
     assert main(["report", str(branch), "-o", str(page)]) == 0
     html = page.read_text()
     assert re.search(r"forked from .*process\.jsonl", html) and f"turn {link['turn']}" in html
+
+
+def test_the_forked_fixture_proves_what_the_agent_does_from_turn_k(
+        recorded: Path, pytester: pytest.Pytester) -> None:
+    """A user's test: from turn 4 of this recording, the fixed model (a script whose turn 4
+    always writes ``four``) makes the agent write ``four`` and earns the full reward."""
+    for part in ("environments", "cassettes"):
+        shutil.copytree(recorded / part, pytester.path / part)
+    (pytester.path / "pyproject.toml").write_text("")
+    script = Path(SCRIPT).read_text()
+    fixed = re.sub(r'(name = "d"\n\[rules.when\]\nturn = 3\n)(.*?)(\n\[\[rules\]\])',
+                   r'\1[rules.reply]\ntool_calls = [{ name = "terminal", arguments = '
+                   r'{ command = "echo four > d.txt" } }]\n\3', script, flags=re.S)
+    assert fixed.count("echo four") == 1 and "echo FOUR" not in fixed
+    (pytester.path / "fixed_model.toml").write_text(fixed)
+    rid = sorted(load_cassette(recorded / CASSETTE_REL).rollouts)[0]
+    pytester.makepyfile(test_branch=f'''
+import pytest
+
+@pytest.mark.fork("{CASSETTE_REL}", rollout="{rid}", turn=4, script="fixed_model.toml")
+def test_from_turn_4_the_agent_writes_four(forked):
+    [branch] = forked.branches
+    assert branch.commands()[0] == "echo four > d.txt"
+    assert branch.reward == 1.0 and branch.path.is_file()
+''')
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)

@@ -306,3 +306,37 @@ def test_from_turn_4_the_agent_writes_four(forked):
     assert branch.reward == 1.0 and branch.path.is_file()
 ''')
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_show_draws_a_branch_beside_its_parent_and_diff_starts_at_turn_k(
+        project: Path, capsys) -> None:
+    rid = _rid()
+    with ScriptedEndpoint(script=SCRIPT, seed=7) as ep:
+        code, out = _fork(capsys, ep, "--replace-message", "4=REPLACED: nothing", rollout=rid)
+    assert code == 0, out
+    branch_path = Path(CASSETTE_REL).with_name(f"process.fork-{rid}-t4.jsonl")
+    parent, mine = rollouts()[rid], load_cassette(branch_path).rollouts[rid]
+
+    def command(record: Any, turn: int) -> str:  # the rollout's own call after turn N
+        return next(c.arguments["command"] for c in record.tool_calls
+                    if c.source == "agent" and c.turn == turn - 1)
+
+    capsys.readouterr()
+    assert main(["show", str(branch_path), "--rollout", rid]) == 0
+    shown = capsys.readouterr().out
+    assert f"forked from process.jsonl at turn 4 of rollout {rid}" in shown
+    assert "turns 1..3 above are the parent's (replayed, shown once)" in shown
+    assert shown.count("echo one > a.txt") == 2  # the prefix once (its message and its call)
+    side = shown[shown.index("── forked at turn 4"):].splitlines()
+    for turn in (4, 5):
+        row = next(line for line in side if line.startswith(f"  {turn} "))
+        assert command(parent, turn) in row and command(mine, turn) in row
+    assert command(parent, 4) != command(mine, 4) == "echo replaced > d.txt"
+    rewards = next(line for line in side if line.startswith("  reward "))
+    assert rewards.split()[1:] == [f"{expected_reward(parent):.3f}",
+                                   f"{expected_reward(mine):.3f}"]
+
+    assert main(["diff", CASSETTE_REL, str(branch_path)]) == 1
+    diff = capsys.readouterr().out
+    assert f"rollout {rid} forked at turn 4; turns 1..3 are equal (shared)" in diff
+    assert re.search(rf"{re.escape(rid)} .*· turn 4 · request\.messages", diff)

@@ -90,6 +90,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "cassette(path, **options): the hermes-replay cassette this test replays (used by the "
         "replay_run and hermes_cassette fixtures); options go to hermes_replay.cassette().",
     )
+    config.addinivalue_line(
+        "markers",
+        "fork(cassette, rollout=ID, turn=K, script=NAME_OR_FILE | base_url=URL, model=M, "
+        "**options): the recorded rollout the `forked` fixture continues live from turn K "
+        "(hermes_replay.fork_rollout; script= serves the scripted endpoint on 127.0.0.1).",
+    )
     config.pluginmanager.register(_AutoReport(), "hermes-replay-auto-report")
     from hermes_replay._runner.trust import trust_for_process
 
@@ -468,3 +474,37 @@ def probe_battery(tmp_path: Path) -> Callable[..., ProbeReport]:
         return run_probes(env_file, **options)
 
     return run
+
+
+@pytest.fixture
+def forked(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """The ``ForkResult`` of the test's ``@pytest.mark.fork(cassette, rollout=…, turn=…)``:
+    the rollout replayed before turn K, continued live from it, each branch written under
+    ``tmp_path`` — so a test asserts what the agent does from turn K
+    (``assert "pytest" in " ".join(forked.branches[0].commands())``). ``script=`` (a scripted
+    endpoint's script: a name or a file) serves the stand-in model itself; otherwise give
+    ``base_url=`` and ``model=`` of an endpoint (never assumed)."""
+    from hermes_replay._fork import fork_rollout
+
+    mark = request.node.get_closest_marker("fork")
+    if mark is None or not mark.args:
+        raise pytest.UsageError(f"{request.node.nodeid}: the forked fixture needs "
+                                "@pytest.mark.fork('cassettes/<env>/process.jsonl', "
+                                "rollout=ID, turn=K, script=… or base_url=…, model=…)")
+    options = dict(mark.kwargs)
+    cassette = _resolve(request, mark.args[0])
+    rollout, turn = options.pop("rollout", None), options.pop("turn", None)
+    if not isinstance(rollout, str) or not isinstance(turn, int):
+        raise pytest.UsageError(f"{request.node.nodeid}: @pytest.mark.fork needs rollout=ID "
+                                "and turn=K (turns count from 1)")
+    options.setdefault("branch", tmp_path / "branches" / f"fork-t{turn}.jsonl")
+    options.setdefault("out_dir", tmp_path / "fork-out")
+    script = options.pop("script", None)
+    if script is None:
+        return fork_rollout(cassette, rollout, turn, **options)
+    from hermes_replay.scripted_endpoint import ScriptedEndpoint
+
+    script_path = _resolve(request, script) if str(script).endswith((".toml", ".json")) \
+        else script
+    with ScriptedEndpoint(script=str(script_path), seed=options.pop("seed", 0)) as ep:
+        return fork_rollout(cassette, rollout, turn, base_url=ep.base_url, **options)

@@ -29,6 +29,7 @@ from typing import Any
 
 from hermes_replay._cassette import Cassette, Interaction
 from hermes_replay._cassette.files import read_head
+from hermes_replay._cassette.forks import fork_of
 from hermes_replay._cassette.labels import labels
 from hermes_replay._cassette.load import load_cassette
 from hermes_replay._cassette.matching import (
@@ -90,6 +91,7 @@ class RunView:
     names: dict[str, str] = field(default_factory=dict)  # rollout -> its item's label
     #: a cassette: its file; a result: the cassette it replayed (whose transcripts it matched)
     source: Path | None = None
+    fork: dict[str, Any] | None = None  # a fork's branch: its link to its parent
 
     @property
     def turn_count(self) -> int:
@@ -241,7 +243,7 @@ def view_from_cassette(cassette: Cassette, label: str | None = None) -> RunView:
                    env_name=cassette.header.env_name, rollouts=rollouts,
                    metrics=_derived_metrics(rollouts), transcripts=transcripts,
                    tool_calls=tool_calls, names=labels(cassette.outcomes),
-                   source=Path(cassette.path))
+                   source=Path(cassette.path), fork=fork_of(cassette.header))
 
 
 def _own_samples(cassette: Cassette, transcripts: dict[str, list[Interaction]]) -> None:
@@ -463,6 +465,28 @@ def first_divergence(rollout: str, a: list[Interaction], b: list[Interaction]) -
     return None
 
 
+def _forked_divergence(report: DiffReport, rid: str, a: RunView, b: RunView
+                       ) -> Divergence | None:
+    """The first divergence of ``rid``'s transcripts; where B is a fork's branch of that
+    rollout (``diff PARENT BRANCH``), from the fork's turn K on, once the shared turns
+    1..K-1 are checked equal (a prefix that differs is said: B is no branch of this A)."""
+    assert a.transcripts is not None and b.transcripts is not None
+    ta, tb = a.transcripts.get(rid, []), b.transcripts.get(rid, [])
+    link = b.fork
+    if link is None or link.get("rollout") != rid:
+        return first_divergence(rid, ta, tb)
+    k = int(link["turn"])
+    shared = first_divergence(rid, ta[:k - 1], tb[:k - 1])
+    if shared is not None:
+        report.notes.append(f"B is a branch forked at turn {k} of rollout {rid}, but its "
+                            f"turns 1..{k - 1} differ from A's at turn {shared.turn}: A is not "
+                            "its parent as recorded")
+        return shared
+    report.notes.append(f"B is a branch of A: rollout {rid} forked at turn {k}; turns "
+                        f"1..{k - 1} are equal (shared), compared from turn {k}")
+    return first_divergence(rid, ta[k - 1:], tb[k - 1:])
+
+
 def compare(a: RunView, b: RunView, *, tolerance: float = 1e-9) -> DiffReport:
     """Everything that differs between ``a`` (old) and ``b`` (new)."""
     report = DiffReport(a, b)
@@ -484,7 +508,7 @@ def compare(a: RunView, b: RunView, *, tolerance: float = 1e-9) -> DiffReport:
             report.changes.append(OutcomeChange(rid, ra.phase, ra.reward, reward_b,
                                                 _delta(ra.reward, reward_b), fields))
         if a.transcripts is not None and b.transcripts is not None:
-            div = first_divergence(rid, a.transcripts.get(rid, []), b.transcripts.get(rid, []))
+            div = _forked_divergence(report, rid, a, b)
             if div is not None:
                 report.divergences.append(div)
     if a.transcripts is not None and b.transcripts is not None and (

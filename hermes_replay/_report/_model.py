@@ -25,6 +25,7 @@ import math
 from datetime import datetime, timezone
 from typing import Any
 
+from hermes_replay._cassette.forks import fork_line
 from hermes_replay._cassette.parts import parts_text
 from hermes_replay._diff.compare import first_divergence
 from hermes_replay._diff.tool_calls import first_tool_divergence
@@ -211,6 +212,9 @@ def build_state(sections: list[Section], *, subject: str, against: str | None,
         state["rows"].extend(rows)
         run, base = section.run, section.baseline
         notes = list(section.notes)
+        branch = fork_line(run.cassette.header) if run.cassette is not None else None
+        if branch is not None:  # a fork's branch: its parent, named once at the top
+            notes.insert(0, branch)
         if not run.complete:
             notes.append(f"{run.label} is an interrupted recording (.partial)")
         if run.misses:

@@ -235,6 +235,12 @@ def recorded_env_fields(env_file: Path, module: str | None = None) -> dict[str, 
         # always, "." included: `check` and `replay` then run where `record` ran, whatever
         # folder they are started from (an env reading a relative config.yaml needs that)
         extra["env_cwd"] = cwd.relative_to(root).as_posix()
+    from hermes_replay._runner.vouch import SEAL_FIELD, seal
+
+    # the proof a replay asks for that this cassette was recorded here (``_runner/vouch``)
+    sealed = seal(fields["env_file"], extra.get("env_module"))
+    if sealed is not None:
+        extra[SEAL_FIELD] = sealed
     if extra:
         fields["extra"] = extra
     return fields
@@ -301,6 +307,7 @@ def find_env_file(env_file: str, cassette: Path) -> Path | None:
     imported to decide. None when the file is nowhere."""
     from hermes_replay._runner.env_guard import NotAnEnvFile, check_env_file
     from hermes_replay._runner.trust import stale_reason, trusted_roots
+    from hermes_replay._runner.vouch import unvouched
 
     rel = Path(env_file)
     if rel.is_absolute() or ".." in rel.parts or len(env_file) > _MAX_ENV_NAME \
@@ -346,6 +353,10 @@ def find_env_file(env_file: str, cassette: Path) -> Path | None:
             check_env_file(candidate, base)
         except NotAnEnvFile as exc:
             raise UnsafeEnvFile(f"the cassette {cassette} names {exc}") from None
+        why_not = unvouched(candidate, base, env_file, cassette)
+        if why_not is not None:  # found in a trusted folder, but not shown to be its own
+            raise UnsafeEnvFile(f"the cassette {cassette} names env file {_shown(env_file)}: "
+                                f"{why_not}")
         return candidate
     untrusted = _untrusted_copy(rel, cwd, where)
     if untrusted is not None:

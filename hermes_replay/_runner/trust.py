@@ -44,7 +44,7 @@ from urllib.parse import unquote, urlparse
 
 __all__ = ["TRUST_VARIABLE", "TrustRefused", "add_trusted", "config_dir", "listing",
            "stale_reason", "trust_for_process", "trust_reason", "trust_recorded",
-           "trusted_roots", "with_trusted_roots"]
+           "trusted_roots", "vouched_since", "with_trusted_roots"]
 
 TRUST_VARIABLE = "HERMES_REPLAY_TRUST"
 HOME_VARIABLE = "HERMES_REPLAY_HOME"
@@ -103,10 +103,17 @@ class _Entry:
     uid: int | None = None
     dev: int | None = None
     ino: int | None = None
+    # when ``hermes-replay trust`` vouched for the files the folder held (ns; None: trusted
+    # by a recording, which vouches only for the cassettes it seals: ``_runner/vouch.py``)
+    since: int | None = None
 
     def to_json(self) -> str:
         return json.dumps({"path": str(self.path), "uid": self.uid, "dev": self.dev,
-                           "ino": self.ino}, ensure_ascii=True)
+                           "ino": self.ino, "since": self.since}, ensure_ascii=True)
+
+    def same_folder(self, other: _Entry) -> bool:
+        return (self.path, self.uid, self.dev, self.ino) == \
+            (other.path, other.uid, other.dev, other.ino)
 
     def problem(self) -> str | None:
         """Why this entry no longer trusts its folder, or None."""
@@ -121,9 +128,9 @@ class _Entry:
         return None
 
 
-def _entry_of(folder: Path) -> _Entry:
+def _entry_of(folder: Path, since: int | None = None) -> _Entry:
     st = os.stat(folder)
-    return _Entry(folder, st.st_uid, st.st_dev, st.st_ino)
+    return _Entry(folder, st.st_uid, st.st_dev, st.st_ino, since)
 
 
 def _parse(line: str) -> _Entry | None:
@@ -140,12 +147,13 @@ def _parse(line: str) -> _Entry | None:
         if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
             return None
         text, (uid, dev, ino) = raw["path"], ids
+        since = raw.get("since") if isinstance(raw.get("since"), int) else None
     else:
-        text, uid, dev, ino = line.rstrip("\r\n"), None, None, None
+        text, uid, dev, ino, since = line.rstrip("\r\n"), None, None, None, None
     if not text or text.startswith("#") or _control_character(text) \
             or not Path(text).is_absolute():
         return None
-    return _Entry(Path(text), uid, dev, ino)
+    return _Entry(Path(text), uid, dev, ino, since)
 
 
 def _read_file(path: Path | None) -> list[_Entry]:
@@ -269,10 +277,20 @@ def _refusal(folder: Path) -> str | None:
     return None
 
 
-def add_trusted(folder: Path) -> tuple[Path, bool]:
+def vouched_since(folder: Path) -> int | None:
+    """When ``hermes-replay trust`` last vouched for the files ``folder`` holds (ns since the
+    epoch), if the list still trusts it; else None."""
+    folder = folder.resolve()
+    return next((e.since for e in _read_file(_trust_file())
+                 if e.path == folder and e.since is not None and e.problem() is None), None)
+
+
+def add_trusted(folder: Path, vouch: bool = True) -> tuple[Path, bool]:
     """Keep ``folder`` in the user's trust list; returns (the file, whether it was new or
-    trusted again). Written whole to a temporary file and renamed, under a lock, so two
-    recordings at once never lose an entry and a crash never leaves half a list. Raises
+    trusted again). ``vouch``: the user's own ``trust`` vouches for the files the folder
+    holds now (``_runner/vouch.py``); a recording does not. Written whole to a temporary
+    file and renamed, under a lock, so two recordings at once never lose an entry and a
+    crash never leaves half a list. Raises
     ``TrustRefused`` for a folder that may not be trusted or when there is no config folder,
     ``OSError`` when the list cannot be written."""
     import fcntl
@@ -288,13 +306,17 @@ def add_trusted(folder: Path) -> tuple[Path, bool]:
             "there is no folder to keep the trust list in: HOME is not set and this user "
             f"(uid {os.geteuid()}) has no home folder. Next step: set {HOME_VARIABLE}=DIR (a "
             f"folder of yours), or list the project in {TRUST_VARIABLE}")
-    entry = _entry_of(folder)
+    import time
+
+    entry = _entry_of(folder, time.time_ns() if vouch else None)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.parent / f".{_FILE_NAME}.lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         current = _read_file(path)
-        if entry in current:
-            return path, False
+        known = next((e for e in current if e.same_folder(entry)), None)
+        if known is not None and not vouch:
+            return path, False  # a recording in a folder already trusted changes nothing
+        new = known is None
         # the same folder again (made again, or an old-format entry): its identity now
         kept = [e for e in current if e.path != folder]
         # an old-format entry gains the identity of the folder it names now, if it may
@@ -311,7 +333,7 @@ def add_trusted(folder: Path) -> tuple[Path, bool]:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-    return path, True
+    return path, new
 
 
 def trust_recorded(env_file: Path, recorded_name: str) -> str | None:
@@ -334,7 +356,7 @@ def trust_recorded(env_file: Path, recorded_name: str) -> str | None:
                 "environment in a project folder (with a pyproject.toml or a .git) and "
                 "record from there, or run hermes-replay trust DIR")
     try:
-        trust_file, new = add_trusted(base)
+        trust_file, new = add_trusted(base, vouch=False)
     except OSError as exc:
         return (f"warning: could not keep {base} in the trust list ({exc.strerror or exc}); "
                 "replays of its cassettes will ask you to run `hermes-replay trust DIR` once")

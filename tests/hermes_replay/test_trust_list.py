@@ -9,14 +9,22 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
+from _calc_project import ENV_REL
 from test_env_file_trust import CASSETTE_REL
 
 from hermes_replay._runner import trust as trust_module
 from hermes_replay._runner.plan import UntrustedProject, find_env_file
 from hermes_replay.cli import main
+
+
+def _git(where: Path, *args: str) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    subprocess.run(["git", *args], cwd=where, check=True, capture_output=True)
 
 
 @pytest.fixture
@@ -42,6 +50,10 @@ def test_no_home_folder_still_replays_and_lists(
 
     monkeypatch.setattr(Path, "home", staticmethod(no_home))
     monkeypatch.setenv("HERMES_REPLAY_TRUST", str(calc_project))
+    # a clone, as in CI: with no config folder there is no record key to show the cassette
+    # was recorded here, so git's index is what vouches for the env file (_runner/vouch.py)
+    _git(calc_project, "init", "-q")
+    _git(calc_project, "add", ENV_REL)
     assert main(["trust", "--list"]) == 0
     assert str(calc_project) in capsys.readouterr().out
     assert main(["replay", str(CASSETTE_REL), "--out", str(tmp_path / "out")]) == 0
@@ -125,7 +137,7 @@ def test_a_recording_trusts_its_project_never_the_home_folder_or_root(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """Finding 03: ``record`` (or ``probe``) run from a folder above the project trusted that
     folder — ``$HOME``, or ``/`` in a container — for good."""
-    from _calc_project import ENV_REL, PROCESS_ARGS
+    from _calc_project import PROCESS_ARGS
 
     from hermes_replay.scripted_endpoint import ScriptedEndpoint
 

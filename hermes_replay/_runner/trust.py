@@ -51,6 +51,7 @@ HOME_VARIABLE = "HERMES_REPLAY_HOME"
 _FILE_NAME = "trusted-projects"
 _MAX_ENTRIES = 10_000  # the file is the user's own; still, reading it stays bounded
 _process_roots: dict[Path, str] = {}
+_process_vouched: dict[Path, int] = {}  # folder -> when this process vouched for its files
 
 
 class TrustRefused(OSError):
@@ -257,9 +258,15 @@ def listing() -> list[str]:
     return lines
 
 
-def trust_for_process(folder: Path, why: str) -> None:
-    """Trust ``folder`` for this process only (the pytest plugin: its rootdir)."""
-    _process_roots.setdefault(folder.resolve(), why)
+def trust_for_process(folder: Path, why: str, vouch: bool = False) -> None:
+    """Trust ``folder`` for this process only (the pytest plugin: its rootdir); ``vouch``:
+    for the files it holds now, too (``_runner/vouch.py``), as ``hermes-replay trust``."""
+    import time
+
+    folder = folder.resolve()
+    _process_roots.setdefault(folder, why)
+    if vouch:
+        _process_vouched[folder] = time.time_ns()  # each session: what it holds now
 
 
 def _refusal(folder: Path) -> str | None:
@@ -281,6 +288,8 @@ def vouched_since(folder: Path) -> int | None:
     """When ``hermes-replay trust`` last vouched for the files ``folder`` holds (ns since the
     epoch), if the list still trusts it; else None."""
     folder = folder.resolve()
+    if folder in _process_vouched:
+        return _process_vouched[folder]
     return next((e.since for e in _read_file(_trust_file())
                  if e.path == folder and e.since is not None and e.problem() is None), None)
 

@@ -19,9 +19,13 @@ Public API (everything else is private and may change)::
     replay_corpus(paths, options=None, *, jobs=…, shard=…, executor=…, out=…) -> CorpusResult
         # replay a folder (or several) as `hermes-replay replay DIR` does: rows, table,
         # exit code; CorpusObserver hears it happen; CorpusError when nothing can run
+    fork_rollout(cassette, rollout, turn, *, base_url=…, model=…, samples=1, replace=None,
+                 strict=False, branch=None) -> ForkResult
+        # continue a recorded rollout live from turn K: prefix replayed, sandbox rebuilt from
+        # the recorded tool calls (drift per call), a branch cassette naming its parent
     scrub(value) -> value                       # any str/JSON with every known secret removed
     write_report(path, out, against=None) -> Path  # one HTML page (the 'report' extra)
-    HermesReplayError > CassetteError, CorpusError, RecordingFailed, ReplayFailed,
+    HermesReplayError > CassetteError, CorpusError, ForkError, RecordingFailed, ReplayFailed,
         CassetteMiss > UnusedRecordings, ToolCallsDrifted   (see _errors, _tools)
     RequestNotRecorded > ToolCallMiss (BaseExceptions: a replay miss, raised at the request or
         tool call that has no recording; see _errors, _tools)
@@ -44,12 +48,14 @@ from hermes_replay._corpus.one import CassetteResult
 from hermes_replay._errors import (
     CassetteError,
     CassetteMiss,
+    ForkError,
     HermesReplayError,
     RecordingFailed,
     ReplayFailed,
     RequestNotRecorded,
     UnusedRecordings,
 )
+from hermes_replay._fork import ForkResult, fork_rollout
 from hermes_replay._layer import install_layer_fallback
 from hermes_replay._report import write_report
 from hermes_replay._runner.options import RunOptions
@@ -87,6 +93,8 @@ __all__ = [
     "CorpusError",
     "CorpusObserver",
     "CorpusResult",
+    "ForkError",
+    "ForkResult",
     "HermesReplayError",
     "RecordingFailed",
     "ReplayEvent",
@@ -110,6 +118,7 @@ __all__ = [
     "check_tokenizer",
     "current_rollout",
     "describe_tokenizer",
+    "fork_rollout",
     "load_cassette",
     "offer_known_good",
     "recorded_endpoint",

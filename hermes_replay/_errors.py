@@ -11,6 +11,9 @@
      │                           never ran — a replay that did not really run never passes
      ├── LiveCallsFailed         replay with live calls (``--llm live=…``): the pattern selected
      │                           no call, or a live call got no answer — nothing was re-scored
+     ├── ForkError               fork: the rollout cannot be forked at that turn (one request,
+     │                           a turn beyond it, drift under strict, a prefix that no longer
+     │                           replays) — nothing was written
      └── CassetteMiss            replay: requests had no matching recording (raised when the
           │                      ``cassette()`` block exits, listing every miss with a diff)
           └── UnusedRecordings   replay with ``strict=True``: recordings were never requested
@@ -28,7 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CassetteError", "CassetteMiss", "HermesReplayError", "LiveCallsFailed", "Miss",
+__all__ = ["CassetteError", "CassetteMiss", "ForkError", "HermesReplayError", "LiveCallsFailed",
+           "Miss",
            "RecordingFailed", "ReplayFailed", "RequestNotRecorded", "UnknownFlags",
            "UnusedRecordings", "miss_text"]
 
@@ -115,6 +119,19 @@ class LiveCallsFailed(HermesReplayError):
     def __init__(self, reason: str, *, cassette: str | Path, hint: str) -> None:
         self.reason, self.cassette, self.hint = reason, str(cassette), hint
         super().__init__(f"{cassette}: {reason}\n  next step: {hint}")
+
+
+class ForkError(HermesReplayError):
+    """A recorded rollout cannot be forked (``fork_rollout``, ``hermes-replay fork``): the
+    message names the cassette, the rollout and the turn, the reason, and the next step."""
+
+    def __init__(self, reason: str, *, cassette: str | Path, rollout: str | None = None,
+                 turn: int | None = None, hint: str) -> None:
+        self.reason, self.cassette, self.hint = reason, str(cassette), hint
+        self.rollout, self.turn = rollout, turn
+        where = "".join([f" rollout {rollout}" if rollout else "",
+                         f" turn {turn}" if turn is not None else ""])
+        super().__init__(f"{cassette}:{where}: cannot fork: {reason}\n  next step: {hint}")
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ COMMANDS: tuple[str, ...] = (
     "ls",
     "show",
     "diff",
+    "fork",
     "report",
     "scripted_endpoint",
     "check",

@@ -90,6 +90,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "cassette(path, **options): the hermes-replay cassette this test replays (used by the "
         "replay_run and hermes_cassette fixtures); options go to hermes_replay.cassette().",
     )
+    config.addinivalue_line(
+        "markers",
+        "fork(cassette, rollout=ID, turn=K, script=NAME_OR_FILE | base_url=URL, model=M, "
+        "**options): the recorded rollout the `forked` fixture continues live from turn K "
+        "(hermes_replay.fork_rollout; script= serves the scripted endpoint on 127.0.0.1).",
+    )
     config.pluginmanager.register(_AutoReport(), "hermes-replay-auto-report")
     from hermes_replay._runner.trust import trust_for_process
 
@@ -367,6 +373,8 @@ def replay_run(
     ) -> RunResult:
         from hermes_replay._errors import CassetteMiss
 
+        # a failed replay is reported at the test's own call, not in the plugin's source
+        __tracebackhide__ = True
         nonlocal runs
         runs += 1
         raise_errors = options.pop("raise_errors", True)  # the run's error in result.error
@@ -398,6 +406,11 @@ def replay_run(
 
 def _pytest_miss_hint(request: pytest.FixtureRequest, misses: Sequence[Any] = (),
                       cassette: Path | None = None) -> str:
+    """The next step in pytest's terms; a normalizer or ``ignore_paths`` only when the diffs
+    hold a volatile-looking value or a field outside the conversation (a changed prompt is
+    content: neither is offered for it)."""
+    from hermes_replay._corpus.misses import volatile_parts
+
     fixes = list(dict.fromkeys(n for m in misses if getattr(m, "normalizer", None)
                                for n in m.normalizer.split(" + ")))
     where = str(cassette) if cassette is not None else "CASSETTE"
@@ -407,13 +420,19 @@ def _pytest_miss_hint(request: pytest.FixtureRequest, misses: Sequence[Any] = ()
                  "normalized; keep that with the cassette (every replay applies it): "
                  f"hermes-replay normalize {where} " + " ".join(f"--add {n}" for n in fixes)
                  + "; otherwise, ")
+    names, fields = ([], []) if fixes else volatile_parts(list(misses))
+    rest = ""
+    if names:
+        rest += (f"; if the {' / '.join(names)} values that differ are volatile, keep a "
+                 f"normalizer with the cassette: hermes-replay normalize {where} "
+                 + " ".join(f"--add {n}" for n in names))
+    if fields:
+        rest += (f"; if {', '.join(fields[:3])} is volatile, ignore it: "
+                 f"@pytest.mark.cassette(..., ignore_paths={fields[:3]!r})")
     return (
         f"next step: {first}if the change is intended, re-record only what is missing (the old "
         f"cassette stays until it succeeds): pytest --replay-mode auto {request.node.nodeid} "
-        "(with the recorded endpoint reachable); if a field is volatile, keep a normalizer "
-        f"with the cassette (hermes-replay normalize {where} --add datetime; built-ins: "
-        "datetime, uuid, tmp-path, epoch, hex-id) or ignore it: "
-        "@pytest.mark.cassette(..., ignore_paths=[\"body.metadata\"])"
+        f"(with the recorded endpoint reachable){rest}"
     )
 
 
@@ -423,6 +442,7 @@ def hermes_cassette(request: pytest.FixtureRequest, replay_mode: str) -> Iterato
     import hermes_replay
     from hermes_replay._runner.netblock import block_network
 
+    __tracebackhide__ = True  # a miss is reported at the test, not in the fixture's source
     mode = _effective_mode(request, replay_mode)
     path = _resolve(request, None)
     options = _tool_options(request, _options(request))
@@ -455,3 +475,37 @@ def probe_battery(tmp_path: Path) -> Callable[..., ProbeReport]:
         return run_probes(env_file, **options)
 
     return run
+
+
+@pytest.fixture
+def forked(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """The ``ForkResult`` of the test's ``@pytest.mark.fork(cassette, rollout=…, turn=…)``:
+    the rollout replayed before turn K, continued live from it, each branch written under
+    ``tmp_path`` — so a test asserts what the agent does from turn K
+    (``assert "pytest" in " ".join(forked.branches[0].commands())``). ``script=`` (a scripted
+    endpoint's script: a name or a file) serves the stand-in model itself; otherwise give
+    ``base_url=`` and ``model=`` of an endpoint (never assumed)."""
+    from hermes_replay._fork import fork_rollout
+
+    mark = request.node.get_closest_marker("fork")
+    if mark is None or not mark.args:
+        raise pytest.UsageError(f"{request.node.nodeid}: the forked fixture needs "
+                                "@pytest.mark.fork('cassettes/<env>/process.jsonl', "
+                                "rollout=ID, turn=K, script=… or base_url=…, model=…)")
+    options = dict(mark.kwargs)
+    cassette = _resolve(request, mark.args[0])
+    rollout, turn = options.pop("rollout", None), options.pop("turn", None)
+    if not isinstance(rollout, str) or not isinstance(turn, int):
+        raise pytest.UsageError(f"{request.node.nodeid}: @pytest.mark.fork needs rollout=ID "
+                                "and turn=K (turns count from 1)")
+    options.setdefault("branch", tmp_path / "branches" / f"fork-t{turn}.jsonl")
+    options.setdefault("out_dir", tmp_path / "fork-out")
+    script = options.pop("script", None)
+    if script is None:
+        return fork_rollout(cassette, rollout, turn, **options)
+    from hermes_replay.scripted_endpoint import ScriptedEndpoint
+
+    script_path = _resolve(request, script) if str(script).endswith((".toml", ".json")) \
+        else script
+    with ScriptedEndpoint(script=str(script_path), seed=options.pop("seed", 0)) as ep:
+        return fork_rollout(cassette, rollout, turn, base_url=ep.base_url, **options)

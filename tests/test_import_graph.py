@@ -147,6 +147,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("_session",),
     ("scripted_endpoint",),
     ("_runner",),
+    ("_fork",),
     ("_diff",),
     ("_report",),
     ("_check",),

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from hermes_replay._cli._provider import (
-    SERVER_TYPES,
     Endpoint,
     ProviderError,
+    add_endpoint_args,
     ask_endpoint,
     endpoint_from_args,
     no_endpoint_message,
@@ -35,7 +35,6 @@ from hermes_replay._cli._runner import (
     run_with_progress,
 )
 from hermes_replay._cli._worker import add_worker_flag, given_worker, worker_variable
-from hermes_replay._runner.dead_endpoint import DEFAULT_FIRST_ANSWER_TIMEOUT
 from hermes_replay._runner.env_target import check_env_file, resolve_env
 from hermes_replay._terminal.render import Style
 from hermes_replay._world.rescore import WORKSPACE_LIMIT_VAR
@@ -107,25 +106,7 @@ def register(sub: Any) -> None:
                        "replay applies it): a built-in name (datetime, uuid, tmp-path, epoch, "
                        "hex-id) or REGEX=REPLACEMENT (repeatable). The summary proposes the "
                        "built-ins the recorded requests need")
-    g = p.add_argument_group("endpoint (never assumed)")
-    g.add_argument("--endpoint", metavar="URL", help="base URL, e.g. http://localhost:8000/v1")
-    g.add_argument(
-        "--first-answer-timeout", type=float, default=DEFAULT_FIRST_ANSWER_TIMEOUT,
-        metavar="SECONDS",
-        help="stop the recording when the endpoint has answered nothing this long after the "
-        f"first request (default {DEFAULT_FIRST_ANSWER_TIMEOUT:.0f}; 0: no limit). Refused "
-        "connections stop it at once either way")
-    g.add_argument("--model", metavar="NAME", help="model name the endpoint serves")
-    g.add_argument(
-        "--server-type",
-        choices=SERVER_TYPES,
-        help="atroposlib server type (default openai; openai also turns the health check off)",
-    )
-    g.add_argument(
-        "--api-key-env",
-        metavar="VAR",
-        help="NAME of the environment variable holding the API key (the key is never a flag)",
-    )
+    add_endpoint_args(p)
     p.set_defaults(func=run)
 
 

@@ -124,6 +124,7 @@ def _show(args: argparse.Namespace, cassette: Any, records: list[Any],
                                                       style("  (incomplete recording)", "red")))
     t.out.append(sanitize(f"env {h.env_name or '-'} · model {h.model or '-'} · "
                           f"endpoint {h.endpoint_type or '-'} · created {h.created}"))
+    branch = _parent_of(t, cassette)  # a fork's branch: its parent, read as data
     if args.rollout is None and cassette.scopeless:
         # requests made outside any rollout scope (e.g. a judge called from setup)
         records = [*records, SimpleNamespace(id="(outside any rollout)",
@@ -186,8 +187,26 @@ def _show(args: argparse.Namespace, cassette: Any, records: list[Any],
                 t.out.append(t.s("── workspace (as the reward found it) ──", "bold"))
                 t.out.extend(sanitize(line) for line in workspace_lines(workspace,
                                                                         cassette.path))
+            if branch is not None:
+                from hermes_replay._fork.views import branch_lines
+
+                t.out.extend(sanitize(x) for x in branch_lines(cassette, record, *branch))
     print("\n".join(t.out))
     return 0
+
+
+def _parent_of(t: Transcript, cassette: Any) -> tuple[Any, str | None] | None:
+    """A branch's parent link shown, and its parent (scrubbed as shown), or None."""
+    from hermes_replay._cassette.display import scrubbed_cassette
+    from hermes_replay._cassette.forks import fork_line
+    from hermes_replay._fork.views import load_parent
+
+    line = fork_line(cassette.header)
+    if line is None:
+        return None
+    t.out.append(t.s(sanitize(line), "bold"))
+    parent, problem = load_parent(cassette)
+    return (scrubbed_cassette(parent) if parent is not None else None), problem
 
 
 def _print_raw(records: list[Any], turn: int | None) -> int:

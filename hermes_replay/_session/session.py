@@ -48,6 +48,7 @@ from hermes_replay._errors import (
 )
 from hermes_replay._secrets.known import KNOWN
 from hermes_replay._secrets.redact import KEPT_HEADERS, CleanBodies, redact_fields, redact_json
+from hermes_replay._session.forking import Forking, ForkPoint
 from hermes_replay._session.index import RecordingIndex
 from hermes_replay._session.live_calls import LiveCalls
 from hermes_replay._session.liveness import Liveness
@@ -92,7 +93,7 @@ def cassette(path: str | Path, mode: Mode = "replay", **options: Any) -> Session
 
 
 
-class Session(WireHandling, Results):
+class Session(WireHandling, Results, Forking):
     """Record or replay all LLM traffic (httpx, httpx2/openai, aiohttp) inside the block.
 
     Made by ``hermes_replay.cassette(path, mode, **options)``; used as ``with`` or
@@ -133,6 +134,10 @@ class Session(WireHandling, Results):
     ``drop_unrun=True`` (auto): recorded rollouts this run never made are left out of the new
     file — for a full re-run of the recorded command (``record --missing-only``), where a
     rollout that no longer happens (its item changed) is stale, as ``record`` would drop it.
+
+    ``fork={"rollout": R, "turn": K}`` (auto, on a copy of the parent cassette): rollout R is
+    replayed before turn K and continued live from it, every other rollout replays exactly
+    (``_session.forking``; ``hermes_replay.fork_rollout`` is the way to use it).
     """
 
     def __init__(
@@ -157,6 +162,7 @@ class Session(WireHandling, Results):
         shard_by_worker: bool = False,
         live: LiveCalls | Mapping[str, Any] | None = None,
         workspace_limit: int | None = None,
+        fork: ForkPoint | Mapping[str, Any] | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown cassette mode {mode!r}; choose one of {', '.join(MODES)}")
@@ -238,6 +244,13 @@ class Session(WireHandling, Results):
         self._shard_by_worker = shard_by_worker
         #: the calls sent live on replay (``live=``): see ``_session.live_calls``
         self.live_calls: LiveCalls | None = None
+        #: where this session forks a rollout (``_session.forking``), or None
+        self.fork = ForkPoint.build(fork)
+        if self.fork is not None:
+            if mode != "auto":
+                raise ValueError(f"fork= continues a recording live; it takes mode='auto', "
+                                 f"not {mode!r}")
+            self.tools.fork = self.fork
         if live is not None:
             if mode != "replay":
                 raise ValueError(f"live= re-scores a replay; it takes mode='replay', not "
@@ -429,6 +442,11 @@ class Session(WireHandling, Results):
                     f"rewards measure that, not the model: {self.tools.isolation_error}",
                     path=self.path, hint="install bubblewrap (`apt-get install bubblewrap`) "
                     "and record again; the previous cassette (if any) is unchanged")
+            if exc is None and self.fork is not None:
+                failure = self.fork.failure or self._fork_unreached()
+                if failure is not None:  # nothing is written: the branch would not be one
+                    self._close_writer()
+                    raise failure
             if exc is None:
                 try:
                     self._writer.commit(self._header, *self._rescrubbed(*self._final_contents()))

@@ -118,6 +118,7 @@ class ToolLedger(WorldCalls):
     agent_divergence: Callable[[str], str | None] | None = None
     agent_made: dict[str, list[AgentAction]] = field(default_factory=dict)
     rebuilds: dict[str, Rebuild] = field(default_factory=dict)
+    fork: Any = None  # the session's ``ForkPoint`` in fork mode (``_session.forking``)
     _pending: dict[str, list[Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

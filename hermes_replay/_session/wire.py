@@ -30,6 +30,7 @@ from hermes_replay._session.convert import (
     stored_response,
     wire_response,
 )
+from hermes_replay._session.forking import ForkPoint
 from hermes_replay._session.health import health_reply, is_health_ping
 from hermes_replay._session.index import Recording, RecordingIndex
 from hermes_replay._session.intercept import WireRequest, WireResponse
@@ -147,6 +148,9 @@ class WireHandling:
     _trace: list[dict[str, Any]]
     _emit: Callable[[ReplayEvent], None]
     _journal: Callable[[Callable[[CassetteWriter], None]], None]
+    fork: ForkPoint | None
+    _fork_begins: Callable[[str], None]
+    _fork_miss: Callable[[str | None, Miss], None]
 
     # not ``answered``: that name is ``Results.answered`` (the session's progress, which the
     # stall guard reads); a method of this class by that name shadowed it and killed the guard
@@ -215,7 +219,12 @@ class WireHandling:
             return _Exchange(self, "passthrough", rollout)
         if self.live_calls is not None and self.live_calls.selects(stage, wire):
             return self._go_live(rollout, stage, wire)
-        if rollout is not None and stage == "agent" and self.mode in ("replay", "auto"):
+        fork = self.fork
+        forked = fork is not None and fork.live(rollout, stage, self._cursor.get(rollout, 0))
+        if forked:  # the fork's live part: its recordings (the parent's turns) are not used
+            assert rollout is not None
+            self._fork_begins(rollout)
+        elif rollout is not None and stage == "agent" and self.mode in ("replay", "auto"):
             exact = self._exact_hit(rollout, wire)
             if exact is not None:
                 return exact
@@ -227,7 +236,7 @@ class WireHandling:
             if stage == "reward" and rollout is not None:
                 reward = self._reward_issued.get(rollout, 0)
                 self._reward_issued[rollout] = reward + 1
-            if self.mode in ("replay", "auto"):
+            if self.mode in ("replay", "auto") and not forked:
                 rec = (self._find(rollout, fp) if reward is None or rollout is None
                        else self._index.find_reward(rollout, reward, fp))
                 if rec is not None:
@@ -235,10 +244,12 @@ class WireHandling:
                 if self.mode == "replay" and rollout is None and is_health_ping(request):
                     return _Exchange(self, "replay", rollout, issue, request, fp,
                                      response=health_reply(request))
-                if self.mode == "replay":
+                if self.mode == "replay" or fork is not None:  # a fork's prefix never goes live
                     self.miss_events += 1
                     known = len(self._miss_index)
                     miss = self._miss(rollout, request, fp, reward)
+                    if fork is not None:
+                        self._fork_miss(rollout, miss)
                     if len(self._miss_index) > known:  # one event per miss, as counted
                         self._emit(ReplayEvent("miss", rollout, miss.seq, wire.method,
                                                request["url"], None, detail=miss.reason))

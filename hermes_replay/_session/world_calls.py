@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_replay._cassette.toolcalls import ToolCall, tool_call_diff
+from hermes_replay._cassette.toolcalls import ToolCall, exit_code_of, tool_call_diff
 from hermes_replay._errors import Miss
 from hermes_replay._session.tool_errors import ToolCallMiss, ToolDrift
 from hermes_replay._world.causality import AgentAction, first_difference, unbuilt_world
@@ -49,6 +49,7 @@ class WorldCalls:
     agent_made: dict[str, list[AgentAction]]
     agent_divergence: Callable[[str], str | None] | None
     rebuilds: dict[str, Rebuild]
+    fork: Any  # the session's ``ForkPoint`` (``_session.forking``), or None
 
     # -- agent side --------------------------------------------------------------------
 
@@ -79,9 +80,10 @@ class WorldCalls:
             if reason is None:
                 assert rec is not None
                 rec.used = True
-                self.hits.append((seq, rec.call))
+                served = self._fork_served(rollout, rec.call)
+                self.hits.append((seq, served))
                 self._pending.setdefault(rollout, []).append((run, rec.call))
-                return True, rec.call
+                return True, served
             self.rebuild(rollout, reason)
         return False, None
 
@@ -97,10 +99,44 @@ class WorldCalls:
             rebuild.rerun += 1
         return rebuild
 
+    def fork_rebuild(self, rollout: str, reason: str, *, stop_at_drift: bool
+                     ) -> ToolDrift | None:
+        """A fork reaches its live turn: re-run the recorded agent calls of ``rollout`` served
+        so far, in order, in its fresh sandbox; the first drift (``stop_at_drift``: the
+        re-run stops there), or None."""
+        with self.lock:
+            rebuild = self.rebuilds.setdefault(rollout, Rebuild(reason))
+            if rebuild.done:
+                return None
+            rebuild.done = True
+            first = None
+            for run, call in self._pending.pop(rollout, []):
+                before = len(self.drift)
+                self._rerun(rollout, run, call)
+                rebuild.rerun += 1
+                if len(self.drift) > before and first is None:
+                    first = self.drift[-1]
+                    if stop_at_drift:
+                        break
+            return first
+
+    def _fork_served(self, rollout: str, call: ToolCall) -> ToolCall:
+        """What a fork's env is given for a recorded call: the recording, or — for the call
+        whose result the model sees replaced (``--replace-message``) — that text."""
+        fork = self.fork
+        if fork is None or rollout != fork.rollout or call.seq != fork.replace_seq:
+            return call
+        return call.model_copy(update={"result": fork.replace_text, "raised": None,
+                                       "exit_code": exit_code_of(fork.replace_text),
+                                       "origin": "replaced"})
+
     def _rerun(self, rollout: str, run: Callable[[], Any], call: ToolCall) -> None:
         """Run again a call that was answered from the cassette; the new result is what the
-        rollout's file keeps, and a difference from what was served is drift."""
-        self.hits = [(s, c) for s, c in self.hits if c is not call]
+        rollout's file keeps, and a difference from what was served is drift. A fork keeps
+        what was served (what its env was given, so the branch replays) and lists the drift."""
+        keep = self.fork is not None and rollout == self.fork.rollout
+        if not keep:
+            self.hits = [(s, c) for s, c in self.hits if c is not call]
         _, again = self._execute(run, call.request(), rollout, call.seq, call.turn)
         again = again.model_copy(update={"origin": "rescored" if call.source == "reward"
                                          else "rerun"})
@@ -111,7 +147,7 @@ class WorldCalls:
                                         "from the recorded one the code was given",
                                         tool_call_diff(call.answer(), again.answer(),
                                                        "recorded", "run again")))
-        if self.mode == "auto":
+        if self.mode == "auto" and not keep:
             self.new.append(again)
             if self.writer is not None:
                 self.writer.tool_call(again)

@@ -9,12 +9,14 @@ def test_all_is_sorted_and_exactly_the_public_names() -> None:
     assert hermes_replay.__all__ == sorted(hermes_replay.__all__)
     assert set(hermes_replay.__all__) == {
         "Cassette", "CassetteError", "CassetteMiss", "CassetteResult", "CorpusError",
-        "CorpusObserver", "CorpusResult", "HermesReplayError", "RecordingFailed",
+        "CorpusObserver", "CorpusResult", "ForkError", "ForkResult", "HermesReplayError",
+        "RecordingFailed",
         "ReplayEvent", "ReplayFailed", "ReplaySummary", "RequestNotRecorded", "RolloutOutcome",
         "RolloutScope", "RunOptions", "RunResult", "Session", "TokenizerMismatch", "ToolCallMiss",
         "ToolCallsDrifted", "UnusedRecordings", "__version__", "active_mode", "annotate",
         "bundled_tokenizer_path", "cassette", "check_tokenizer", "current_rollout",
-        "describe_tokenizer", "load_cassette", "offer_known_good", "recorded_endpoint",
+        "describe_tokenizer", "fork_rollout", "load_cassette", "offer_known_good",
+        "recorded_endpoint",
         "replay_corpus", "reward_parts", "rollout", "rollout_label", "run_cassette", "scoring",
         "scrub",
         "tokenizer_for_run", "tool_call", "write_report",
@@ -33,6 +35,7 @@ def test_exception_tree() -> None:
     assert not issubclass(hermes_replay.CassetteMiss, hermes_replay.CassetteError)
     assert issubclass(hermes_replay.ToolCallMiss, hermes_replay.RequestNotRecorded)
     assert issubclass(hermes_replay.ToolCallsDrifted, hermes_replay.HermesReplayError)
+    assert issubclass(hermes_replay.ForkError, hermes_replay.HermesReplayError)
 
 
 def test_importing_patches_nothing() -> None:

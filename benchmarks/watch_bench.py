@@ -79,6 +79,10 @@ def make_project(root: Path) -> Path:
             head + _SCALED.format(cls=cls[1]) + sep + tail, encoding="utf-8")
         (root / "cassettes" / env).mkdir(parents=True)
         shutil.copy(ROOT / "cassettes" / env / "process.jsonl", root / "cassettes" / env)
+    # a clone, as a user has it: git vouches for its env files, which the bench then edits
+    # (a cassette's env file runs only when shown to be the project's: docs/reliability.md)
+    for git in (["init", "-q"], ["add", "environments"]):
+        subprocess.run(["git", *git], cwd=root, check=True, capture_output=True)
     return root
 
 

@@ -227,6 +227,11 @@ def test_where_a_fork_cannot_work_it_says_why_and_what_to_do(project: Path, caps
         assert code == 1 and "has no rollout 'train-nope-0-0'" in out and rid in out
         code, out = _fork(capsys, ep, "--replace-message", "3=x", rollout=rid)
         assert code == 1 and "--replace-message names turn 3" in out
+        capsys.readouterr()
+        code = main(["fork", CASSETTE_REL, "--rollout", rid, "--turn", "4", "--endpoint",
+                     ep.base_url, "--model", "other"])
+        err = capsys.readouterr().err
+        assert code == 1 and "name model 'm', not 'other'" in err and "--model m" in err
         # an env changed since the recording cannot resume where the recording was
         env = Path(ENV_REL)
         env.write_text(env.read_text().replace("one file per turn", "a file per turn"))

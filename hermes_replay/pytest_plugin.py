@@ -372,6 +372,8 @@ def replay_run(
     ) -> RunResult:
         from hermes_replay._errors import CassetteMiss
 
+        # a failed replay is reported at the test's own call, not in the plugin's source
+        __tracebackhide__ = True
         nonlocal runs
         runs += 1
         raise_errors = options.pop("raise_errors", True)  # the run's error in result.error
@@ -403,6 +405,11 @@ def replay_run(
 
 def _pytest_miss_hint(request: pytest.FixtureRequest, misses: Sequence[Any] = (),
                       cassette: Path | None = None) -> str:
+    """The next step in pytest's terms; a normalizer or ``ignore_paths`` only when the diffs
+    hold a volatile-looking value or a field outside the conversation (a changed prompt is
+    content: neither is offered for it)."""
+    from hermes_replay._corpus.misses import volatile_parts
+
     fixes = list(dict.fromkeys(n for m in misses if getattr(m, "normalizer", None)
                                for n in m.normalizer.split(" + ")))
     where = str(cassette) if cassette is not None else "CASSETTE"
@@ -412,13 +419,19 @@ def _pytest_miss_hint(request: pytest.FixtureRequest, misses: Sequence[Any] = ()
                  "normalized; keep that with the cassette (every replay applies it): "
                  f"hermes-replay normalize {where} " + " ".join(f"--add {n}" for n in fixes)
                  + "; otherwise, ")
+    names, fields = ([], []) if fixes else volatile_parts(list(misses))
+    rest = ""
+    if names:
+        rest += (f"; if the {' / '.join(names)} values that differ are volatile, keep a "
+                 f"normalizer with the cassette: hermes-replay normalize {where} "
+                 + " ".join(f"--add {n}" for n in names))
+    if fields:
+        rest += (f"; if {', '.join(fields[:3])} is volatile, ignore it: "
+                 f"@pytest.mark.cassette(..., ignore_paths={fields[:3]!r})")
     return (
         f"next step: {first}if the change is intended, re-record only what is missing (the old "
         f"cassette stays until it succeeds): pytest --replay-mode auto {request.node.nodeid} "
-        "(with the recorded endpoint reachable); if a field is volatile, keep a normalizer "
-        f"with the cassette (hermes-replay normalize {where} --add datetime; built-ins: "
-        "datetime, uuid, tmp-path, epoch, hex-id) or ignore it: "
-        "@pytest.mark.cassette(..., ignore_paths=[\"body.metadata\"])"
+        f"(with the recorded endpoint reachable){rest}"
     )
 
 
@@ -428,6 +441,7 @@ def hermes_cassette(request: pytest.FixtureRequest, replay_mode: str) -> Iterato
     import hermes_replay
     from hermes_replay._runner.netblock import block_network
 
+    __tracebackhide__ = True  # a miss is reported at the test, not in the fixture's source
     mode = _effective_mode(request, replay_mode)
     path = _resolve(request, None)
     options = _tool_options(request, _options(request))

@@ -133,8 +133,15 @@ def conversation(record: Any) -> list[dict[str, Any]]:
 
 
 def count_tool_calls(record: Any) -> int:
-    return sum(len(tool_calls_of(m)) for _, msgs in conversations(record) for m in msgs
-               if m.get("role") == "assistant")
+    """The tool calls the rollout's agent made: in its replies, or — for Phase 2, whose
+    ``/generate`` replies are raw text only the env's parser reads — the agent tool calls
+    recorded for it (each call that ran)."""
+    found = sum(len(tool_calls_of(m)) for _, msgs in conversations(record) for m in msgs
+                if m.get("role") == "assistant")
+    if found or not any(i.kind == "generate" for i in record.interactions):
+        return found
+    return sum(1 for call in getattr(record, "tool_calls", None) or ()
+               if getattr(call, "source", None) == "agent")
 
 
 def count_turns(record: Any) -> int:

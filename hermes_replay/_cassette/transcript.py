@@ -233,7 +233,7 @@ def render_turn(t: Transcript, record: Any, turn: int) -> None:
         if reply:
             t.message(reply, turn)
         return
-    if _render_text_turn(t, inter, turn):
+    if _render_text_turn(t, inter, turn) or _render_generate_turn(t, inter, turn):
         return
     from hermes_replay._tokenizers.fold import fold_token_lists
 
@@ -286,6 +286,78 @@ def _render_text_turn(t: Transcript, inter: Any, turn: int) -> bool:
         which = f" · sample {k + 1} of {len(texts)}" if len(texts) > 1 else ""
         t._rule(f"completion · turn {turn + 1}{which}", "green")
         t._body(t._cut(text, TEXT_LIMIT) if text else t.s("(empty)", "dim"))
+    return True
+
+
+def _generate_prompt_ids(body: Any) -> list[int] | None:
+    """The prompt token ids of a vLLM (``prompt.prompt_token_ids``) or SGLang (``input_ids``)
+    ``/generate`` request."""
+    if not isinstance(body, dict):
+        return None
+    prompt = body.get("prompt")
+    ids = prompt.get("prompt_token_ids") if isinstance(prompt, dict) else body.get("input_ids")
+    ok = isinstance(ids, list) and all(isinstance(i, int) and not isinstance(i, bool)
+                                       for i in ids)
+    return ids if ok else None
+
+
+def _generate_samples(body: Any) -> list[tuple[list[int], list[float], Any]] | None:
+    """Each sample of a vLLM ``/generate`` reply as (token ids, logprobs, finish reason): the
+    ids are read from the logprob entries (``[{"id": lp}]`` per position), which is what
+    atroposlib trains on, not from any ``text`` field the server adds."""
+    if not isinstance(body, dict) or not isinstance(body.get("logprobs"), list):
+        return None
+    reasons = body.get("finish_reasons")
+    reasons = reasons if isinstance(reasons, list) else []
+    samples = []
+    for k, entries in enumerate(body["logprobs"]):
+        if not isinstance(entries, list):
+            return None
+        ids: list[int] = []
+        lps: list[float] = []
+        for entry in entries:
+            while isinstance(entry, list) and len(entry) == 1:
+                entry = entry[0]
+            if not (isinstance(entry, dict) and len(entry) == 1):
+                return None
+            [(tid, lp)] = entry.items()
+            if not (str(tid).isdigit() and isinstance(lp, (int, float))):
+                return None
+            ids.append(int(tid))
+            lps.append(float(lp))
+        samples.append((ids, lps, reasons[k] if k < len(reasons) else None))
+    return samples
+
+
+def _render_generate_turn(t: Transcript, inter: Any, turn: int) -> bool:
+    """A token-route turn (``/generate``) as its prompt and each sample's completion decoded to
+    text, with what a token-level env is judged by (token count, finish reason, mean logprob)
+    on one line under each; False when the body is not a shape read here or no tokenizer is at
+    hand (the folded JSON is shown then; ``--raw`` always shows the ids)."""
+    if inter.kind != "generate" or t.decode is None:
+        return False
+    body = inter.request.get("body")
+    ids = _generate_prompt_ids(body)
+    resp = inter.response.get("body") if isinstance(inter.response, dict) else None
+    samples = _generate_samples(resp)
+    if ids is None or not samples:
+        return False
+    try:
+        prompt = t.decode(ids)
+        texts = [t.decode(s_ids) for s_ids, _lps, _why in samples]
+    except Exception:  # ids the recorded tokenizer cannot decode: the folded JSON says so
+        return False
+    params = {k: v for k, v in body.items() if k not in ("prompt", "input_ids")}
+    t.out.append("  " + t.s("params: " + json.dumps(params, ensure_ascii=False)[:400], "dim"))
+    t._rule(f"prompt · {inter.kind} · turn {turn + 1} · {len(ids)} tokens", "cyan")
+    t._body(t._cut(prompt, TEXT_LIMIT))
+    for k, (text, (s_ids, lps, why)) in enumerate(zip(texts, samples, strict=True)):
+        which = f" · sample {k + 1} of {len(samples)}" if len(samples) > 1 else ""
+        t._rule(f"completion · turn {turn + 1}{which}", "green")
+        t._body(t._cut(text, TEXT_LIMIT) if text else t.s("(empty)", "dim"))
+        mean = f" · mean logprob {sum(lps) / len(lps):.3f}" if lps else ""
+        line = sanitize(f"{len(s_ids)} tokens · finish {why}{mean}")
+        t.out.append("  " + t.s(line, "dim"))
     return True
 
 

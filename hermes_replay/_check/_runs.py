@@ -133,9 +133,12 @@ def run_mode(env_file: Path, mode: str, target: Target, work: Path,
     output = out_dir / ("groups.jsonl" if mode == "process" else "evals")
     cli = [sys.executable, "-m", "hermes_replay.cli"]
     if target.cassette is not None:
-        cassette = cassettes_by_mode(target.cassette).get(mode)
-        if cassette is None:
-            return ModeRun(mode, skipped=f"no {mode} cassette at {target.cassette}: record one "
+        by_mode = cassettes_by_mode(target.cassette)
+        cassette = by_mode.get(mode)
+        if cassette is None:  # name what is there: "no evaluate cassette at …/process.jsonl"
+            folder = target.cassette if target.cassette.is_dir() else target.cassette.parent
+            there = f" (it holds {', '.join(sorted(by_mode))} only)" if by_mode else ""
+            return ModeRun(mode, skipped=f"no {mode} cassette in {folder}{there}: record one "
                            f"with `hermes-replay record {env_file} --endpoint URL --model M -- "
                            f"{mode} …` to check {mode} offline")
         header = read_header(cassette)

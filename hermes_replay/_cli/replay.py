@@ -239,13 +239,13 @@ def _guards(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run_env(args: argparse.Namespace) -> int:
+    from hermes_replay._corpus.corpus import default_out
+    from hermes_replay._runner.env_form import run_env_form
     from hermes_replay._runner.env_target import resolve_env
-    from hermes_replay._runner.run import run_env
 
     resolved = resolve_env("replay", str(args.target))
-    problem = (resolved if isinstance(resolved, str) else None) or check_env_args(
-        "replay", args.target, args.env_args
-    )
+    problem = ((resolved if isinstance(resolved, str) else None)
+               or check_env_args("replay", args.target, args.env_args))
     options = None
     try:
         options = _run_options(args)
@@ -255,11 +255,10 @@ def _run_env(args: argparse.Namespace) -> int:
         print(problem, file=sys.stderr)
         return 2
     env_file, module = resolved  # type: ignore[misc]
-    from hermes_replay._runner.env_guard import NotAnEnvFile
-    from hermes_replay._runner.env_guard import check_env_file as check_env_source
+    from hermes_replay._runner.env_guard import NotAnEnvFile, check_env_file
 
     try:
-        check_env_source(env_file)
+        check_env_file(env_file)
     except NotAnEnvFile as exc:
         print(f"hermes-replay replay: {sanitize(str(exc))}", file=sys.stderr)
         return 2
@@ -287,13 +286,14 @@ def _run_env(args: argparse.Namespace) -> int:
     if log is not None:
         print(f"hermes-replay replay: environment output: {log} (-v shows it here)",
               file=sys.stderr)
+    out = args.out or default_out()
     with worker_variable(worker):
         summary, _ = run_with_progress(
-            partial(run_env, env_file, argv, cassette=cassette, module=module, log_path=log,
-                    options=options.replace(worker=worker, trace=_trace_path(args))),
+            partial(run_env_form, env_file, argv, cassette=cassette, out=out, module=module,
+                    log_path=log, options=options.replace(worker=worker, trace=_trace_path(args))),
             mode="replay", cassette=cassette, label=f"replaying {cassette}", log_path=log,
             verbose=args.verbose, normalizers=list(options.normalizers))
-    print("\n".join(summary.lines(Style(sys.stdout))))
+    print("\n".join(summary.lines(Style(sys.stdout))) + f"\noutputs: {out}")
     return exit_code([summary], args.fail_on_change)
 
 

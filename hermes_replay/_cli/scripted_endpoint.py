@@ -72,14 +72,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         faults = FaultPlan(rate=args.fault_rate, kinds=args.fault_kinds, seed=args.seed,
                            timeout_s=args.fault_timeout_s)
-        endpoint = ScriptedEndpoint(
-            script=args.script, seed=args.seed, latency=args.latency_ms, faults=faults,
-            raw_tool_format=args.raw_tool_format, host=args.host, port=args.port,
-        )
+        endpoint = ScriptedEndpoint(script=args.script, seed=args.seed, latency=args.latency_ms,
+                                    faults=faults, raw_tool_format=args.raw_tool_format,
+                                    host=args.host, port=args.port)
         endpoint.start()
     except (KeyError, ValueError, RuntimeError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"hermes-replay scripted-endpoint: {message}", file=sys.stderr)
+        message = str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)
+        print(f"hermes-replay scripted-endpoint: {message.removeprefix('scripted endpoint: ')}",
+              file=sys.stderr)  # (the endpoint's own errors begin with its name too)
         return 2
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -11,7 +11,7 @@ from typing import Any
 
 from hermes_replay._terminal.render import sanitize
 
-__all__ = ["SHOWN_MISSES", "cli_miss_hint", "miss_report"]
+__all__ = ["SHOWN_MISSES", "cli_miss_hint", "miss_report", "volatile_parts"]
 
 SHOWN_MISSES = 3
 
@@ -84,10 +84,10 @@ _CONTENT = ("body.messages", "body.prompt", "body.input", "body.tools", "body.in
             "body.text")
 
 
-def _volatile_hints(misses: list[Any], target: str) -> list[str]:
-    """A normalizer for the volatile-looking values the diffs changed (a date, a uuid, a temp
-    path …), and ``--ignore-path`` for differing fields outside the conversation — each only
-    when the diffs hold such a value or field: a changed system prompt gets neither."""
+def volatile_parts(misses: list[Any]) -> tuple[list[str], list[str]]:
+    """(the built-in normalizers whose volatile-looking values the diffs changed — a date, a
+    uuid, a temp path …; the differing fields outside the conversation): what a next step may
+    offer to keep or ignore. Both are empty for a changed prompt, which is content."""
     import re
 
     from hermes_replay._cassette.matching import _field_of
@@ -101,6 +101,14 @@ def _volatile_hints(misses: list[Any], target: str) -> list[str]:
     fields = list(dict.fromkeys(
         field for line in changed if (field := _field_of(line)).startswith("body.")
         and not field.startswith(_CONTENT)))
+    return names, fields
+
+
+def _volatile_hints(misses: list[Any], target: str) -> list[str]:
+    """A normalizer for the volatile-looking values the diffs changed, and ``--ignore-path``
+    for differing fields outside the conversation — each only when the diffs hold such a
+    value or field (``volatile_parts``): a changed system prompt gets neither."""
+    names, fields = volatile_parts(misses)
     out: list[str] = []
     if names:
         adds = " ".join(f"--add {n}" for n in names)

@@ -44,6 +44,8 @@ class RunSummary:
     accepted: int = 0  # rollouts whose reward differs from the recording, accepted in it
     exit_code: int = 0
     error: str | None = None
+    #: the error was printed in full just above the summary (its message): not repeated
+    error_above: bool = field(default=False, compare=False)
     log: str | None = None  # where the env's own output went, if not to the terminal
     rerecorded: dict[str, int] = field(default_factory=dict)  # auto: rollout -> turns recorded
     written: dict[str, Any] | None = None  # auto: what the new file holds (``rerecorded_line``)
@@ -149,12 +151,13 @@ class RunSummary:
         if self.retried:
             out.append("  " + style("retried: ", "yellow") + sanitize(self.retried)
                        + "; this is the second attempt, on another worker")
-        if self.error:
-            out.append("  " + style("error: ", "red") + sanitize(self.error))
+        if self.error:  # (a refusal printed in full above was shown twice)
+            out.append("  " + style("error: ", "red") + ("shown above" if self.error_above
+                                                         else sanitize(self.error)))
         if self.exit_code:
             out.append(f"  environment exit code {self.exit_code}")
-        if self.log and (self.error or self.exit_code):
-            out.append(f"  environment output: {self.log}")
+        if self.log and (self.error or self.exit_code) and Path(self.log).is_file():
+            out.append(f"  environment output: {self.log}")  # (none when the env never ran)
         return out
 
     def _live_lines(self, style: Style) -> list[str]:
@@ -229,6 +232,7 @@ def summarize(mode: str, cassette: Path | None, result: Any, error: BaseExceptio
                          f"overwritten{kept}.")
     if error is not None or result is None:  # before the run started (a bad cassette)
         summary.error = str(error).splitlines()[0] if str(error) else type(error).__name__
+        summary.error_above = True
         return summary, f"hermes-replay {mode}: {sanitize(str(error))}"
     fill(summary, result)
     error = result.error
@@ -247,6 +251,7 @@ def summarize(mode: str, cassette: Path | None, result: Any, error: BaseExceptio
     elif isinstance(error, HermesReplayError) or error is not None:
         message = f"hermes-replay {mode}: {sanitize(str(error))}"
         summary.error = str(error).splitlines()[0]
+        summary.error_above = True
     if mode != "replay" and (summary.error or summary.exit_code):
         tail = _log_tail(log)  # (a failed replay's error carries the tail already)
         message = "\n".join(part for part in (message, tail) if part)

@@ -89,6 +89,8 @@ class RunView:
     misses: list[str] = field(default_factory=list)
     tool_calls: dict[str, list[ToolCall]] | None = None
     names: dict[str, str] = field(default_factory=dict)  # rollout -> its item's label
+    #: a cassette: its file; a result: the cassette it replayed (whose transcripts it matched)
+    source: Path | None = None
     fork: dict[str, Any] | None = None  # a fork's branch: its link to its parent
 
     @property
@@ -118,7 +120,9 @@ class Divergence:
     that differs in it (a changed date in the system prompt never hides a changed question)."""
 
     rollout: str
-    turn: int  # 1-based, as every message counts turns (the interaction's seq + 1)
+    #: 1-based, as every message counts turns (the interaction's seq + 1); None for a tool
+    #: call the reward made (it answers no turn)
+    turn: int | None
     field: str  # the first: "request.messages[2].content", "response.message.content", …
     diff: str  # every differing field's lines (A = -, B = +), may be ""
     #: each differing field with its own lines, in order (empty for a turn-count divergence)
@@ -150,6 +154,9 @@ class DiffReport:
     compared_rollouts: int = 0
     compared_metrics: int = 0
     notes: list[str] = field(default_factory=list)  # e.g. misses a result reports
+    #: a result compared with the cassette it replayed: its misses in full (each a diff of the
+    #: request against the nearest recording, message lists as sequences) — its transcripts
+    request_misses: list[str] = field(default_factory=list)
 
     @property
     def equal(self) -> bool:
@@ -186,6 +193,7 @@ class DiffReport:
             "tool_divergences": [asdict(d) for d in self.tool_divergences],
             "metrics": [asdict(m) for m in self.metrics],
             "notes": list(self.notes),
+            "request_misses": list(self.request_misses),
         })
 
 
@@ -235,7 +243,7 @@ def view_from_cassette(cassette: Cassette, label: str | None = None) -> RunView:
                    env_name=cassette.header.env_name, rollouts=rollouts,
                    metrics=_derived_metrics(rollouts), transcripts=transcripts,
                    tool_calls=tool_calls, names=labels(cassette.outcomes),
-                   fork=fork_of(cassette.header))
+                   source=Path(cassette.path), fork=fork_of(cassette.header))
 
 
 def _own_samples(cassette: Cassette, transcripts: dict[str, list[Interaction]]) -> None:
@@ -273,7 +281,8 @@ def view_from_result(result: RunResult, label: str = "<run result>") -> RunView:
             metrics[name] = number
     return RunView(label=label, kind="result", env_name=result.env_name, rollouts=rollouts,
                    metrics=metrics, transcripts=None, misses=list(result.misses),
-                   names={r.id: r.label for r in result.rollouts if r.label})
+                   names={r.id: r.label for r in result.rollouts if r.label},
+                   source=Path(result.cassette) if result.cassette else None)
 
 
 def _is_result_file(path: Path) -> bool:
@@ -516,16 +525,50 @@ def compare(a: RunView, b: RunView, *, tolerance: float = 1e-9) -> DiffReport:
                                           b.tool_calls.get(rid, []))
             if found is not None:
                 report.tool_divergences.append(Divergence(rid, *found))
-    if a.transcripts is None or b.transcripts is None:
+    replayed = _replay_of(a, b)
+    if replayed is not None:
+        _replay_transcripts(report, *replayed)
+    elif a.transcripts is None or b.transcripts is None:
         which = " and ".join(v.label for v in (a, b) if v.transcripts is None)
         report.notes.append(f"transcripts not compared: {which} is a replay result (it holds "
-                            "rewards and metrics, not transcripts)")
+                            "rewards and metrics, not transcripts) of another cassette")
     _compare_metrics(report, a, b, tolerance)
     for v, name in ((a, "A"), (b, "B")):
         if v.misses:
             report.notes.append(f"{name} ({v.label}) had {len(v.misses)} replay miss(es); "
                                 f"first: {v.misses[0].splitlines()[0]}")
     return report
+
+
+def _same_file(x: Path | None, y: Path | None) -> bool:
+    try:
+        return x is not None and y is not None and x.resolve() == y.resolve()
+    except OSError:
+        return False
+
+
+def _replay_of(a: RunView, b: RunView) -> tuple[RunView, RunView, str] | None:
+    """(the cassette, the result that replayed it, which side the result is) — a replay's
+    transcripts are its cassette's wherever a request matched, so they can be compared."""
+    for cas, res, side in ((a, b, "B"), (b, a, "A")):
+        if cas.kind == "cassette" and res.kind == "result" and _same_file(cas.source,
+                                                                          res.source):
+            return cas, res, side
+    return None
+
+
+def _replay_transcripts(report: DiffReport, cassette: RunView, result: RunView,
+                        side: str) -> None:
+    """A result beside the cassette it replayed: every request the replay sent was matched
+    against that recording, so the conversation is the recording's except where it missed —
+    and each miss is already a diff of the request against the nearest recording."""
+    if not result.misses:
+        report.notes.append(
+            f"transcripts: every request of {side} ({result.label}) was answered from this "
+            f"recording ({cassette.label}): its conversations are the recorded ones (up to "
+            "the cassette's normalizers)")
+        return
+    report.request_misses = list(result.misses)
 
 
 def _compare_metrics(report: DiffReport, a: RunView, b: RunView, tol: float) -> None:

@@ -116,13 +116,24 @@ def render_report(report: Any, style: Style, *, limit: int = DEFAULT_LIMIT,
             out.append(f"  … {len(rest)} more: "
                        + _ids([f"{d.rollout}#{d.turn}" for d in rest])
                        + " (--limit 0 shows all)")
+    if report.request_misses:
+        n = len(report.request_misses)
+        out += ["", style(f"requests that differ from the recording: {n} (each against the "
+                          "nearest recorded request)", "bold", "yellow")]
+        shown = report.request_misses if limit <= 0 else report.request_misses[:limit]
+        for text in shown:
+            head, *rest = sanitize(text).splitlines() or [""]  # a result.json is input
+            out.append("  " + style(head, "bold"))
+            out.extend("    " + line for line in _diff_lines("\n".join(rest), style))
+        if n > len(shown):
+            out.append(f"  … {n - len(shown)} more (--limit 0 shows all)")
     if report.tool_divergences:
         out += ["", style(f"first differing tool call: {len(report.tool_divergences)} "
                           "rollout(s)", "bold", "yellow")]
         shown = report.tool_divergences if limit <= 0 else report.tool_divergences[:limit]
         for d in shown:
-            out.append(f"  {style(_name(report, d.rollout), 'bold')} · after turn {d.turn} · "
-                       f"{d.field}")
+            when = "in the reward" if d.turn is None else f"after turn {d.turn}"
+            out.append(f"  {style(_name(report, d.rollout), 'bold')} · {when} · {d.field}")
             out.extend("    " + line for line in _diff_lines(d.diff, style))
         if len(report.tool_divergences) > len(shown):
             out.append(f"  … {len(report.tool_divergences) - len(shown)} more (--limit 0 "

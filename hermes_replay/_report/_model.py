@@ -7,8 +7,9 @@ plain field, and the page only ever sets it as text, never as markup)::
      "sections": [{"title", "run", "baseline", "notes", "summary": {...},
                    "charts": {"rewards": FIG, "groups": FIG}, "metrics": [[name, a, b]],
                    "wandb": [[name, a, b]]}],
-     "rows": [{"key", "section", "id", "label", "parts", "phase", "group", "reward", "before",
-               "delta", "turns", "calls", "errors", "finished", "misses", "drift", "status"}],
+     "rows": [{"key", "section", "id", "label", "parts", "note", "phase", "group", "reward",
+               "before", "delta", "turns", "calls", "errors", "finished", "misses", "drift",
+               "status"}],
      "transcripts": {key: {"messages": [...], "misses": [...], "diverge": {...} | None,
                            "tools": [recorded tool calls],
                            "tokens": {"ids", "trained", "logprobs"?} | None}},
@@ -86,7 +87,9 @@ def _divergences(run: Run, base: Run | None) -> dict[str, dict[str, Any]]:
                                       run.records[rid].tool_calls)
         if tools is not None:  # the same conversation, but a tool answered differently
             turn, where, diff = tools
-            out[rid] = {"turn": turn - 1, "field": where, "diff": diff[:6000]}
+            # turn None: a call the reward made (it answers no turn of the conversation)
+            out[rid] = {"turn": None if turn is None else turn - 1, "field": where,
+                        "diff": diff[:6000]}
     return out
 
 
@@ -120,6 +123,24 @@ def _changed(row: dict[str, Any]) -> bool:
         row["delta"] is not None and abs(row["delta"]) > _TOL)
 
 
+def _when(turn: int | None) -> str:
+    return "the reward" if turn is None else f"turn {turn + 1}"
+
+
+def _attribution_note(record: Any, *runs: Run | None) -> str | None:
+    """What the reward of a plain env's rollout is not plainly (dropped, ambiguous, given by
+    position), as ``show`` and the snapshots say it; None for a Hermes rollout. ``runs``: where
+    its group's record (``outcome.traffic``) may be, for its scores."""
+    from hermes_replay._cassette.choices import attribution_note
+
+    outcome = getattr(record, "outcome", None)
+    if not isinstance(outcome, dict) or not outcome.get("traffic"):
+        return None
+    group = next((r.records[str(outcome["traffic"])] for r in runs
+                  if r is not None and str(outcome["traffic"]) in r.records), None)
+    return attribution_note(outcome, group.outcome if group is not None else None)
+
+
 def _section_rows(si: int, section: Section, state: dict[str, Any], strings: Strings
                   ) -> list[dict[str, Any]]:
     run, base = section.run, section.baseline
@@ -143,7 +164,7 @@ def _section_rows(si: int, section: Section, state: dict[str, Any], strings: Str
         reward = _num(after.reward) if after else None
         previous = _num(before.reward) if before else None
         drift = divergences.get(rid)
-        drift_text = (f"turn {drift['turn'] + 1}: {drift['field']}" if drift else
+        drift_text = (f"{_when(drift['turn'])}: {drift['field']}" if drift else
                       f"{unused[rid]} recording(s) unused" if rid in unused else None)
         key = f"{si}:{rid}"
         tool_errors = shown.tool_errors if shown.tool_errors is not None else errors
@@ -151,6 +172,7 @@ def _section_rows(si: int, section: Section, state: dict[str, Any], strings: Str
             "key": key, "section": si, "id": rid,
             "label": (after.label if after else None) or (before.label if before else None),
             "parts": parts_text(shown.parts) or None,
+            "note": _attribution_note(record, run, base),
             "phase": shown.phase,
             "group": run.groups_of.get(rid) or (base.groups_of.get(rid) if base else None),
             "reward": reward, "before": previous,

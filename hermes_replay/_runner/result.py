@@ -51,6 +51,14 @@ class RolloutOutcome:
         )
 
 
+def recorded_rewards(run: Any) -> dict[str, float | None]:
+    """Each recorded rollout's reward in ``run`` (a loaded cassette; a plain env's group
+    records are not rollouts): what a replay's rewards are compared with."""
+    return {rid: (None if rec.outcome.get("reward") is None else float(rec.outcome["reward"]))
+            for rid, rec in run.rollouts.items()
+            if rec.outcome and not is_group_record(rec.outcome)}
+
+
 def is_group_record(outcome: Any) -> bool:
     """A plain env's group (``_runner.plain_groups``): its scores, not a rollout of its own."""
     return isinstance(outcome, dict) and outcome.get("kind") == "group"

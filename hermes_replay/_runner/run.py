@@ -33,7 +33,7 @@ from hermes_replay._runner.dead_endpoint import DEFAULT_FIRST_ANSWER_TIMEOUT
 from hermes_replay._runner.flags import checked_flags
 from hermes_replay._runner.options import RunOptions
 from hermes_replay._runner.plan import flag_value
-from hermes_replay._runner.result import RolloutOutcome, RunResult, is_group_record
+from hermes_replay._runner.result import RolloutOutcome, RunResult, recorded_rewards
 from hermes_replay._runner.run_notes import by_position, name_refusals, skipped_groups
 from hermes_replay._runner.seed import run_seed, seed_globals, seeded_setup
 from hermes_replay._session.isolation import tool_isolation
@@ -95,10 +95,7 @@ def run_cassette(
             f"the header's env_file {too_long}, so no file has that name "
             f"({header.env_file[:60]!r}…)", path=path, line=1,
             hint="the header is damaged: restore the cassette from git, or re-record it")
-    recorded_rewards = {
-        rid: (None if rec.outcome.get("reward") is None else float(rec.outcome["reward"]))
-        for rid, rec in recorded_run.rollouts.items()
-        if rec.outcome and not is_group_record(rec.outcome)}
+    rewards = recorded_rewards(recorded_run)
     del recorded_run  # the replay loads its own copy; a huge reply need not be held twice
     env_file = find_env_file(header.env_file, Path(path))
     if env_file is None:
@@ -131,7 +128,7 @@ def run_cassette(
                          on_event=on_event, env_name=header.env_name, raise_errors=False,
                          as_recorded=command is None, rescored=rescored, module=module)
     result.out_dir = out
-    result.recorded_rewards = recorded_rewards
+    result.recorded_rewards = rewards
     from hermes_replay._runner.result_io import write_run_result
 
     write_run_result(result, out)

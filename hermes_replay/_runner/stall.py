@@ -64,13 +64,28 @@ class _Progress:
 
 
 def _stalled(session: Any, reason: str) -> ReplayStalled:
-    """The error of a stalled replay (built on the main thread, after the interrupt)."""
-    recorded = session.misses
-    last = f"; the last: {recorded[-1].describe().splitlines()[0]}" if recorded else ""
+    """The error of a stalled replay (built on the main thread, after the interrupt): the
+    misses themselves, with their diffs, come with it — the guard stops the run before any
+    other report would show them. The rollout named first is one the cassette holds (a miss
+    whose nearest recording is its own turn): once a group misses, an env may draw items the
+    recording never had, and those later misses name rollouts no one can look up."""
+    from hermes_replay._errors import miss_text
+
+    recorded = list(session.misses)
+
+    def own_recording(miss: Any) -> bool:
+        return miss.nearest is not None and miss.nearest[0] == miss.rollout
+
+    ordered = sorted(recorded, key=lambda m: not own_recording(m))  # stable: order kept
+    first = f"; the first: {ordered[0].headline()}" if ordered else ""
+    hint = ("  next step: the first miss above is the cause to look at; if the change is "
+            "intended, re-record (`hermes-replay record …`), or raise the bound with "
+            "--max-misses")
+    report = miss_text(ordered, None, hint, shown=3, verbose=False,
+                       more="; -v on a replay of this one cassette shows every diff")
     return ReplayStalled(
-        f"{session.path}: replay stopped — {reason}{last}. Offline nothing changes, so "
-        "it would never finish.\n  next step: see the misses above; re-record what is "
-        "missing (`hermes-replay record …`), or raise the bound with --max-misses")
+        f"{session.path}: replay stopped — {reason}{first}. Offline nothing changes, so "
+        f"it would never finish.\n{report}")
 
 
 @contextmanager

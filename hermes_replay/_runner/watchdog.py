@@ -26,6 +26,7 @@ retried 108 times — but a SIGINT from outside stays ignored, and SIG_IGN is pu
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -94,6 +95,25 @@ class _Dog:
 _ACTIVE: _Dog | None = None  # the main thread's watchdog while a guard's block runs
 
 
+class _InterruptedTasks(logging.Filter):
+    """Drops asyncio's "Task exception was never retrieved" for a task that ended with the
+    interrupt a guard (or the user's Ctrl-C) raised: ``asyncio.run`` cancels the env's tasks
+    while the interrupt unwinds, the one it lands in keeps it as its exception, and when that
+    task is collected — often at interpreter exit, after the run's own report — asyncio logs an
+    80-line traceback of our interrupt under it. The run's error already says why it stopped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(exc, KeyboardInterrupt)
+                    and str(record.msg).startswith("Task exception was never retrieved"))
+
+
+def _quiet_interrupted_tasks() -> None:
+    logger = logging.getLogger("asyncio")
+    if not any(isinstance(f, _InterruptedTasks) for f in logger.filters):
+        logger.addFilter(_InterruptedTasks())
+
+
 @contextmanager
 def watchdog(check: Callable[[], TripT | None], *, error: Callable[[TripT], BaseException],
              name: str, interval: float) -> Iterator[Poke]:
@@ -114,6 +134,7 @@ def watchdog(check: Callable[[], TripT | None], *, error: Callable[[TripT], Base
     if not nested and not can_interrupt_main():
         yield _nothing
         return
+    _quiet_interrupted_tasks()
     watch: _Watch[TripT] = _Watch(check)
     if nested:
         assert _ACTIVE is not None

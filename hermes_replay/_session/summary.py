@@ -68,8 +68,9 @@ def rerecorded_line(rerecorded: dict[str, int], written: dict[str, Any] | None =
     gone = list(written.get("dropped_rollouts") or [])
     if gone:
         names = ", ".join(gone[:4]) + (f" and {len(gone) - 4} more" if len(gone) > 4 else "")
-        parts.append(f"{written['dropped_in_rollouts']} of {len(gone)} rollout(s) the command "
-                     f"no longer makes ({names})")
+        n = written["dropped_in_rollouts"]  # recordings in the gone rollouts
+        parts.append(f"{'all ' if n == written['dropped'] else ''}{n} in {len(gone)} "
+                     f"rollout(s) the command no longer makes ({names})")
     rest = written["dropped"] - written.get("dropped_in_rollouts", 0)
     if rest:
         parts.append(f"{rest} turn(s) of re-recorded rollouts this run did not request")

@@ -221,3 +221,16 @@ def test_live_then_offline(tmp_path):
     assert rows["evaluate"].status == "pass"
     assert rows["rewards"].status == "fail"
     assert "outside [0, 1]" in rows["rewards"].findings[0].message
+
+
+def test_a_missing_mode_names_the_folder_and_what_it_holds(tmp_path):
+    """``check`` on a folder with only a process cassette said "no evaluate cassette at
+    …/process.jsonl" — naming the process cassette as the missing one."""
+    from hermes_replay._check._runs import run_mode
+
+    proc = tmp_path / "process.jsonl"
+    proc.write_text(json.dumps({"type": "header", "command": ["process"]}) + "\n")
+    run = run_mode(tmp_path / "env.py", "evaluate", Target(cassette=proc), tmp_path / "w")
+    assert run.skipped is not None
+    assert run.skipped.startswith(f"no evaluate cassette in {tmp_path} (it holds process only)")
+    assert "process.jsonl" not in run.skipped

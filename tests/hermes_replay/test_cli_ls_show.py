@@ -243,8 +243,9 @@ def test_escape_sequences_from_a_cassette_never_reach_the_terminal(tmp_path: Pat
 
 
 def test_show_folds_phase2_token_ids_into_decoded_text(tmp_path: Path, capsys) -> None:
-    """``/generate`` bodies carry token-id lists: one line each with its decoded text; the
-    ids themselves with ``--raw``."""
+    """``/generate`` bodies carry token-id lists: shown as the decoded prompt and completion
+    text; a body of another shape keeps its ids folded into one line each; the ids
+    themselves with ``--raw``."""
     import httpx
     from tokenizers import Tokenizer
 
@@ -263,10 +264,15 @@ def test_show_folds_phase2_token_ids_into_decoded_text(tmp_path: Path, capsys) -
                 "prompt": {"prompt_token_ids": ids}, "logprobs": 0, "n": 1, "max_tokens": 32})
     assert main(["show", str(path)]) == 0
     out = capsys.readouterr().out
-    assert (f'"prompt_token_ids": "⟨{len(ids)} token ids⟩ \'What is the sum of the squares of '
-            "1 through 10?'\"") in out
-    assert '"token_ids": [\n      "⟨' in out and "token ids⟩ '" in out  # the reply, decoded
+    assert "\n  What is the sum of the squares of 1 through 10?\n" in out  # the prompt, as text
+    assert "── completion · turn 1" in out and " tokens · finish " in out
     assert f"  {ids[3]},\n" not in out  # no column of ids
+    # a body of a shape not read as prompt/completion keeps its ids folded, decoded
+    from hermes_replay._tokenizers.fold import fold_token_lists
+
+    folded = fold_token_lists({"input_ids": ids}, lambda xs: tokenizer.decode(xs))
+    assert folded == {"input_ids": f"⟨{len(ids)} token ids⟩ 'What is the sum of the squares "
+                                   "of 1 through 10?'"}
     assert main(["show", str(path), "--raw"]) == 0
     raw = capsys.readouterr().out
     assert json.loads(raw)["request"]["body"]["prompt"]["prompt_token_ids"] == ids

@@ -106,7 +106,7 @@ def test_record_missing_only_rerecords_what_changed_and_keeps_the_rest(
             f"+ {kept_turns} kept as they were") in out
     dropped = len(before.interactions) - kept_turns
     gone = sorted(set(before.rollouts) - set(after.rollouts))
-    assert (f"{dropped} old recording(s) dropped: {dropped} of 2 rollout(s) the command no "
+    assert (f"{dropped} old recording(s) dropped: all {dropped} in 2 rollout(s) the command no "
             f"longer makes ({gone[0]}, {gone[1]})") in out
     assert "every other recording kept" not in out and "unused:" not in out
     # and now the replay passes

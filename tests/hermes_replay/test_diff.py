@@ -172,7 +172,7 @@ def test_json_schema(tmp_path, capsys):
     doc = json.loads(out)
     assert set(doc) == {"schema_version", "equal", "a", "b", "compared_rollouts", "rewards",
                         "only_in_a", "only_in_b", "divergences", "tool_divergences", "metrics",
-                        "notes"}
+                        "notes", "request_misses"}
     assert doc["schema_version"] == 1 and doc["equal"] is False
     assert doc["a"] == {"path": str(PROCESS), "kind": "cassette", "env_name": "terminal-test",
                         "rollouts": 12, "misses": []}
@@ -225,7 +225,8 @@ def test_result_json_round_trip_and_cassette_vs_result(tmp_path, capsys):
     # a cassette has no metrics.json: the result's reported metrics are not a difference
     code, out, _ = run_cli(capsys, EVALUATE, tmp_path / "run")
     assert code == 0, out
-    assert "transcripts not compared" in out
+    # the result says it replayed this cassette with no miss: its transcripts are the recorded
+    assert "transcripts: every request of B" in out and "transcripts not compared" not in out
 
 
 def test_two_results_metric_and_reward_deltas(tmp_path, capsys):

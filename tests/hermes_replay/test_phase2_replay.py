@@ -109,3 +109,70 @@ def test_phase2_replay_gives_the_recorded_jsonl_byte_for_byte(
             assert not any(MARKUP[parser] in (m.get("content") or "") for m in messages
                            if m["role"] == "assistant"), "raw tool-call markup left unparsed"
     assert calls > 0, "no tool call was parsed from the recorded raw text"
+
+
+_MORE = ["process", "--env.total_steps", "4", "--env.group_size", "2",
+         "--env.max_agent_turns", "6", "--env.tool_call_parser", "hermes"]
+
+
+@pytest.fixture(scope="module")
+def four_items(tmp_path_factory):
+    """A Phase-2 recording of four items x 2 (hermes markup in the raw replies)."""
+    folder = tmp_path_factory.mktemp("p2")
+    cassette = folder / "phase2.jsonl"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(ROOT)  # as at_root: the header names the env file relative to the root
+        mp.setenv("HERMES_API_KEY", "sk-test-phase2")
+        mp.delenv("HERMES_BASE_URL", raising=False)
+        with ScriptedEndpoint(script="examples", seed=0, raw_tool_format="hermes") as endpoint:
+            assert main(["record", ENV_FILE, "--cassette", str(cassette), "--endpoint",
+                         endpoint.root_url, "--model", "scripted", "--server-type", "vllm",
+                         "--", *_MORE,
+                         "--env.data_path_to_save_groups", str(folder / "rec.jsonl")]) == 0
+        import wandb
+
+        if wandb.run is not None:
+            wandb.finish()
+    return cassette
+
+
+def test_ls_counts_a_phase2_rollouts_tool_calls(four_items, capsys):
+    """``/generate`` replies are raw text: ``ls`` showed 0 tool calls for every Phase-2
+    rollout. The oracle: the ``<tool_call>`` blocks in each rollout's own recorded replies."""
+    tape = load_cassette(four_items)
+    expected = {rid: sum(i.response["body"]["text"][0].count("<tool_call>")
+                         for i in rec.interactions) for rid, rec in tape.rollouts.items()}
+    assert sum(expected.values()) > 0
+    capsys.readouterr()
+    assert main(["ls", str(four_items)]) == 0
+    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()
+            if line.strip().startswith("train-")}
+    assert {rid: int(row[-2]) for rid, row in rows.items()} == expected
+
+
+def test_a_phase2_replay_that_keeps_missing_shows_the_cause_before_it_stops(four_items,
+                                                                            tmp_path):
+    """A changed system prompt under ``--server-type vllm``: every ``/generate`` misses, the
+    env's groups fail and it draws more items than were recorded, until the stall guard stops
+    the run. The stop must show the misses' decoded prompt diff (it used to say "see the misses
+    above" with none above), name a rollout the cassette holds (it named the last miss, one of
+    the extra items), and end without asyncio's "Task exception was never retrieved" traceback
+    of the interrupt (printed at interpreter exit: so the replay runs as its own process)."""
+    import subprocess
+    import sys
+
+    recorded = set(load_cassette(four_items).rollouts)
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("hermes-replay")), "replay", ENV_FILE,
+         "--cassette", str(four_items), "--out", str(tmp_path / "out"), "--", *_MORE,
+         "--env.data_path_to_save_groups", str(tmp_path / "rep.jsonl"),
+         "--env.system_prompt", "You are terse."],
+        capture_output=True, text=True, timeout=300, cwd=ROOT)
+    text = done.stdout + done.stderr
+    assert done.returncode == 1, text[-3000:]
+    stop = text.index("replay stopped — 25 requests in a row had no recording")
+    named = text[stop:].split("; the first: rollout '", 1)[1].split("'", 1)[0]
+    assert named in recorded, (named, sorted(recorded))
+    diff = text.index("prompt text (decoded with the cassette's tokenizer")
+    assert diff > stop and text.index("{+You are terse.", diff) > diff  # the cause, shown
+    assert "Traceback" not in text and "never retrieved" not in text, text[-4000:]

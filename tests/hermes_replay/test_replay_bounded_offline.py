@@ -148,7 +148,7 @@ def test_a_replay_that_keeps_missing_stops_with_a_clear_error(tmp_path: Path) ->
                     pass
     message = str(info.value)
     assert "requests in a row had no recording" in message and str(path) in message
-    assert "r0" in message  # the last miss is named
+    assert "the first: rollout 'r0', turn 1" in message  # a recorded rollout is named
     # the count trips at the fifth miss itself, not at a watchdog tick: a tick can come seconds
     # late (CPython starves the watchdog thread of the GIL while this loop runs: the SDK calls
     # os.urandom for every request), and CI once saw 10,000 attempts unstopped
@@ -183,7 +183,7 @@ def test_the_stall_guards_deadline_trips_while_the_main_thread_holds_the_session
                     time.sleep(0.1)
                     slept += 1
     assert slept < 100
-    assert "the last: " in str(info.value) and "r0" in str(info.value)  # named after the stop
+    assert "the first: " in str(info.value) and "r0" in str(info.value)  # named after the stop
 
 # -- only environment files run ---------------------------------------------------------------
 

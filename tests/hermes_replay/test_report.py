@@ -84,7 +84,10 @@ def test_recorded_tool_calls_show_those_the_reward_made_and_a_changed_answer_is_
     assert changed["error"] == "exit code 1"
     assert "FAILED (changed)" in state["strings"][changed["result"]]
     # the conversation is the same; the tool's answer is where the two recordings part
-    assert rows[rid]["drift"].startswith(f"turn {recorded[seq].turn + 1}: tool call {seq} (")
+    # (a call the reward made answers no turn: it is placed in the reward)
+    when = ("the reward" if recorded[seq].source != "agent"
+            else f"turn {recorded[seq].turn + 1}")
+    assert rows[rid]["drift"].startswith(f"{when}: tool call {seq} (")
     assert rows[rid]["status"] == "drift"
     assert sum(1 for r in rows.values() if r["drift"]) == 1
 

@@ -273,6 +273,9 @@ def test_cli_refuses_a_bad_or_missing_script_file(tmp_path):
             [sys.executable, "-m", "hermes_replay.cli", "scripted-endpoint", "--script", script],
             capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and expected in done.stderr, done.stderr
+        # named once: "hermes-replay scripted-endpoint: scripted endpoint: …" was doubled
+        assert done.stderr.startswith("hermes-replay scripted-endpoint: ")
+        assert "scripted endpoint:" not in done.stderr, done.stderr
 
 
 def test_registered_names_win_over_a_stray_file(tmp_path, monkeypatch):

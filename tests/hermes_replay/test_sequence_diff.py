@@ -46,13 +46,23 @@ def test_lists_of_one_length_keep_the_positional_diff():
     assert [c.field for c in field_changes(old, new)] == ["body.messages[0].content"]
 
 
-def test_a_replay_after_a_system_prompt_was_added_names_the_insertion(calc_project, capsys):
+def test_a_replay_after_a_system_prompt_was_added_names_the_insertion(calc_project, capsys,
+                                                                      tmp_path):
     code = main(["replay", "environments/calc_tool_env.py", "--cassette",
-                 "cassettes/calc_tool_env/process.jsonl", "--", *PROCESS_ARGS,
-                 "--env.system_prompt", "Answer in French."])
+                 "cassettes/calc_tool_env/process.jsonl", "--out", str(tmp_path / "out"), "--",
+                 *PROCESS_ARGS, "--env.system_prompt", "Answer in French."])
     err = capsys.readouterr().err
     assert code == 1
     assert "1 message(s) inserted at [0]" in err
     assert '+body.messages[0].content: "Answer in French."' in err
     roles = [line.strip() for line in err.splitlines() if ".role:" in line]
     assert roles and set(roles) == {'+body.messages[0].role: "system"'}  # nothing positional
+
+    # `diff CASSETTE OUT`: the replay's transcripts are the recording's wherever a request
+    # matched, so its misses are where they differ — each the same sequence diff
+    assert main(["diff", "cassettes/calc_tool_env/process.jsonl", str(tmp_path / "out")]) == 1
+    out = capsys.readouterr().out
+    assert "transcripts not compared" not in out
+    assert "requests that differ from the recording:" in out
+    assert "1 message(s) inserted at [0]" in out
+    assert '+body.messages[0].content: "Answer in French."' in out

@@ -260,3 +260,42 @@ def test_normalizers_apply_to_executed_tool_results(tmp_path: Path) -> None:
         with hermes_replay.rollout("a"):
             tool("pytest")
     assert session.summary().tool_drift == [] and tool.runs == ["pytest"]
+
+
+def test_a_reward_calls_difference_is_placed_in_the_reward_not_after_a_turn(tmp_path: Path,
+                                                                            capsys) -> None:
+    """A one-turn rollout (one model request), then its reward runs ``pytest``: when the
+    reward's result differs, ``diff`` and the report place it "in the reward" — it answers no
+    turn (it was labelled "after turn 2" in a rollout of one turn)."""
+    from hermes_replay._report._model import build_state
+    from hermes_replay._report._sources import load_runs, pair_runs
+    from hermes_replay.cli import main
+
+    def one_turn(path: Path, verdict: str, client: openai.OpenAI) -> None:
+        with hermes_replay.cassette(path, "record"), hermes_replay.rollout("r"):
+            client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "write the fix"}])
+            Tool({"pytest": {"output": verdict, "exit_code": 0}})("pytest", source="reward")
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    from hermes_replay.scripted_endpoint import Reply, Rule, Script
+
+    fixed = Script("fixed", [Rule("any", lambda c: True, lambda c, rng: Reply(content="done"))])
+    with ScriptedEndpoint(script=fixed, seed=0) as ep:  # one endpoint, one reply: same turn
+        client = openai.OpenAI(base_url=ep.base_url, api_key="x", max_retries=0)
+        one_turn(a, "1 passed", client)
+        one_turn(b, "1 failed", client)
+    (call,) = load_cassette(a).tool_calls
+    assert call.source == "reward"
+    capsys.readouterr()
+    assert main(["diff", str(a), str(b)]) == 1
+    out = capsys.readouterr().out
+    (line,) = [x for x in out.splitlines() if "tool call 0 (terminal)" in x]
+    assert "in the reward" in line and "after turn" not in line, out
+    from hermes_replay._report import _charts
+
+    state = build_state(pair_runs(load_runs(b), load_runs(a)), subject="b", against="a",
+                        charts=_charts)
+    (row,) = state["rows"]
+    assert row["drift"] == "the reward: tool call 0 (terminal).result", row
+    assert state["transcripts"][row["key"]]["diverge"]["turn"] is None

@@ -154,6 +154,24 @@ def test_dropped_entries_say_so_and_carry_no_neighbours_reward(tmp_path, capsys)
     assert "token count mismatch (2 entries, group_size 4)" in out
     assert "mean reward -" in out
 
+    # the report says it too, in each row and in the rollout's own facts (as `show` does)
+    import sys
+    sys.path.insert(0, str(HERE.parent / "hermes_replay"))
+    from _browser import launch, open_page
+
+    from hermes_replay._report import write_report
+
+    report = write_report([cassette], tmp_path / "report.html")
+    with launch() as browser:
+        page, visit = open_page(browser, report)
+        for rid, (_q, _reply, outcome) in list(rollouts.items())[:6]:
+            row = f"#rollouts tbody tr:has(td.c-id:text-is('{rid}'))"
+            cell = page.inner_text(f"{row} td.c-reward")
+            assert cell.startswith("–") and outcome["dropped"][:40] in cell, (rid, cell)
+            page.click(row)
+            assert outcome["dropped"][:40] in page.inner_text("#transcript .facts"), rid
+        visit.assert_quiet()
+
 
 def _as_recorded_before(cassette: Path, older: Path) -> None:
     """``cassette`` as the harness wrote it before attribution by content: each rollout's
@@ -183,6 +201,14 @@ def test_an_older_cassette_is_flagged_and_replayed_by_content(shuffled, tmp_path
         assert main(["show", str(older), "--rollout", rid]) == 0
         out = " ".join(capsys.readouterr().out.split())
         assert "reward given by position, not matched to its reply by content" in out, rid
+    from hermes_replay._report import _charts
+    from hermes_replay._report._model import build_state
+    from hermes_replay._report._sources import load_runs, pair_runs
+
+    state = build_state(pair_runs(load_runs(older), None), subject="t", against=None,
+                        charts=_charts)
+    notes = {row["id"]: row["note"] for row in state["rows"]}
+    assert all("reward given by position" in (notes[rid] or "") for rid in rollouts), notes
     result = run_cassette(older, out_dir=tmp_path / "replay")
     assert result.rewards == expected
     assert set(result.changed_rewards()) == wrong

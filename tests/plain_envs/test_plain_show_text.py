@@ -114,3 +114,59 @@ def test_a_multi_turn_groups_rollout_shows_only_its_own_turns(tmp_path, capsys):
         out = capsys.readouterr().out
         assert all(text in out for text in own)
         assert not any(text in out for seq, text in replies.items() if text not in own), rid
+
+
+def test_a_generate_rollout_shows_prompt_and_its_own_completion_as_decoded_text(tmp_path,
+                                                                                  capsys):
+    """Phase 2 (``managed_server`` over a vLLM-type server): ``show`` decodes the prompt's
+    token ids and each rollout's own sample's output ids (read from the logprob entries, what
+    atroposlib trains on) with the cassette's tokenizer — decoded here again with the
+    ``tokenizers`` library straight from the bundled tokenizer file."""
+    from tokenizers import Tokenizer
+
+    cassette = tmp_path / "regex.jsonl"
+    here = Path.cwd()
+    os.chdir(HERE)
+    try:
+        # each sample its own words, so a rollout showing its neighbour's would be seen
+        script = Script("samples", [Rule("any", lambda c: True, lambda c, rng: Reply(
+            content=f"Sample {c.sample} says <answer>abc{c.sample}</answer>"))])
+        with ScriptedEndpoint(script=script, seed=0) as endpoint:
+            assert main(["record", "managed_regex_env.py", "--cassette", str(cassette),
+                         "--endpoint", endpoint.root_url, "--model", "scripted",
+                         "--server-type", "vllm", "--", "process", "--env.tokenizer_name",
+                         str(bundled_tokenizer_path()), "--env.total_steps", "1",
+                         "--env.group_size", "2", "--env.data_path_to_save_groups",
+                         str(tmp_path / "g.jsonl")]) == 0
+    finally:
+        os.chdir(here)
+        import wandb
+
+        if wandb.run is not None:
+            wandb.finish()
+    tok = Tokenizer.from_file(str(Path(bundled_tokenizer_path()) / "tokenizer.json"))
+    loaded = load_cassette(cassette)
+    rollouts = {rid: rec for rid, rec in loaded.rollouts.items() if rec.outcome.get("traffic")}
+    assert len(rollouts) == 2
+    capsys.readouterr()
+    seen = set()
+    for rid, rec in rollouts.items():
+        (inter,) = loaded.rollouts[rec.outcome["traffic"]].interactions
+        assert inter.request["path"] == "/generate"
+        [[_seq, k]] = rec.outcome["samples"]
+        prompt = tok.decode(inter.request["body"]["prompt"]["prompt_token_ids"],
+                            skip_special_tokens=False)
+        per_sample = [tok.decode([int(next(iter(e[0]))) for e in entries],
+                                 skip_special_tokens=False)
+                      for entries in inter.response["body"]["logprobs"]]
+        own = per_sample[k]
+        assert main(["show", str(cassette), "--rollout", rid, "--full"]) == 0
+        out = capsys.readouterr().out
+        lines = [line[2:] for line in out.splitlines()]
+        assert "── prompt · generate · turn 1" in out, out
+        assert prompt.splitlines()[1] in lines  # the user's words, as a line of text
+        assert own.splitlines()[0] in lines
+        assert f"{len(inter.response['body']['logprobs'][k])} tokens · finish" in out
+        assert "prompt_token_ids" not in out and "⟨" not in out  # no JSON, no folded ids
+        seen.add(own)
+    assert len(seen) == 2  # each rollout its own sample's completion

@@ -135,7 +135,9 @@
   columns.push(
     { key: "phase", label: "phase" },
     { key: "group", label: "group" },
-    { key: "reward", label: "reward", num: true, show: fmt });
+    // a plain env's reward that is not plainly the rollout's own (dropped, ambiguous, by
+    // position) says so in its cell, as `show` and the snapshots do
+    { key: "reward", label: "reward", num: true, show: (v, r) => fmt(v) + (r.note ? " (" + r.note + ")" : "") });
   if (S.compared) {
     columns.push({ key: "before", label: "before", num: true, show: fmt });
     columns.push({ key: "delta", label: "Δ reward", num: true, show: fmtDelta });
@@ -263,6 +265,7 @@
     if (S.compared) facts.push("before " + fmt(row.before), "Δ " + (fmtDelta(row.delta) || "–"));
     facts.push("turns " + (row.turns ?? "–"), "tool calls " + row.calls, "tool errors " + (row.errors ?? "–"), "finished " + yesNo(row.finished));
     if (row.parts) facts.push("reward parts: " + row.parts);  // the env's named terms of the reward
+    if (row.note) facts.push("reward " + row.note);
     const out = [el("h2", { id: "transcript-title", text: "rollout " + row.id + (row.label ? " (" + row.label + ")" : "") }),
       el("p", { class: "meta", text: S.sections[row.section].title + (row.group ? " · group " + row.group : "") + " · " + row.phase }),
       el("p", { class: "facts", text: facts.join(" · ") })];
@@ -270,7 +273,9 @@
       out.push(el("div", { class: "miss-box" }, el("strong", { text: "replay miss" + (miss.seq !== null ? " at turn " + (miss.seq + 1) : "") }), el("pre", { text: miss.text })));
     }
     if (data.diverge) {
-      out.push(el("div", { class: "diverge-box" }, el("strong", { text: "first diverging turn: " + (data.diverge.turn + 1) + " (" + data.diverge.field + ")" }), data.diverge.diff ? el("pre", { text: data.diverge.diff }) : null));
+      // turn null: a tool call the reward made differs (it answers no turn)
+      const where = data.diverge.turn === null ? "first difference: in the reward" : "first diverging turn: " + (data.diverge.turn + 1);
+      out.push(el("div", { class: "diverge-box" }, el("strong", { text: where + " (" + data.diverge.field + ")" }), data.diverge.diff ? el("pre", { text: data.diverge.diff }) : null));
     }
     // turns are shown counted from 1 (turn = seq + 1), as every hermes-replay message counts
     const missTurns = new Set(data.misses.map((m) => m.seq));

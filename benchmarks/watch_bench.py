@@ -13,11 +13,15 @@ runs in a fresh interpreter — in turn with the watch's rep, so load from other
 both alike. Printed: the medians, wall and CPU (a watch's CPU is its forked runs', a cold
 replay's the whole interpreter's), their ratio, and each target with PASS/FAIL:
 
-- one cassette, save -> verdict median <= 1.0 s (wall)
+- one cassette, save -> verdict median <= 0.5 s (wall)
 - all three, save -> last verdict median <= 3.0 s (wall)
+- with ``--copies 5``: fifteen cassettes (each shipped one five times), save -> last verdict
+  median <= 2.0 s (wall)
 
-Wall is what the user waits; on a machine shared with other work, CPU is the figure that load
-does not inflate, so both are printed.
+``--load N`` keeps N busy-looping processes running through the whole measurement (a shared
+machine: the issue's target is "at load 2 on 2 cores"); the load average is printed with every
+result. Wall is what the user waits; on a machine shared with other work, CPU is the figure
+that load does not inflate, so both are printed.
 """
 
 from __future__ import annotations
@@ -40,8 +44,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ENVS = ("multi_signal_env", "research_judge_env", "terminal_test_env")
 BIN = Path(sys.executable).with_name("hermes-replay")
-TARGET_ONE_S = 1.0
+TARGET_ONE_S = 0.5
 TARGET_ALL_S = 3.0
+TARGET_FIFTEEN_S = 2.0
 _TALLY = re.compile(r"cassette\(s\): .* · ([\d.]+) s (after the save|for the first run)"
                     r" · ([\d.]+) s CPU")
 _CLASS = re.compile(r"^class (\w+)\(HermesAgentBaseEnv\):", re.M)
@@ -74,7 +79,35 @@ def make_project(root: Path) -> Path:
             head + _SCALED.format(cls=cls[1]) + sep + tail, encoding="utf-8")
         (root / "cassettes" / env).mkdir(parents=True)
         shutil.copy(ROOT / "cassettes" / env / "process.jsonl", root / "cassettes" / env)
+    # a clone, as a user has it: git vouches for its env files, which the bench then edits
+    # (a cassette's env file runs only when shown to be the project's: docs/reliability.md)
+    for git in (["init", "-q"], ["add", "environments"]):
+        subprocess.run(["git", *git], cwd=root, check=True, capture_output=True)
     return root
+
+
+def add_copies(root: Path, copies: int) -> int:
+    """Each shipped cassette ``copies`` times in its env's folder (the copies are the same
+    recording under other names: every one replays, and a save all envs import reaches all);
+    returns how many cassettes the project holds."""
+    for env in ENVS:
+        for n in range(2, copies + 1):
+            shutil.copy(root / "cassettes" / env / "process.jsonl",
+                        root / "cassettes" / env / f"process-{n}.jsonl")
+    return len(ENVS) * max(copies, 1)
+
+
+class Burners:
+    """``n`` processes that spin on a core until stopped: the load of a shared machine."""
+
+    def __init__(self, n: int) -> None:
+        self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                      for _ in range(n)]
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
 
 
 class Watch:
@@ -186,24 +219,35 @@ def _load() -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=5, help="saves per watch (default 5)")
-    ap.add_argument("--only", choices=("one", "three"), default=None,
-                    help="only the watch of one cassette, or of all three (default: both)")
+    ap.add_argument("--only", choices=("one", "all"), default=None,
+                    help="only the watch of one cassette, or of all (default: both)")
+    ap.add_argument("--copies", type=int, default=1,
+                    help="each shipped cassette this many times (5: fifteen cassettes)")
+    ap.add_argument("--load", type=int, default=0,
+                    help="busy-looping processes to run throughout (default 0)")
     args = ap.parse_args(argv)
-    print(f"watch benchmark: nproc={os.cpu_count()}; load average {_load()}", flush=True)
+    print(f"watch benchmark: nproc={os.cpu_count()}; load average {_load()}; "
+          f"{args.load} busy process(es) added", flush=True)
     one = every = None
-    with tempfile.TemporaryDirectory(prefix="watch-bench-") as tmp:
-        project = make_project(Path(tmp) / "project")
-        if args.only in (None, "one"):
-            print("one cassette (multi_signal_env/process.jsonl):", flush=True)
-            one = measure(project, "cassettes/multi_signal_env/process.jsonl", args.reps, 1)
-        if args.only in (None, "three"):
-            print("all three process cassettes (one save that all three import):", flush=True)
-            every = measure(project, "cassettes", args.reps, 3)
+    burners = Burners(args.load)
+    try:
+        with tempfile.TemporaryDirectory(prefix="watch-bench-") as tmp:
+            project = make_project(Path(tmp) / "project")
+            count = add_copies(project, args.copies)
+            if args.only in (None, "one"):
+                print("one cassette (multi_signal_env/process.jsonl):", flush=True)
+                one = measure(project, "cassettes/multi_signal_env/process.jsonl", args.reps, 1)
+            if args.only in (None, "all"):
+                print(f"all {count} process cassettes (one save that all import):", flush=True)
+                every = measure(project, "cassettes", args.reps, count)
+    finally:
+        burners.stop()
     passed = []
     if one is not None:
         passed.append(report("one cassette", one, TARGET_ONE_S))
     if every is not None:
-        passed.append(report("three cassettes", every, TARGET_ALL_S))
+        target = TARGET_FIFTEEN_S if count >= 15 else TARGET_ALL_S
+        passed.append(report(f"{count} cassettes", every, target))
     return 0 if all(passed) else 1
 
 

@@ -99,8 +99,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_AutoReport(), "hermes-replay-auto-report")
     from hermes_replay._runner.trust import trust_for_process
 
-    # The session runs this project's conftest.py already: its cassettes may name its envs.
-    trust_for_process(config.rootpath, "the rootdir of this pytest session")
+    # The session runs this project's conftest.py already: its cassettes may name its envs,
+    # and the files it holds as the session starts are the project's (as `trust` vouches)
+    trust_for_process(config.rootpath, "the rootdir of this pytest session", vouch=True)
 
 
 _AUTO = "hermes-replay auto"  # a user property of the test: xdist carries it to the controller

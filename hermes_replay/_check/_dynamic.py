@@ -19,11 +19,11 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_replay._check._findings import Finding, RuleRow
+from hermes_replay._interpreter import python_command
 
 IMPORT_TIMEOUT = 120.0
 NEEDS_MODEL = ("needs a cassette or an endpoint: pass --cassette PATH (offline replay) or "
@@ -130,8 +130,8 @@ def import_check(env_file: Path, display: str, timeout: float = IMPORT_TIMEOUT) 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
     try:
-        proc = subprocess.run([sys.executable, "-c", code, str(env_file.resolve()),
-                               module[0] if module else ""], cwd=root,
+        proc = subprocess.run(python_command("-c", code, str(env_file.resolve()),
+                                             module[0] if module else ""), cwd=root,
                               env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         row.findings.append(_finding("import", "fail", display,

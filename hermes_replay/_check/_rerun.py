@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from hermes_replay._check import _outputs as outputs
+from hermes_replay._interpreter import python_command
 
 __all__ = ["RERUN_FIX", "compare_runs", "diagnose", "rerun_twice"]
 
@@ -56,8 +56,9 @@ def rerun_twice(env_file: Path, cassette: Path, argv: list[str], root: Path, wor
     ``root``, as ``python -m`` runs it from there."""
     work.mkdir(parents=True, exist_ok=True)
     try:
-        proc = subprocess.run([sys.executable, "-c", _SCRIPT, str(env_file), str(cassette),
-                               json.dumps(argv), str(work), str(root)], cwd=cwd or root, env=env,
+        proc = subprocess.run(python_command("-c", _SCRIPT, str(env_file), str(cassette),
+                                             json.dumps(argv), str(work), str(root)),
+                              cwd=cwd or root, env=env,
                               capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:

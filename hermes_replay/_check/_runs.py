@@ -16,7 +16,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from hermes_replay._check._dynamic import (
     skipped_rows,
 )
 from hermes_replay._check._findings import RuleRow
+from hermes_replay._interpreter import python_command
 
 if TYPE_CHECKING:
     from hermes_replay._runner.twice import Difference
@@ -131,7 +131,7 @@ def run_mode(env_file: Path, mode: str, target: Target, work: Path,
     out_dir = work / mode
     out_dir.mkdir(parents=True, exist_ok=True)
     output = out_dir / ("groups.jsonl" if mode == "process" else "evals")
-    cli = [sys.executable, "-m", "hermes_replay.cli"]
+    cli = python_command("-m", "hermes_replay.cli")
     if target.cassette is not None:
         by_mode = cassettes_by_mode(target.cassette)
         cassette = by_mode.get(mode)
@@ -182,8 +182,8 @@ def _tail(stderr: str, stdout: str) -> str:
 
 def recorded_requests(cassette: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(request of every interaction, reward per rollout) via ``hermes-replay show --raw``."""
-    proc = subprocess.run([sys.executable, "-m", "hermes_replay.cli", "show", str(cassette),
-                           "--raw"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(python_command("-m", "hermes_replay.cli", "show", str(cassette),
+                                         "--raw"), capture_output=True, text=True, timeout=120)
     decoder = json.JSONDecoder()
     text, pos = proc.stdout, 0
     requests: list[dict[str, Any]] = []

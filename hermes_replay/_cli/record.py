@@ -217,7 +217,10 @@ def run(args: argparse.Namespace) -> int:
               "`hermes-replay replay` of a folder only runs env files inside the project, so "
               "record from the project root.", file=sys.stderr)
     redact_command([*public, *secret])  # the key and URL passwords become known secrets
-    _trust_recorded_project(env_file, header["env_file"])
+    from hermes_replay._runner.trust import trust_recorded
+
+    if note := trust_recorded(env_file, header["env_file"]):  # the project it runs
+        print(f"hermes-replay record: {note}", file=sys.stderr)
     where = redact_command([endpoint.base_url])[0] if endpoint.base_url else \
         "the env's configured endpoint"
     replaces = " (replaces it only if the run succeeds)" if cassette.exists() else ""
@@ -269,24 +272,6 @@ def _groups_outside_the_project(env_args: list[str], env_file: Path,
         print(f"  scored groups (atroposlib's process output): {flags[1]} (pass "
               "--env.data_path_to_save_groups PATH to keep them elsewhere)", file=sys.stderr)
     return flags
-
-
-def _trust_recorded_project(env_file: Path, recorded_name: str) -> None:
-    """Recording trusts the project it runs (``_runner.trust.trust_recorded``); a trust list
-    that cannot be written costs a warning, never the recording."""
-    from hermes_replay._runner.trust import trust_recorded
-
-    try:
-        trusted = trust_recorded(env_file, recorded_name)
-    except OSError as exc:
-        print(f"hermes-replay record: warning: could not keep this project in the trust list "
-              f"({exc.strerror or exc}); replays of its cassettes will ask you to run "
-              "`hermes-replay trust DIR` once", file=sys.stderr)
-        return
-    if trusted is not None and trusted[2]:
-        print(f"hermes-replay record: trusted {trusted[0]}: cassettes may name its environment "
-              f"files (kept in {trusted[1]}; see `hermes-replay trust --list`)",
-              file=sys.stderr)
 
 
 def proposal_lines(written: Path) -> list[str]:

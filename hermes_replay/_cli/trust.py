@@ -34,11 +34,11 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hermes_replay._runner.trust import add_trusted, trust_reason, trusted_roots
+    from hermes_replay._runner.trust import TrustRefused, add_trusted, listing
 
     if args.list:
-        for folder in trusted_roots():
-            print(sanitize(f"{folder}  ({trust_reason(folder)})"))
+        if lines := listing():
+            print("\n".join(sanitize(line) for line in lines))
         return 0
     folder: Path = args.folder
     if not folder.is_dir():
@@ -48,6 +48,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         trust_file, new = add_trusted(folder)
+    except TrustRefused as exc:
+        print(sanitize(f"hermes-replay trust: {exc.strerror}"), file=sys.stderr)
+        return 2
     except OSError as exc:
         print(sanitize(f"hermes-replay trust: could not write the trust list "
                        f"({exc.strerror or exc}). Next step: set HERMES_REPLAY_TRUST="

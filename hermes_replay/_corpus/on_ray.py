@@ -242,12 +242,27 @@ def _auto_address() -> str | None:
 def _connect(address: str | None, jobs: int | None, runtime_env: dict[str, Any] | None,
              log: Any) -> bool:
     """Join the cluster (True) or start a local one (False): ``address`` is a cluster's
-    address, ``auto``/None (the one this machine is part of, else local) or ``local``."""
+    address, ``auto``/None (the one this machine is part of, else local) or ``local``.
+
+    ``ray.init`` puts the driver's working folder first on every worker's ``sys.path``
+    (unless a ``working_dir`` is shipped): run from a downloaded folder of cassettes, a
+    ``hermes_replay/`` planted there would be what an actor imports (issue 46, finding 01).
+    While it joins, the working folder is the one this package was imported from, on every
+    worker's path already."""
+    common = {"runtime_env": runtime_env, "log_to_driver": False,
+              "logging_level": "ERROR", "configure_logging": True}
+    here = os.getcwd()
+    os.chdir(Path(__file__).resolve().parents[2])
+    try:
+        return _init(address, jobs, common, log)
+    finally:
+        os.chdir(here)
+
+
+def _init(address: str | None, jobs: int | None, common: dict[str, Any], log: Any) -> bool:
     import ray
     from ray.exceptions import AuthenticationError
 
-    common = {"runtime_env": runtime_env, "log_to_driver": False,
-              "logging_level": "ERROR", "configure_logging": True}
     explicit = address not in (None, "auto", "local")
     target = address if explicit else (_auto_address() if address != "local" else None)
     if target is not None:

@@ -33,6 +33,7 @@ from typing import Any
 from hermes_replay._corpus.job import Job, replay_job
 from hermes_replay._corpus.one import CassetteResult
 from hermes_replay._corpus.summary import RunSummary
+from hermes_replay._interpreter import safe_path_environ
 
 __all__ = ["default_jobs", "replay_in_processes", "without_progress"]
 
@@ -118,7 +119,11 @@ def _start(ctx: Any) -> _Proc:
     # through `alive`, and replay_in_processes stops (or kills) every worker in its finally.
     process = ctx.Process(target=_worker, args=(child, alive_r), daemon=False,
                           name="hermes-replay-worker")
-    process.start()
+    # the fork server and resource tracker (or, with spawn, the worker itself) are started by
+    # multiprocessing as `python -c …`: never with the working folder (a download of
+    # cassettes, maybe) on their sys.path (issue 46, finding 01)
+    with safe_path_environ():
+        process.start()
     child.close()
     alive_r.close()
     return _Proc(process, conn, alive_w)

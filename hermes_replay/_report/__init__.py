@@ -114,9 +114,11 @@ def report_line(folder: str | os.PathLike[str], *, against: Source | None = None
     (the extra is missing, a secret was refused). Never raises: the run's own result stands."""
     if extra_missing() is not None:
         return f"report: not written (the HTML report is an extra: {EXTRA_HINT})"
-    if Path(folder).is_dir() and not any(Path(folder).rglob("result.json")):
-        # every cassette stopped before it ran (refused, unreadable): its row says why; a
-        # "no cassette, result.json … found here" with a next step to record was noise
+    if Path(folder).is_dir() and not any(
+            p.name == "result.json" or ".jsonl" in p.name for p in Path(folder).rglob("*")):
+        # a replay whose every cassette stopped before it ran (refused, unreadable): its row
+        # says why; a "no cassette, result.json … found here" with a next step to record was
+        # noise. (A folder of cassettes — probe's — is reported as before.)
         return "report: not written (no cassette ran)"
     try:
         return f"report: {write_report(folder, folder, against=against)}"

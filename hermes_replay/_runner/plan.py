@@ -212,8 +212,8 @@ def recorded_env_fields(env_file: Path, module: str | None = None) -> dict[str, 
     from any folder of the project), with the folder it ran in (``extra.env_cwd``, where the
     command's other relative paths start) and, for an env run as a module (``module`` given,
     or a package env that imports relatively), the module it ran as (``extra.env_module``:
-    ``python -m pkg.env``). Outside any project, or recorded from outside the env's project:
-    relative to the working directory, as before."""
+    ``python -m pkg.env``). Recorded from outside the env's project: relative to its root,
+    with no ``env_cwd``. Outside any project: relative to the working directory."""
     from hermes_replay._runner.envrun import module_of
 
     where, cwd = env_file.resolve(), Path.cwd().resolve()
@@ -223,13 +223,24 @@ def recorded_env_fields(env_file: Path, module: str | None = None) -> dict[str, 
     module = module or (found[0] if found else None)
     if module is not None:
         extra["env_module"] = module
-    if root is None or not cwd.is_relative_to(root):
+    if root is None:
         fields: dict[str, Any] = {"env_file": Path(os.path.relpath(where, cwd)).as_posix()}
+    elif not cwd.is_relative_to(root):
+        # recorded from outside the project ($HOME, `/`, a sibling): named from its root, the
+        # folder recording trusts — never the folder above it (issue 46, finding 03); a
+        # replay runs in that root
+        fields = {"env_file": where.relative_to(root).as_posix()}
     else:
         fields = {"env_file": where.relative_to(root).as_posix()}
         # always, "." included: `check` and `replay` then run where `record` ran, whatever
         # folder they are started from (an env reading a relative config.yaml needs that)
         extra["env_cwd"] = cwd.relative_to(root).as_posix()
+    from hermes_replay._runner.vouch import SEAL_FIELD, seal
+
+    # the proof a replay asks for that this cassette was recorded here (``_runner/vouch``)
+    sealed = seal(fields["env_file"], extra.get("env_module"))
+    if sealed is not None:
+        extra[SEAL_FIELD] = sealed
     if extra:
         fields["extra"] = extra
     return fields
@@ -295,7 +306,8 @@ def find_env_file(env_file: str, cassette: Path) -> Path | None:
     nobody trusted (a download), naming the one-time step that trusts it. Nothing is
     imported to decide. None when the file is nowhere."""
     from hermes_replay._runner.env_guard import NotAnEnvFile, check_env_file
-    from hermes_replay._runner.trust import trusted_roots
+    from hermes_replay._runner.trust import stale_reason, trusted_roots
+    from hermes_replay._runner.vouch import unvouched
 
     rel = Path(env_file)
     if rel.is_absolute() or ".." in rel.parts or len(env_file) > _MAX_ENV_NAME \
@@ -341,10 +353,18 @@ def find_env_file(env_file: str, cassette: Path) -> Path | None:
             check_env_file(candidate, base)
         except NotAnEnvFile as exc:
             raise UnsafeEnvFile(f"the cassette {cassette} names {exc}") from None
+        why_not = unvouched(candidate, base, env_file, cassette)
+        if why_not is not None:  # found in a trusted folder, but not shown to be its own
+            raise UnsafeEnvFile(f"the cassette {cassette} names env file {_shown(env_file)}: "
+                                f"{why_not}")
         return candidate
     untrusted = _untrusted_copy(rel, cwd, where)
     if untrusted is not None:
         folder, found = untrusted
+        stale = stale_reason(folder)
+        if stale is not None:  # trusted once, but not this folder any more (issue 46, 11)
+            raise UntrustedProject(f"the cassette {cassette} names env file "
+                                   f"{_shown(env_file)}; {found} exists, but {stale}")
         raise UntrustedProject(
             f"the cassette {cassette} names env file {_shown(env_file)}; {found} exists, but "
             f"{folder} is not a folder you trust, and a cassette (data from outside) never "

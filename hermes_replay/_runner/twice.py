@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_replay._cassette.matching import _flatten
+from hermes_replay._interpreter import python_command
 
 __all__ = ["TRACE_FILE", "Difference", "TwiceReport", "compare_traces", "replay_twice"]
 
@@ -120,7 +121,7 @@ def replay_twice(cassette: str | Path, out_dir: str | Path,
         run_dir.mkdir(parents=True, exist_ok=True)
         spec = json.dumps({"cassette": str(cassette.resolve()), "out_dir": str(run_dir),
                            "options": options})
-        done = subprocess.run([sys.executable, "-m", "hermes_replay._runner.twice", spec],
+        done = subprocess.run(python_command("-m", "hermes_replay._runner.twice", spec),
                               capture_output=True, text=True, timeout=RUN_TIMEOUT)
         trace, failure = run_dir / TRACE_FILE, run_dir / FAILURE_FILE
         if not trace.is_file():

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes_replay._interpreter import python_command
+
 __all__ = ["Finished", "WarmProcess", "WarmProcessDied"]
 
 _HEADER = struct.Struct("!Q")
@@ -120,8 +122,9 @@ class WarmProcess:
                 "serve(int(sys.argv[1]), sys.argv[2])")
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-c", code, str(write_fd),
-                 os.pathsep.join(str(p) for p in self.user_roots), *sys.path],
+                python_command("-c", code, str(write_fd),
+                               os.pathsep.join(str(p) for p in self.user_roots),
+                               *(p for p in sys.path if p not in ("", "."))),
                 stdin=subprocess.PIPE, stdout=self.stdout, stderr=self.stdout,
                 pass_fds=(write_fd,), start_new_session=True)
         finally:

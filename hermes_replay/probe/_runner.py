@@ -281,7 +281,4 @@ def _trust_the_project(env_file: Path, recorded_name: str) -> None:
     (``_runner.trust``); an unwritable trust list only means a replay asks for the step."""
     from hermes_replay._runner.trust import trust_recorded
 
-    try:
-        trust_recorded(env_file, recorded_name)
-    except OSError:
-        pass
+    trust_recorded(env_file, recorded_name)

@@ -195,8 +195,11 @@ def test_replay_all_skips_foreign_and_fails_on_missing_env(tmp_path: Path, capsy
     assert "skipped: not recorded with `hermes-replay record`" in out and " skip" in out
     build_cassette(tmp_path / "cassettes" / "demo_env" / "process.jsonl")  # env file absent
     assert main(["replay", "cassettes", "--out", "o2"]) == 1
-    out = capsys.readouterr().out
-    assert "recorded env file environments/demo_env.py was not found" in out and "ERROR" in out
+    captured = capsys.readouterr()
+    # said once, in full (stderr); the summary's error line points at it
+    assert (captured.out + captured.err).count(
+        "recorded env file environments/demo_env.py was not found") == 1
+    assert "error: shown above" in captured.out and "ERROR" in captured.out
 
 
 def test_show_splits_a_judge_call_into_its_own_conversation(tmp_path: Path, capsys) -> None:

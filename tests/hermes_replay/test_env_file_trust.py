@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from conftest import trust
 
 from hermes_replay import run_cassette
 from hermes_replay._runner import trust as trust_module
-from hermes_replay._runner.plan import UntrustedProject, find_env_file
+from hermes_replay._runner.plan import UnsafeEnvFile, UntrustedProject, find_env_file
 from hermes_replay.cli import main
 
 CASSETTE_REL = Path("cassettes/calc_tool_env/process.jsonl")
@@ -199,3 +200,69 @@ def test_the_trust_list_survives_concurrent_writers(tmp_path: Path) -> None:
         list(pool.map(trust_module.add_trusted, folders))
     roots = set(trust_module.trusted_roots())
     assert all(folder.resolve() in roots for folder in folders)
+
+
+def _unpack_one_folder_deeper(project: Path, cassette: Path) -> Path:
+    """Issue 46, finding 02's archive: ``artifact/recordings/process.jsonl`` naming
+    ``artifact/env/evil.py`` (the file one folder beside the cassette's, so no folder on the
+    file's own path holds a cassette or is named ``cassettes``), unpacked in ``project``."""
+    lines = cassette.read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    header["env_file"] = "artifact/env/evil.py"
+    header.get("extra", {}).pop("env_cwd", None)
+    (project / "artifact" / "recordings").mkdir(parents=True)
+    (project / "artifact" / "env").mkdir()
+    shipped = project / "artifact" / "recordings" / "process.jsonl"
+    shipped.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
+    (project / "artifact" / "env" / "evil.py").write_text(EVIL, encoding="utf-8")
+    return shipped
+
+
+def test_a_download_inside_a_trusted_project_never_runs_its_own_file(
+        calc_project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 46, finding 02 (high): the refusal only looked for folders named ``cassettes``
+    or holding a cassette on the file's own path, so a cassette one folder deeper than the
+    file it names ran it. Now a file found in a trusted project runs only when something
+    shows it is the project's (``_runner/vouch.py``): the cassette's seal of a recording made
+    here, git tracking it, or the user's ``trust`` of the folder after it arrived."""
+    import time
+
+    time.sleep(0.05)  # the download arrives after the project was trusted (a clock tick)
+    shipped = _unpack_one_folder_deeper(calc_project, calc_project / CASSETTE_REL)
+    ran = calc_project / "artifact" / "env" / "RAN"
+    for where in (calc_project, shipped.parent):
+        monkeypatch.chdir(where)
+        for argv in (["replay", str(shipped)], ["replay", str(shipped.parent)],
+                     ["replay", str(calc_project / "artifact"), "-j", "2"]):
+            capsys.readouterr()
+            code = main([*argv, "--out", str(tmp_path / f"out-{len(argv)}")])
+            err = capsys.readouterr().err
+            assert code != 0
+            assert not ran.exists(), f"{argv} from {where}: the downloaded evil.py ran"
+            assert "nothing shows it is that project's own" in err, err
+    with pytest.raises(UnsafeEnvFile, match=r"hermes-replay replay .*evil\.py --cassette"):
+        run_cassette(shipped, out_dir=tmp_path / "out-api")
+    assert not ran.exists()
+
+    # the project's own cassette still replays (sealed by the recording that made it)
+    monkeypatch.chdir(calc_project)
+    assert main(["replay", str(CASSETTE_REL), "--out", str(tmp_path / "own")]) == 0
+    # a git project: the download is not in its index, the env is
+    subprocess.run(["git", "init", "-q"], cwd=calc_project, check=True)
+    subprocess.run(["git", "add", "environments"], cwd=calc_project, check=True)
+    assert main(["replay", str(shipped), "--out", str(tmp_path / "git")]) != 0
+    assert not ran.exists()
+    # the seal is of the name: the project's own sealed cassette, renamed to the download's
+    # file, is refused as well
+    lines = (calc_project / CASSETTE_REL).read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    assert header["extra"]["env_seal"].startswith("v1:")
+    header["env_file"] = "artifact/env/evil.py"
+    shipped.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
+    assert main(["replay", str(shipped), "--out", str(tmp_path / "seal")]) != 0
+    assert not ran.exists()
+    # the user's word: trusting the folder again vouches for what it holds now
+    assert main(["trust", "."]) == 0
+    assert find_env_file("artifact/env/evil.py", shipped) == calc_project / "artifact" / \
+        "env" / "evil.py"

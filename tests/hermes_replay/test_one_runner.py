@@ -48,4 +48,5 @@ def test_a_missing_env_file_is_one_message_everywhere(tmp_path: Path, capsys,
     library = str(raised.value).splitlines()[0]
     assert "environments/multi_signal_env.py was not found" in library
     assert main(["replay", str(cassette), "--out", str(tmp_path / "o")]) == 1
-    assert library in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert library in captured.out + captured.err

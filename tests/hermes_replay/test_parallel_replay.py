@@ -24,13 +24,13 @@ def _folder(tmp_path: Path) -> Path:
     cassettes, one that misses (a recorded prompt edited) and one broken file."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'user-project'\n")
     (tmp_path / "environments").mkdir()
-    trust(tmp_path)  # the user's project (copied here, not recorded here)
     folder = tmp_path / "cassettes"
     for cassette in SHIPPED:
         (folder / cassette.parent.name).mkdir(parents=True)
         shutil.copy(cassette, folder / cassette.parent.name / "evaluate.jsonl")
         shutil.copy(ROOT / "environments" / f"{cassette.parent.name}.py",
                     tmp_path / "environments" / f"{cassette.parent.name}.py")
+    trust(tmp_path)  # the user's project (copied here, not recorded here), env files and all
     edited = load_cassette(SHIPPED[0])
     first = edited.interactions[0]
     first.request["body"]["messages"][-1]["content"] += " (edited)"
@@ -84,13 +84,13 @@ def test_on_a_terminal_a_bar_counts_the_cassettes_and_the_summaries_stay_plain(
         tmp_path, monkeypatch, capsys) -> None:
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'user-project'\n")
     (tmp_path / "environments").mkdir()
-    trust(tmp_path)
     folder = tmp_path / "cassettes"
     for cassette in SHIPPED[:2]:
         (folder / cassette.parent.name).mkdir(parents=True)
         shutil.copy(cassette, folder / cassette.parent.name / "evaluate.jsonl")
         shutil.copy(ROOT / "environments" / f"{cassette.parent.name}.py",
                     tmp_path / "environments" / f"{cassette.parent.name}.py")
+    trust(tmp_path)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)  # stderr: a terminal
     assert main(["replay", str(folder), "-j", "2", "--out", str(tmp_path / "o")]) == 0

@@ -202,3 +202,21 @@ def test_a_cluster_that_wants_a_token_it_was_not_given_is_a_next_step(cluster, p
     assert "set RAY_AUTH_MODE=token" in done.stderr and "RAY_AUTH_TOKEN_PATH" in done.stderr
     assert "Traceback" not in done.stderr
     assert not journal.exists()
+
+
+def test_actors_never_import_from_the_drivers_working_folder(cluster, project,
+                                                             tmp_path) -> None:
+    """Issue 46, finding 01: ``ray.init`` puts the driver's working folder first on every
+    worker's ``sys.path``; replayed from a folder holding a planted ``hermes_replay/`` and
+    ``multiprocessing/`` (each writing a mark at import), an actor imported them. The
+    driver now joins from the folder the package was imported from."""
+    from test_child_interpreters_path import _marks, _plant
+
+    corpus = _subset(project, "corpus-planted", range(2))
+    here = tmp_path / "downloads"
+    here.mkdir()
+    _plant(here)
+    done = _replay(cluster, here, str(corpus), tmp_path / "out")
+    assert _marks(here) == [], done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "2 cassettes on 2 Ray actors" in done.stderr

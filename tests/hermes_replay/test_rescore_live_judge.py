@@ -66,11 +66,11 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project holding the env file and a copy of its shipped cassettes."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'user-project'\n")
     (tmp_path / "environments").mkdir()
-    trust(tmp_path)  # the user's project (copied here, not recorded here)
     shutil.copy(ROOT / "environments" / f"{ENV}.py", tmp_path / "environments" / f"{ENV}.py")
     (tmp_path / "cassettes" / ENV).mkdir(parents=True)
     for name in ("process.jsonl", "probe-known-good.jsonl"):
         shutil.copy(ROOT / "cassettes" / ENV / name, tmp_path / "cassettes" / ENV / name)
+    trust(tmp_path)  # the user's project (copied here, not recorded here), env files and all
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(KEY_VAR, KEY)
     return tmp_path
@@ -235,6 +235,9 @@ def test_an_env_that_crashes_fails(project: Path, capsys) -> None:
     marker = "    async def setup(self) -> None:\n"
     assert marker in source
     env.write_text(source.replace(marker, marker + "        raise RuntimeError('boom')\n"))
+    # a copied project (no git, cassettes recorded elsewhere): the user's `trust` vouches
+    # for the edited file (docs/reliability.md, the trust rule)
+    trust(project)
     with ScriptedEndpoint(script="examples", seed=0) as ep:
         code = main(["replay", rel, "--out", "out", "-j", "1", "--no-report",
                      *_live(ep.base_url)])

@@ -43,6 +43,7 @@ def test_an_env_file_names_its_own_cassettes(tmp_path: Path) -> None:
     root = _project(tmp_path)
     env = root / "environments" / "terminal_test_env.py"
     env.write_text("from atroposlib.envs.base import BaseEnv\nclass E(BaseEnv):\n    pass\n")
+    trust(root)  # again, with its env file (trust vouches for what the folder holds)
     plan = WatchPlan.from_target(env)
     assert [c.parent.name for c in plan.cassettes] == ["terminal_test_env"]
 

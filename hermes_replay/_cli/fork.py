@@ -12,7 +12,7 @@ from hermes_replay._cli._provider import ProviderError, add_endpoint_args, optio
 
 USAGE = ("hermes-replay fork CASSETTE --rollout ID --turn K [--samples N] "
          "[--replace-message K=TEXT|K=@FILE] [--strict] [--branch PATH] --endpoint URL "
-         "--model NAME [--server-type T] [--api-key-env VAR]")
+         "[--model NAME] [--server-type T] [--api-key-env VAR]")
 
 
 def register(sub: Any) -> None:

@@ -180,6 +180,7 @@ def _command(parent: Any, branch: Path, endpoint: Endpoint, out: Path
         redirect_outputs,
     )
     from hermes_replay._runner.portable import local_command
+    from hermes_replay._secrets.redact import redact_argv
 
     header = parent.header
     path = parent.path
@@ -198,7 +199,9 @@ def _command(parent: Any, branch: Path, endpoint: Endpoint, out: Path
     argv = _without_endpoint(list(header.command))
     import os
 
-    argv += [*endpoint.env_flags(), *endpoint.secret_flags(os.environ)]
+    secret = endpoint.secret_flags(os.environ)
+    redact_argv(secret)  # the key becomes a known secret: scrubbed from all the fork writes
+    argv += [*endpoint.env_flags(), *secret]
     try:
         # paths the header names (a stored tokenizer) lie beside the parent
         argv = local_command(argv, header.tokenizer, Path(path).resolve(), base,

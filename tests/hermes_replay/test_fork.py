@@ -85,14 +85,17 @@ def _replays_offline(capsys: pytest.CaptureFixture, branch: Path, out: Path) -> 
 
 
 def test_a_fork_at_turn_4_keeps_the_prefix_and_sandbox_continues_live_and_replays_offline(
-        project: Path, capsys, tmp_path: Path) -> None:
+        project: Path, capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     parent = rollouts()
     rid = _rid()
     other = next(r for r in parent if r != rid)
     assert len(agent_turns(parent[rid])) == 6
+    key = "sk-fork-test-" + "k3y9" * 6
+    monkeypatch.setenv("FORK_TEST_KEY", key)
     with ScriptedEndpoint(script=SCRIPT, seed=7) as ep:
-        code, out = _fork(capsys, ep, rollout=rid)
+        code, out = _fork(capsys, ep, "--api-key-env", "FORK_TEST_KEY", rollout=rid)
         sent = _chat_requests(ep)
+        assert set(ep.authorizations[-len(sent):]) == {f"Bearer {key}"}  # the key was used
     assert code == 0, out
     branch_path = Path(CASSETTE_REL).with_name(f"process.fork-{rid}-t4.jsonl")
     assert branch_path.is_file()
@@ -137,6 +140,7 @@ def test_a_fork_at_turn_4_keeps_the_prefix_and_sandbox_continues_live_and_replay
 
     rewards = _replays_offline(capsys, branch_path, tmp_path / "out")
     assert rewards[rid] == pytest.approx(expected_reward(mine))
+    assert key not in branch_path.read_text() and key not in out  # and written nowhere
 
 
 def test_samples_continue_three_times_from_one_prefix_and_show_the_spread(
@@ -172,8 +176,10 @@ def test_a_replaced_tool_result_changes_the_continuation(project: Path, capsys,
                                                         tmp_path: Path) -> None:
     rid = _rid()
     text = "REPLACED: the disk is full"
+    (tmp_path / "answer.txt").write_text(text)
     with ScriptedEndpoint(script=SCRIPT, seed=7) as ep:
-        code, out = _fork(capsys, ep, "--replace-message", f"4={text}", rollout=rid)
+        code, out = _fork(capsys, ep, "--replace-message", f"4=@{tmp_path / 'answer.txt'}",
+                          rollout=rid)
         sent = _chat_requests(ep)
     assert code == 0, out
     assert sent[0]["messages"][-1] == {**sent[0]["messages"][-1], "role": "tool",
@@ -221,6 +227,11 @@ def test_where_a_fork_cannot_work_it_says_why_and_what_to_do(project: Path, caps
         assert code == 1 and "has no rollout 'train-nope-0-0'" in out and rid in out
         code, out = _fork(capsys, ep, "--replace-message", "3=x", rollout=rid)
         assert code == 1 and "--replace-message names turn 3" in out
+        capsys.readouterr()
+        code = main(["fork", CASSETTE_REL, "--rollout", rid, "--turn", "4", "--endpoint",
+                     ep.base_url, "--model", "other"])
+        err = capsys.readouterr().err
+        assert code == 1 and "name model 'm', not 'other'" in err and "--model m" in err
         # an env changed since the recording cannot resume where the recording was
         env = Path(ENV_REL)
         env.write_text(env.read_text().replace("one file per turn", "a file per turn"))

@@ -217,19 +217,11 @@ def _command(parent: Any, branch: Path, endpoint: Endpoint, out: Path
 
 def _without_endpoint(argv: Sequence[str]) -> list[str]:
     """``argv`` less the recorded endpoint's flags (``--flag V`` and ``--flag=V``)."""
-    drop = (*_ENDPOINT_FLAGS, "--openai.api_key")
-    out: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg in drop:
-            skip = True
-            continue
-        if any(arg.startswith(flag + "=") for flag in drop):
-            continue
-        out.append(arg)
+    from hermes_replay._runner.plan import without_flag
+
+    out = list(argv)
+    for flag in (*_ENDPOINT_FLAGS, "--openai.api_key"):
+        out = without_flag(out, flag)
     return out
 
 

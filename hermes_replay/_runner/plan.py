@@ -105,6 +105,11 @@ def replay_argv(recorded: list[str], user: list[str] | None = None) -> list[str]
     return argv
 
 
+def without_flag(argv: list[str], flag: str) -> list[str]:
+    """``argv`` less ``flag``, in both its ``--flag V`` and ``--flag=V`` forms."""
+    return _drop_flag([a for a in argv if not a.startswith(flag + "=")], flag)
+
+
 def _drop_flag(argv: list[str], flag: str) -> list[str]:
     out: list[str] = []
     skip = False

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 from _plain_script import plain_script
+from _sum_oracle import own_rollouts
 
-from hermes_replay import bundled_tokenizer_path, load_cassette
+from hermes_replay import bundled_tokenizer_path
 from hermes_replay._diff.compare import compare_paths
 from hermes_replay.cli import main
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
@@ -54,16 +55,9 @@ def recorded(tmp_path_factory):
 
 
 def _samples(cassette: Path) -> dict[str, str]:
-    """Each rollout's own completion, read from the group's reply by its recorded choice."""
-    loaded = load_cassette(cassette)
-    out = {}
-    for rid, rec in loaded.rollouts.items():
-        group = loaded.rollouts.get(str(rec.outcome.get("traffic") or ""))
-        if group is None:
-            continue
-        (inter,) = group.interactions
-        out[rid] = inter.response["body"]["choices"][rec.outcome["choice"]]["message"]["content"]
-    return out
+    """Each rollout's own completion, read from the group's reply by the sample its record
+    names (``_sum_oracle.own_rollouts``)."""
+    return {rid: reply for rid, (_q, reply, _o) in own_rollouts(cassette).items()}
 
 
 def _a_rollout_unlike_its_first(cassette: Path) -> tuple[str, str, str]:

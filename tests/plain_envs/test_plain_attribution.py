@@ -14,7 +14,11 @@ reward, never a neighbour's.
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _sum_oracle import SUM, env_rule, own_rollouts
@@ -60,6 +64,19 @@ def _record(cassette: Path, *extra: str) -> int:
                          *extra])
     finally:
         os.chdir(here)
+
+
+@contextmanager
+def _report_page(cassette: Path, tmp_path: Path) -> Iterator[tuple[Any, Any]]:
+    """The cassette's HTML report open in headless chromium: (page, visit)."""
+    sys.path.insert(0, str(HERE.parent / "hermes_replay"))
+    from _browser import launch, open_page
+
+    from hermes_replay._report import write_report
+
+    report = write_report([cassette], tmp_path / "report.html")
+    with launch() as browser:
+        yield open_page(browser, report)
 
 
 @pytest.fixture(scope="module")
@@ -113,15 +130,7 @@ def test_replay_snapshot_show_and_report_give_each_rollout_its_own(shuffled, tmp
         assert reply in out and not any(o in out for o in others), rid
         assert f"rollout {rid}  reward {fmt_reward(expected[rid])} ·" in out, out[:600]
 
-    import sys
-    sys.path.insert(0, str(HERE.parent / "hermes_replay"))
-    from _browser import launch, open_page
-
-    from hermes_replay._report import write_report
-
-    report = write_report([shuffled], tmp_path / "report.html")
-    with launch() as browser:
-        page, visit = open_page(browser, report)
+    with _report_page(shuffled, tmp_path) as (page, visit):
         for rid, (_q, reply, _o) in list(rollouts.items())[:4]:
             row = f"#rollouts tbody tr:has(td.c-id:text-is('{rid}'))"
             cells = page.inner_text(row)
@@ -155,15 +164,7 @@ def test_dropped_entries_say_so_and_carry_no_neighbours_reward(tmp_path, capsys)
     assert "mean reward -" in out
 
     # the report says it too, in each row and in the rollout's own facts (as `show` does)
-    import sys
-    sys.path.insert(0, str(HERE.parent / "hermes_replay"))
-    from _browser import launch, open_page
-
-    from hermes_replay._report import write_report
-
-    report = write_report([cassette], tmp_path / "report.html")
-    with launch() as browser:
-        page, visit = open_page(browser, report)
+    with _report_page(cassette, tmp_path) as (page, visit):
         for rid, (_q, _reply, outcome) in list(rollouts.items())[:6]:
             row = f"#rollouts tbody tr:has(td.c-id:text-is('{rid}'))"
             cell = page.inner_text(f"{row} td.c-reward")

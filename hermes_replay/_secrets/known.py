@@ -105,11 +105,16 @@ def _body(value: str) -> str:
 
 
 def _anchors(value: str) -> list[str]:
-    """Substrings of ``value`` that a piece worth finding holds: the first and last
-    ``_PIECE`` characters of its body (each part of a two-way split holds one, once it holds
-    ``_PIECE`` of the body's characters)."""
+    """Substrings of ``value`` that a piece worth finding holds: the first and the last
+    random-looking run of ``_PIECE`` characters of its body. A part of a two-way split that
+    looks random itself holds one of them: its digit (or mixed case) lies in such a run inside
+    it. (The body's own first and last ``_PIECE`` characters were the anchors: a key ending in
+    ``…22AAAAAAAA`` had no tail anchor, and its random-looking half ``22AAAAAAAA`` echoed in a
+    reply reached disk.)"""
     body = _body(value)  # an anchor of digits only (or letters only) is everyday data
-    return [a for a in dict.fromkeys((body[:_PIECE], body[-_PIECE:])) if _random_looking(a)]
+    runs = [body[i:i + _PIECE] for i in range(len(body) - _PIECE + 1)]
+    found = [run for run in runs if _random_looking(run)]
+    return list(dict.fromkeys(found[:1] + found[-1:]))
 
 
 def _random_looking(piece: str) -> bool:

@@ -326,3 +326,11 @@ def test_every_position_once(server: PlanServer, where: str) -> None:
     secret = "Qz7" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7" if where in NAMED_POSITIONS and \
         where != "url userinfo" else "sk-proj-Qz7" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8"
     _record(server, [(where, secret, "private_token")], [9, 17])
+
+
+def test_a_keys_random_looking_half_is_scrubbed_when_its_tail_is_plain(
+        server: PlanServer) -> None:
+    """The example the property found in some runs (CI, 2026-12-06): a key whose body ends in
+    ``AAAAAAAA`` had no tail anchor, so its half ``22AAAAAAAA`` echoed in a reply reached
+    disk. Kept as a fixed case: which examples the property draws varied between runs."""
+    _record(server, [("resp halves echo", "AKIAQZ722222AAAAAAAA", "api_key")], [0])

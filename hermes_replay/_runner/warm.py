@@ -1,21 +1,32 @@
-"""A warm process to fork runs from: the environment stack imported once, every run a fresh fork.
+"""A warm process to fork runs from: the environment stack imported once, every batch of runs
+a fresh fork.
 
 Why: a replay of a small cassette takes a fraction of a second, but a fresh interpreter first
 spends about 3.5 s importing atroposlib's stack (openai, transformers, wandb, numpy, aiohttp).
-``hermes-replay watch`` answers every save, so it imports that stack once, here, and forks each
-run from this process: a run starts from the imports and nothing else, so whatever the previous
-run left behind (module caches, registries, patched globals) is gone, and the user's own modules
-are imported fresh from disk, because this process never imports them.
+``hermes-replay watch`` answers every save, so it imports that stack once, here, and forks the
+runs of each save from this process: they start from the imports and nothing else, so whatever
+an earlier save's runs left behind (module caches, registries, patched globals) is gone, and the
+user's own modules are imported fresh from disk, because this process never imports them.
+
+Why workers that run several jobs rather than one fork per job: the first run in a fork pays
+for every page it touches being copied from this process and for the lazy set-up of the
+libraries (about 0.1 s of CPU for one of the shipped cassettes, half a steady run's cost); a
+save that replays fifteen cassettes on two cores paid it fifteen times. A batch
+(:meth:`WarmProcess.run`) now goes to at most ``parallel`` workers, each taking the next job as
+it becomes free, the way ``replay DIR -j N``'s workers take cassettes one after another. Before
+each job a worker forgets the user's modules again, so every job imports them anew from disk,
+as a fresh fork would; what libraries keep between jobs of one batch is what they keep between
+the cassettes of ``replay DIR``.
 
 Why a separate interpreter rather than forking the caller: the caller runs threads (the file
 watcher's, pytest-xdist's I/O), and a fork of a threaded process may inherit a lock another
-thread held. The warm process is single-threaded: it reads jobs from a pipe, forks one child per
-job and relays each child's pickled result.
+thread held. The warm process is single-threaded: it reads batches from a pipe, forks the
+workers, hands out the jobs and relays each job's pickled result as it arrives.
 
 What counts as the user's modules: files under ``user_roots`` (the project) that are not under
-the interpreter's prefix (the venv) or hermes-replay's own package. After every run the child
+the interpreter's prefix (the venv) or hermes-replay's own package. After every job the worker
 reports the other modules it imported; the warm process imports them too ("learned"), so a stack
-the built-in list does not name (say an env's ``datasets``) is warm from the second run on. A
+the built-in list does not name (say an env's ``datasets``) is warm from the next batch on. A
 learned import that fails or starts a thread is dropped (a thread would make the next fork
 unsafe), and learning stops.
 """
@@ -26,6 +37,7 @@ import gc
 import importlib
 import os
 import pickle
+import resource
 import selectors
 import shutil
 import signal
@@ -36,8 +48,9 @@ import tempfile
 import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -143,21 +156,17 @@ class WarmProcess:
 
     def run(self, calls: Iterable[tuple[Any, Callable[..., Any], tuple[Any, ...]]],
             parallel: int = 1) -> Iterator[Finished]:
-        """Run each ``(key, function, args)`` in its own fork, at most ``parallel`` at once;
-        yields each as it finishes. ``function`` must be importable (a module-level name)."""
+        """Run each ``(key, function, args)``, at most ``parallel`` at once, in workers forked
+        for this call; yields each as it finishes. ``function`` must be importable (a
+        module-level name)."""
         self.wait_ready()
         todo = list(calls)
-        running = 0
         assert self._proc is not None and self._proc.stdin is not None
-        while todo or running:
-            while todo and running < max(1, parallel):
-                key, func, args = todo.pop(0)
-                _send(self._proc.stdin.fileno(), ("run", key, func, args))
-                running += 1
+        _send(self._proc.stdin.fileno(), ("batch", todo, parallel))
+        for _ in todo:
             kind, *rest = self._next()
-            if kind == "done":
-                running -= 1
-                yield rest[0]
+            assert kind == "done", kind
+            yield rest[0]
 
     def _next(self) -> Any:
         while True:
@@ -253,86 +262,155 @@ def serve(result_fd: int, roots_text: str) -> None:
     if sys.dont_write_bytecode:
         _BYTECODE.append(tempfile.mkdtemp(prefix="hermes-replay-bytecode-"))
     try:
-        _serve(result_fd, roots)
+        _Serve(result_fd, roots).loop()
     finally:
         for folder in _BYTECODE:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def _serve(result_fd: int, roots: list[Path]) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller ends us, through the pipe
-    cmd_fd = sys.stdin.fileno()
-    frames = _Frames()
-    sel = selectors.DefaultSelector()
-    sel.register(cmd_fd, selectors.EVENT_READ)
-    children: dict[int, tuple[Any, int, float, bytearray]] = {}  # fd -> key, pid, start, data
-    learning = True
-    while True:
-        for key_, _ in sel.select():
-            fd = key_.fd
-            if fd == cmd_fd:
-                data = os.read(cmd_fd, 1 << 16)
+@dataclass
+class _Worker:
+    """A fork of the warm process that runs one batch's jobs, one at a time, until its job
+    pipe closes (``jobs`` -1: it is on its way out). ``job`` is the key of the job it runs
+    now and when it was handed out."""
+
+    pid: int
+    jobs: int  # the warm process writes jobs here
+    results: int  # and reads the worker's reports here
+    frames: _Frames = field(default_factory=lambda: _Frames())
+    job: tuple[Any, float] | None = None
+
+
+class _Serve:
+    """The warm process's loop: preload on request, then each batch's jobs handed out to at
+    most ``parallel`` workers as they become free, each report relayed as it arrives."""
+
+    def __init__(self, result_fd: int, roots: list[Path]) -> None:
+        self.result_fd, self.roots = result_fd, roots
+        self.cmd_fd = sys.stdin.fileno()
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.cmd_fd, selectors.EVENT_READ)
+        self.todo: deque[tuple[Any, Callable[..., Any], tuple[Any, ...]]] = deque()
+        self.parallel = 1
+        self.workers: dict[int, _Worker] = {}  # by their results fd
+        self.learning = True
+
+    def loop(self) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller ends us, through the pipe
+        frames = _Frames()
+        while True:
+            for key_, _ in self.sel.select():
+                if key_.fd != self.cmd_fd:
+                    self._from_worker(self.workers[key_.fd])
+                    continue
+                data = os.read(self.cmd_fd, 1 << 16)
                 if not data:
-                    _end_children(children)
+                    _end_workers(list(self.workers.values()))
                     return
                 for frame in frames.feed(data):
                     if frame[0] == "preload":
                         started = time.perf_counter()
                         failed = _import_all(frame[1])
-                        _send(result_fd, ("ready", time.perf_counter() - started, failed))
-                    elif frame[0] == "run":
-                        _purge_user_modules(roots)  # and each module's verdict kept (_USERS)
-                        gc.freeze()  # the children need not copy pages to collect these
-                        read, pid = _fork_child(frame[2], frame[3], roots, result_fd, cmd_fd,
-                                                list(children))
-                        children[read] = (frame[1], pid, time.perf_counter(), bytearray())
-                        sel.register(read, selectors.EVENT_READ)
-                continue
-            data = os.read(fd, 1 << 16)
-            if data:
-                children[fd][3].extend(data)
-                continue
-            sel.unregister(fd)
-            os.close(fd)
-            key, pid, started, raw = children.pop(fd)
-            _, status, usage = os.wait4(pid, 0)
-            finished, learned = _outcome(key, raw, status, time.perf_counter() - started)
-            finished.cpu = usage.ru_utime + usage.ru_stime
-            _send(result_fd, ("done", finished))
-            if learning and learned:
-                _import_all(learned)
-                # a thread now would be copied half-way into every later child: stop here
-                learning = threading.active_count() == 1
+                        _send(self.result_fd, ("ready", time.perf_counter() - started, failed))
+                    elif frame[0] == "batch":
+                        self.todo.extend(frame[1])
+                        self.parallel = max(1, frame[2])
+            self._hand_out()
+
+    def _hand_out(self) -> None:
+        """Each idle worker gets the next job (or its pipe closed: no job is left); new
+        workers are forked while jobs wait and fewer than ``parallel`` run."""
+        for worker in list(self.workers.values()):
+            if worker.job is None and worker.jobs >= 0:
+                self._next_job(worker)
+        while self.todo and sum(w.jobs >= 0 for w in self.workers.values()) < self.parallel:
+            _purge_user_modules(self.roots)  # and each module's verdict kept (_USERS)
+            gc.freeze()  # the workers need not copy pages to collect these
+            worker = _fork_worker(self.roots, self.result_fd, self.cmd_fd,
+                                  [(w.jobs, w.results) for w in self.workers.values()])
+            self.workers[worker.results] = worker
+            self.sel.register(worker.results, selectors.EVENT_READ)
+            self._next_job(worker)
+
+    def _next_job(self, worker: _Worker) -> None:
+        if not self.todo:
+            if worker.jobs >= 0:
+                os.close(worker.jobs)  # EOF: the worker exits
+                worker.jobs = -1
+            return
+        key, func, args = self.todo.popleft()
+        worker.job = (key, time.perf_counter())
+        _send(worker.jobs, (key, func, args))
+
+    def _from_worker(self, worker: _Worker) -> None:
+        data = os.read(worker.results, 1 << 16)
+        if data:
+            for kind, *rest in worker.frames.feed(data):
+                assert kind == "done", kind
+                key, outcome, payload, learned, cpu = rest
+                assert worker.job is not None
+                seconds = time.perf_counter() - worker.job[1]
+                worker.job = None
+                finished = (Finished(key, value=payload, seconds=seconds, cpu=cpu)
+                            if outcome == "ok" else
+                            Finished(key, error=payload, seconds=seconds, cpu=cpu))
+                _send(self.result_fd, ("done", finished))
+                self._learn(learned)
+            return
+        self.sel.unregister(worker.results)
+        os.close(worker.results)
+        if worker.jobs >= 0:
+            os.close(worker.jobs)
+        del self.workers[worker.results]
+        _, status, usage = os.wait4(worker.pid, 0)
+        if worker.job is not None:  # it died with a job in hand: that job's report
+            code = os.waitstatus_to_exitcode(status)
+            why = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+            _send(self.result_fd, ("done", Finished(
+                worker.job[0], error=f"the run's process died ({why}) before it reported",
+                seconds=time.perf_counter() - worker.job[1],
+                cpu=usage.ru_utime + usage.ru_stime, status=code)))
+
+    def _learn(self, learned: list[str]) -> None:
+        if self.learning and learned:
+            _import_all(learned)
+            # a thread now would be copied half-way into every later worker: stop here
+            self.learning = threading.active_count() == 1
 
 
-def _outcome(key: Any, raw: bytearray, status: int, seconds: float) -> tuple[Finished, list[str]]:
-    code = os.waitstatus_to_exitcode(status)
-    try:
-        kind, payload, learned = pickle.loads(bytes(raw))
-    except Exception:
-        why = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
-        return Finished(key, error=f"the run's process died ({why}) before it reported",
-                        seconds=seconds, status=code), []
-    if kind == "ok":
-        return Finished(key, value=payload, seconds=seconds, status=code), learned
-    return Finished(key, error=payload, seconds=seconds, status=code), learned
-
-
-def _fork_child(func: Callable[..., Any], args: tuple[Any, ...], roots: Sequence[Path],
-                *close: Any) -> tuple[int, int]:
-    read, write = os.pipe()
+def _fork_worker(roots: Sequence[Path], *close: Any) -> _Worker:
+    jobs_read, jobs_write = os.pipe()
+    results_read, results_write = os.pipe()
     pid = os.fork()
     if pid:
-        os.close(write)
-        return read, pid
-    # the child: never returns
+        os.close(jobs_read)
+        os.close(results_write)
+        return _Worker(pid, jobs_write, results_read)
+    # the worker: never returns
     try:
-        os.close(read)
-        for fd in (close[0], close[1], *close[2]):
+        os.close(jobs_write)
+        os.close(results_read)
+        for fd in (close[0], close[1], *(fd for pair in close[2] for fd in pair if fd >= 0)):
             os.close(fd)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         _keep_bytecode()  # (the user's modules were purged just before the fork)
-        before = set(sys.modules)
+        _work(jobs_read, results_write, roots)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+def _work(jobs: int, results: int, roots: Sequence[Path]) -> None:
+    """The worker's loop: each job as a fresh run would see it — the user's modules imported
+    anew from disk (a job before it may have imported them), its own list of the package
+    files it imported — and its report sent as soon as it ends."""
+    frames, before, spent = _Frames(), set(sys.modules), 0.0
+    for key, func, args in _jobs(jobs, frames):
+        _purge_user_modules(roots)
+        envrun = sys.modules.get("hermes_replay._runner.envrun")
+        if envrun is not None:
+            envrun.FORGOTTEN_FILES.clear()  # the files of this job's run, not an earlier one's
         try:
             payload: tuple[str, Any] = ("ok", func(*args))
         except BaseException:
@@ -343,19 +421,31 @@ def _fork_child(func: Callable[..., Any], args: tuple[Any, ...], roots: Sequence
                          and not _is_users(getattr(sys.modules[name], "__file__", None),
                                            roots, excluded)
                          and getattr(sys.modules[name], "__file__", None))
+        before |= set(learned)
+        usage = resource.getrusage(resource.RUSAGE_SELF)  # zero at the fork
+        cpu, spent = usage.ru_utime + usage.ru_stime - spent, usage.ru_utime + usage.ru_stime
         try:
-            data = pickle.dumps((*payload, learned), protocol=pickle.HIGHEST_PROTOCOL)
+            data = pickle.dumps(("done", key, *payload, learned, cpu),
+                                protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:
-            data = pickle.dumps(("error", "the run's result could not be sent back:\n"
-                                 + traceback.format_exc(), []))
-        view = memoryview(data)
+            data = pickle.dumps(("done", key, "error", "the run's result could not be sent "
+                                 "back:\n" + traceback.format_exc(), [], cpu))
+        view = memoryview(_HEADER.pack(len(data)) + data)
         while view:
-            view = view[os.write(write, view):]
-        os.close(write)
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+            view = view[os.write(results, view):]
+
+
+def _jobs(fd: int, frames: _Frames) -> Iterator[tuple[Any, Callable[..., Any], tuple[Any, ...]]]:
+    """The jobs the warm process hands this worker, until it closes the pipe."""
+    while True:
+        for frame in frames.feed(b""):
+            yield frame
+            break
+        else:
+            data = os.read(fd, 1 << 16)
+            if not data:
+                return
+            frames.buffer += data
 
 
 _BYTECODE: list[str] = []  # the warm process's bytecode folder, made on first use
@@ -379,19 +469,19 @@ def _purge_user_modules(roots: Sequence[Path]) -> None:
             del sys.modules[name]
 
 
-def _end_children(children: dict[int, tuple[Any, int, float, bytearray]]) -> None:
-    for _, pid, _, _ in children.values():
+def _end_workers(workers: list[_Worker]) -> None:
+    for worker in workers:
         try:
-            os.kill(pid, signal.SIGTERM)
+            os.kill(worker.pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
     deadline = time.monotonic() + 5
-    for _, pid, _, _ in children.values():
+    for worker in workers:
         while time.monotonic() < deadline:
-            done, _ = os.waitpid(pid, os.WNOHANG)
+            done, _ = os.waitpid(worker.pid, os.WNOHANG)
             if done:
                 break
             time.sleep(0.02)
         else:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+            os.kill(worker.pid, signal.SIGKILL)
+            os.waitpid(worker.pid, 0)

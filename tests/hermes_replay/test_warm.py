@@ -130,3 +130,89 @@ def test_a_child_finds_which_modules_are_the_users_already_judged(tmp_path: Path
         done = _run(warm, unjudged_modules, [str(root)])
     assert done.error is None, done.error
     assert done.value == [], done.value
+
+
+# -- batches: a save's runs share a few workers, each job as a fresh fork would see it ------
+
+
+def pid_and_user_module(folder: str) -> tuple[int, tuple[bool, int]]:
+    return os.getpid(), bump_user_module(folder)
+
+
+def spin(seconds: float) -> int:
+    """Burns ``seconds`` of CPU (not wall: a loaded machine cannot shorten the work)."""
+    import time
+
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+    return os.getpid()
+
+
+def note_package_file(path: str) -> list[str]:
+    """A package env's run forgets its modules after it (``envrun.FORGOTTEN_FILES``); what
+    this job depended on is what ``user_module_files`` reports."""
+    from hermes_replay._runner import envrun
+    from hermes_replay._runner.warm import user_module_files
+
+    envrun.FORGOTTEN_FILES.add(path)
+    return user_module_files([Path(path).parent])
+
+
+def package_files(root: str) -> list[str]:
+    from hermes_replay._runner.warm import user_module_files
+
+    return user_module_files([Path(root)])
+
+
+def test_a_batch_shares_its_workers_and_each_job_imports_the_users_modules_anew(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forking once per job paid the fork's first-run cost (pages copied, libraries set up:
+    about 0.1 s of CPU for a shipped cassette) per cassette; a batch pays it per worker."""
+    (tmp_path / "user_mod.py").write_text("SEEN = []\nBASE = 0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with WarmProcess(["json"], user_roots=[tmp_path]) as warm:
+        done = list(warm.run([(n, pid_and_user_module, (str(tmp_path),)) for n in range(6)],
+                             parallel=2))
+    assert sorted(d.key for d in done) == list(range(6))
+    assert all(d.error is None for d in done), done
+    pids = {d.value[0] for d in done}
+    assert 1 <= len(pids) <= 2, pids  # two workers at most, not six forks
+    # every job found the user's module unloaded and its list empty, as in a fresh fork
+    assert [d.value[1] for d in done] == [(False, 1)] * 6
+
+
+def test_a_job_reports_the_package_files_of_its_own_run_only(tmp_path: Path) -> None:
+    root = tmp_path.resolve()
+    first, second = root / "pkg" / "a.py", root / "pkg" / "b.py"
+    with WarmProcess(["json"], user_roots=[root]) as warm:
+        done = list(warm.run([(1, note_package_file, (str(first),)),
+                              (2, package_files, (str(root),)),
+                              (3, note_package_file, (str(second),))], parallel=1))
+    by_key = {d.key: d for d in done}
+    assert all(d.error is None for d in done), done
+    assert by_key[1].value == [str(first)]
+    assert by_key[2].value == []  # the earlier job's file is not this one's
+    assert by_key[3].value == [str(second)]
+
+
+def test_a_worker_that_dies_costs_only_its_job_and_the_batch_goes_on(tmp_path: Path) -> None:
+    with WarmProcess(["json"], user_roots=[tmp_path]) as warm:
+        done = list(warm.run([("a", spin, (0.0,)), ("dies", die, (3,)), ("b", spin, (0.0,)),
+                              ("c", spin, (0.0,))], parallel=1))
+    by_key = {d.key: d for d in done}
+    assert sorted(by_key) == ["a", "b", "c", "dies"]
+    assert "exit code 3" in (by_key["dies"].error or ""), by_key["dies"]
+    assert by_key["dies"].status == 3
+    assert all(by_key[k].error is None for k in "abc"), done
+    # the job after the death ran in a new worker; the ones after it shared that one
+    assert by_key["a"].value != by_key["b"].value == by_key["c"].value
+
+
+def test_each_job_is_charged_its_own_cpu(tmp_path: Path) -> None:
+    with WarmProcess(["json"], user_roots=[tmp_path]) as warm:
+        done = {d.key: d for d in warm.run([("busy", spin, (0.3,)), ("idle", spin, (0.0,))],
+                                           parallel=1)}
+    assert done["busy"].value == done["idle"].value  # one worker ran both
+    assert done["busy"].cpu >= 0.3, done["busy"]
+    assert done["idle"].cpu < done["busy"].cpu / 2, done  # not the worker's total so far

@@ -2,8 +2,9 @@
 
 The loop of an environment author: change ``compute_reward``, see which rollout's reward moved.
 A cold ``hermes-replay replay`` spends most of its 4–5 s importing atroposlib's stack; here
-one warm process imports it once (``_runner.warm``), and every replay is a fork of it, so each
-run starts clean and imports the user's own modules fresh from disk. PATH is a folder of
+one warm process imports it once (``_runner.warm``), and each save's replays run in workers
+forked from it, so each save starts clean and every cassette imports the user's own modules
+fresh from disk. PATH is a folder of
 cassettes (default ``./cassettes``), one cassette, or an env file (the cassettes recorded
 with it).
 

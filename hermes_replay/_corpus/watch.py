@@ -26,13 +26,13 @@ class Watcher:
 
     def __init__(self, plan: Any, out: Path, jobs: int, options: RunOptions, *, poll: bool,
                  style: Style, say: Callable[[str], None] | None = None) -> None:
-        from hermes_replay._corpus.watch_run import STACK
+        from hermes_replay._corpus.watch_run import STACK, warm_up
         from hermes_replay._runner.warm import WarmProcess
 
         self.plan, self.out, self.jobs, self.options = plan, out, jobs, options
         self.poll, self.style = poll, style
         self._say = say or (lambda text: print(text, flush=True))
-        self.warm = WarmProcess(STACK, user_roots=[plan.root])
+        self.warm = WarmProcess(STACK, user_roots=[plan.root], warmup=(warm_up, ()))
         self.acceptance = Acceptance()
         self.keys = KeyReader()
 

@@ -22,7 +22,7 @@ from hermes_replay._runner.options import RunOptions
 from hermes_replay._runner.snapshot_text import render_run
 from hermes_replay._terminal.render import Style, fmt_reward, sanitize
 
-__all__ = ["STACK", "Replayed", "replay_in_child", "verdict_lines"]
+__all__ = ["STACK", "WARMUP_CASSETTE", "Replayed", "replay_in_child", "verdict_lines", "warm_up"]
 
 # What a replay imports that is worth importing once: atroposlib's base env pulls in openai,
 # transformers, wandb, numpy, aiohttp and jinja2; the rest is the replay path itself. What an
@@ -47,6 +47,10 @@ STACK = (
 )
 
 _PROGRESS_PREFIX = "[hermes-replay] "  # a non-TTY run's periodic progress lines
+
+# The package's own small recording (two rollouts of the layer's multi_signal_env example),
+# replayed by each spare worker before it takes a job: ``warm_up``.
+WARMUP_CASSETTE = Path(__file__).resolve().parents[1] / "assets" / "warmup" / "process.jsonl"
 
 
 @dataclass
@@ -83,6 +87,42 @@ def replay_in_child(cassette: str, out_dir: str, cwd: str, environ: dict[str, st
                     else "", user_module_files([Path(r) for r in roots]),
                     rewards=dict(run.rewards) if run is not None else {},
                     snapshot=render_run(run) if run is not None and run.rollouts else None)
+
+
+def warm_up() -> list[str]:
+    """A spare worker's warm-up: replay the package's own cassette with the layer's example
+    env (``WARMUP_CASSETTE``), as a cassette of the user's would be replayed, into a folder
+    removed after. Why: the first run in a fork pays for every page it touches being copied
+    from the warm process and for the libraries' lazy set-up (the SDK's request transforms,
+    pydantic's validators, the chat template's compile: about 0.1 s of CPU for a shipped
+    cassette); spares pay it while the user edits, so the next save's first replays run at
+    the speed of the later ones. Never the user's code: a spare is forked before the save it
+    serves, and the user's modules are read only when its job comes. Returns the ids of the
+    rollouts it replayed; raises on any failure (a miss, an error): the warm process then
+    stops warming up."""
+    import tempfile
+
+    from hermes_replay._cassette.load import load_cassette
+    from hermes_replay._layer import LAYER_DIR
+    from hermes_replay._runner.plan import OUTPUT_FLAGS, redirect_outputs, replay_argv
+    from hermes_replay._runner.portable import local_command
+    from hermes_replay._runner.run import run_env
+
+    header = load_cassette(WARMUP_CASSETTE).header
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="hermes-replay-warmup-") as tmp:
+        out = Path(tmp)
+        argv = redirect_outputs(local_command(replay_argv(list(header.command or [])),
+                                              header.tokenizer, WARMUP_CASSETTE, out,
+                                              skip=OUTPUT_FLAGS), out)
+        os.chdir(out)
+        try:
+            run = run_env(LAYER_DIR / "multi_signal_env.py", argv, cassette=WARMUP_CASSETTE,
+                          options=RunOptions(), log_path=out / "env.log",
+                          env_name=header.env_name, raise_errors=True, as_recorded=True)
+        finally:
+            os.chdir(here)
+    return sorted(run.rewards)
 
 
 def verdict_lines(name: str, replayed: Replayed, seconds: float, style: Style) -> list[str]:

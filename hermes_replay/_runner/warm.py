@@ -48,6 +48,7 @@ import tempfile
 import threading
 import time
 import traceback
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -112,11 +113,16 @@ class WarmProcess:
     as a context manager). ``preload`` names the modules to import before the first fork;
     ``user_roots`` are where the user's modules live (never imported here, purged from a child
     if a library imported them); ``stdout`` is where the warm process and its children may
-    write (None: inherited)."""
+    write (None: inherited). ``warmup`` (an importable function and its arguments, never the
+    user's code) makes spare workers: after each batch, as many workers as it ran are forked
+    and run it while the user edits, so the next batch's first jobs find pages copied and
+    libraries set up."""
 
     def __init__(self, preload: Sequence[str], user_roots: Sequence[Path] = (),
-                 stdout: int | None = None) -> None:
+                 stdout: int | None = None,
+                 warmup: tuple[Callable[..., Any], tuple[Any, ...]] | None = None) -> None:
         self.preload = list(preload)
+        self.warmup = warmup
         self.user_roots = [Path(p).resolve() for p in user_roots]
         self.stdout = stdout
         self.import_seconds: float | None = None
@@ -144,7 +150,7 @@ class WarmProcess:
             os.close(write_fd)
         self._results = read_fd
         assert self._proc.stdin is not None
-        _send(self._proc.stdin.fileno(), ("preload", self.preload))
+        _send(self._proc.stdin.fileno(), ("preload", self.preload, self.warmup))
 
     def wait_ready(self) -> float:
         """Block until the preload is imported; returns how long it took (seconds)."""
@@ -279,6 +285,7 @@ class _Worker:
     results: int  # and reads the worker's reports here
     frames: _Frames = field(default_factory=lambda: _Frames())
     job: tuple[Any, float] | None = None
+    batch: int | None = None  # the batch whose jobs it runs (None: a spare, not used yet)
 
 
 class _Serve:
@@ -290,8 +297,11 @@ class _Serve:
         self.cmd_fd = sys.stdin.fileno()
         self.sel = selectors.DefaultSelector()
         self.sel.register(self.cmd_fd, selectors.EVENT_READ)
-        self.todo: deque[tuple[Any, Callable[..., Any], tuple[Any, ...]]] = deque()
+        # (batch, key, function, args); batches in the order they came
+        self.todo: deque[tuple[int, Any, Callable[..., Any], tuple[Any, ...]]] = deque()
+        self.batches = 0
         self.parallel = 1
+        self.warmup: tuple[Callable[..., Any], tuple[Any, ...]] | None = None
         self.workers: dict[int, _Worker] = {}  # by their results fd
         self.learning = True
 
@@ -311,41 +321,63 @@ class _Serve:
                     if frame[0] == "preload":
                         started = time.perf_counter()
                         failed = _import_all(frame[1])
+                        self.warmup = frame[2]
                         _send(self.result_fd, ("ready", time.perf_counter() - started, failed))
                     elif frame[0] == "batch":
-                        self.todo.extend(frame[1])
+                        self.batches += 1
+                        self.todo.extend((self.batches, *call) for call in frame[1])
                         self.parallel = max(1, frame[2])
             self._hand_out()
 
     def _hand_out(self) -> None:
-        """Each idle worker gets the next job (or its pipe closed: no job is left); new
-        workers are forked while jobs wait and fewer than ``parallel`` run."""
-        for worker in list(self.workers.values()):
-            if worker.job is None and worker.jobs >= 0:
-                self._next_job(worker)
-        while self.todo and sum(w.jobs >= 0 for w in self.workers.values()) < self.parallel:
-            _purge_user_modules(self.roots)  # and each module's verdict kept (_USERS)
-            gc.freeze()  # the workers need not copy pages to collect these
-            worker = _fork_worker(self.roots, self.result_fd, self.cmd_fd,
-                                  [(w.jobs, w.results) for w in self.workers.values()])
-            self.workers[worker.results] = worker
-            self.sel.register(worker.results, selectors.EVENT_READ)
-            self._next_job(worker)
+        """Workers of a batch whose jobs are all out are retired (a batch never runs where an
+        earlier one ran); each idle worker gets the next job of its batch (a spare, of any);
+        new workers are forked while jobs wait and fewer than ``parallel`` run; and when a
+        batch has run and no job is left or running, spares are forked to warm up for the
+        next (never before the first batch: warming up would only delay it)."""
+        waiting = {job[0] for job in self.todo}
+        for worker in self._live():
+            if worker.job is None and worker.batch is not None and worker.batch not in waiting:
+                self._retire(worker)
+        for worker in self._live():
+            if worker.job is None and self.todo and worker.batch in (None, self.todo[0][0]):
+                self._give(worker)
+        while self.todo and len(self._live()) < self.parallel:
+            self._give(self._fork(None))  # a job waits: no warm-up to delay it
+        if self.warmup is not None and self.batches and not self.todo \
+                and all(w.job is None for w in self.workers.values()):
+            while len(self._live()) < self.parallel:
+                self._fork(self.warmup)
 
-    def _next_job(self, worker: _Worker) -> None:
-        if not self.todo:
-            if worker.jobs >= 0:
-                os.close(worker.jobs)  # EOF: the worker exits
-                worker.jobs = -1
-            return
-        key, func, args = self.todo.popleft()
-        worker.job = (key, time.perf_counter())
+    def _live(self) -> list[_Worker]:
+        return [w for w in self.workers.values() if w.jobs >= 0]
+
+    def _fork(self, warmup: tuple[Callable[..., Any], tuple[Any, ...]] | None) -> _Worker:
+        _purge_user_modules(self.roots)  # and each module's verdict kept (_USERS)
+        gc.freeze()  # the workers need not copy pages to collect these
+        worker = _fork_worker(self.roots, warmup, self.result_fd, self.cmd_fd,
+                              [(w.jobs, w.results) for w in self.workers.values()])
+        self.workers[worker.results] = worker
+        self.sel.register(worker.results, selectors.EVENT_READ)
+        return worker
+
+    def _give(self, worker: _Worker) -> None:
+        batch, key, func, args = self.todo.popleft()
+        worker.job, worker.batch = (key, time.perf_counter()), batch
         _send(worker.jobs, (key, func, args))
+
+    @staticmethod
+    def _retire(worker: _Worker) -> None:
+        os.close(worker.jobs)  # EOF: the worker exits
+        worker.jobs = -1
 
     def _from_worker(self, worker: _Worker) -> None:
         data = os.read(worker.results, 1 << 16)
         if data:
             for kind, *rest in worker.frames.feed(data):
+                if kind == "warmed":
+                    self._warmed(rest[0])
+                    continue
                 assert kind == "done", kind
                 key, outcome, payload, learned, cpu = rest
                 assert worker.job is not None
@@ -371,6 +403,15 @@ class _Serve:
                 seconds=time.perf_counter() - worker.job[1],
                 cpu=usage.ru_utime + usage.ru_stime, status=code)))
 
+    def _warmed(self, error: str | None) -> None:
+        """A spare's warm-up failed: later workers start cold (the runs are unharmed: a
+        warm-up only saves time), and the failure is said once, in one line."""
+        if error is not None and self.warmup is not None:
+            self.warmup = None
+            last = error.strip().splitlines()[-1] if error.strip() else "no message"
+            print(f"hermes-replay: the workers' warm-up failed ({last}); runs go on without "
+                  "it", file=sys.stderr, flush=True)
+
     def _learn(self, learned: list[str]) -> None:
         if self.learning and learned:
             _import_all(learned)
@@ -378,7 +419,9 @@ class _Serve:
             self.learning = threading.active_count() == 1
 
 
-def _fork_worker(roots: Sequence[Path], *close: Any) -> _Worker:
+def _fork_worker(roots: Sequence[Path],
+                 warmup: tuple[Callable[..., Any], tuple[Any, ...]] | None,
+                 *close: Any) -> _Worker:
     jobs_read, jobs_write = os.pipe()
     results_read, results_write = os.pipe()
     pid = os.fork()
@@ -387,6 +430,7 @@ def _fork_worker(roots: Sequence[Path], *close: Any) -> _Worker:
         os.close(results_write)
         return _Worker(pid, jobs_write, results_read)
     # the worker: never returns
+    inherited = set(weakref.finalize._registry)  # type: ignore[attr-defined]
     try:
         os.close(jobs_write)
         os.close(results_read)
@@ -394,18 +438,44 @@ def _fork_worker(roots: Sequence[Path], *close: Any) -> _Worker:
             os.close(fd)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         _keep_bytecode()  # (the user's modules were purged just before the fork)
-        _work(jobs_read, results_write, roots)
+        _work(jobs_read, results_write, roots, warmup)
     finally:
+        _finalize_own(inherited)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
 
 
-def _work(jobs: int, results: int, roots: Sequence[Path]) -> None:
-    """The worker's loop: each job as a fresh run would see it — the user's modules imported
-    anew from disk (a job before it may have imported them), its own list of the package
-    files it imported — and its report sent as soon as it ends."""
+def _finalize_own(inherited: set[Any]) -> None:
+    """What a normal exit would clean up, for what the worker made itself: the ``atexit``
+    finalizers registered since the fork (a library's module-level temporary folder, say
+    wandb's two, made when a run first imports it). ``os._exit`` skips them all, and the
+    inherited ones must be skipped: they are the warm process's, and would remove its
+    folders."""
+    for finalizer in list(weakref.finalize._registry):  # type: ignore[attr-defined]
+        if finalizer not in inherited and finalizer.atexit:
+            try:
+                finalizer()
+            except Exception:  # a cleanup that fails must not cost the others theirs
+                pass
+
+
+def _work(jobs: int, results: int, roots: Sequence[Path],
+          warmup: tuple[Callable[..., Any], tuple[Any, ...]] | None) -> None:
+    """The worker's loop: the warm-up first, if any (its CPU charged to no job); then each
+    job as a fresh run would see it — the user's modules imported anew from disk (a job
+    before it may have imported them), its own list of the package files it imported — and
+    its report sent as soon as it ends."""
     frames, before, spent = _Frames(), set(sys.modules), 0.0
+    if warmup is not None:
+        try:
+            warmup[0](*warmup[1])
+            error = None
+        except BaseException:
+            error = traceback.format_exc()
+        _send(results, ("warmed", error))
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        spent = usage.ru_utime + usage.ru_stime
     for key, func, args in _jobs(jobs, frames):
         _purge_user_modules(roots)
         envrun = sys.modules.get("hermes_replay._runner.envrun")
@@ -424,15 +494,11 @@ def _work(jobs: int, results: int, roots: Sequence[Path]) -> None:
         before |= set(learned)
         usage = resource.getrusage(resource.RUSAGE_SELF)  # zero at the fork
         cpu, spent = usage.ru_utime + usage.ru_stime - spent, usage.ru_utime + usage.ru_stime
-        try:
-            data = pickle.dumps(("done", key, *payload, learned, cpu),
-                                protocol=pickle.HIGHEST_PROTOCOL)
+        try:  # (pickled whole before a byte is written: a failure here half-sends nothing)
+            _send(results, ("done", key, *payload, learned, cpu))
         except Exception:
-            data = pickle.dumps(("done", key, "error", "the run's result could not be sent "
-                                 "back:\n" + traceback.format_exc(), [], cpu))
-        view = memoryview(_HEADER.pack(len(data)) + data)
-        while view:
-            view = view[os.write(results, view):]
+            _send(results, ("done", key, "error", "the run's result could not be sent back:\n"
+                            + traceback.format_exc(), [], cpu))
 
 
 def _jobs(fd: int, frames: _Frames) -> Iterator[tuple[Any, Callable[..., Any], tuple[Any, ...]]]:

@@ -216,3 +216,128 @@ def test_each_job_is_charged_its_own_cpu(tmp_path: Path) -> None:
     assert done["busy"].value == done["idle"].value  # one worker ran both
     assert done["busy"].cpu >= 0.3, done["busy"]
     assert done["idle"].cpu < done["busy"].cpu / 2, done  # not the worker's total so far
+
+
+# -- spares: workers forked after a batch warm up while the user edits ---------------------
+
+
+def mark_warm(log: str, seconds: float) -> None:
+    """A warm-up: leaves a mark in this process (never reaching the warm process) and a line
+    in ``log``, and burns ``seconds`` of CPU that no job may be charged."""
+    import json
+
+    json.warmed_here = True  # type: ignore[attr-defined]
+    with open(log, "a", encoding="utf-8") as f:
+        f.write(f"{os.getpid()}\n")
+    spin(seconds)
+
+
+def failing_warm_up(log: str) -> None:
+    with open(log, "a", encoding="utf-8") as f:
+        f.write(f"{os.getpid()}\n")
+    raise RuntimeError("the warm-up broke on purpose")
+
+
+def warmed() -> tuple[int, bool]:
+    import json
+
+    return os.getpid(), getattr(json, "warmed_here", False)
+
+
+def test_after_a_batch_spares_warm_up_and_take_the_next_batch(tmp_path: Path) -> None:
+    log = tmp_path / "warm-ups.log"
+    with WarmProcess(["json"], user_roots=[tmp_path],
+                     warmup=(mark_warm, (str(log), 0.3))) as warm:
+        first = list(warm.run([(n, warmed, ()) for n in range(2)], parallel=2))
+        second = list(warm.run([(n, warmed, ()) for n in range(2)], parallel=2))
+        third = list(warm.run([(0, warmed, ())], parallel=2))
+    # the first batch has no spares yet (warming up first would only delay it)
+    assert [d.value[1] for d in first] == [False, False], first
+    # the second runs in the spares, never in a worker of the first
+    assert [d.value[1] for d in second] == [True, True], second
+    assert not {d.value[0] for d in first} & {d.value[0] for d in second}
+    assert {d.value[0] for d in second} <= {int(p) for p in log.read_text().split()}
+    # a job is charged its own CPU, never the warm-up's 0.3 s
+    assert all(d.cpu < 0.15 for d in second), second
+    # a spare left unused by a one-job batch is kept; the used one is replaced
+    assert third[0].value[1] is True and third[0].value[0] not in {d.value[0] for d in second}
+
+
+def test_a_failing_warm_up_is_said_once_and_the_runs_go_on(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "warm-ups.log"
+    with WarmProcess(["json"], user_roots=[tmp_path],
+                     warmup=(failing_warm_up, (str(log),))) as warm:
+        batches = [list(warm.run([(n, warmed, ()) for n in range(2)], parallel=2))
+                   for _ in range(4)]
+    assert all(d.error is None for batch in batches for d in batch), batches
+    tried = log.read_text().split()
+    # the spares forked after the first batch tried; the failure stopped any later warm-up
+    assert 1 <= len(tried) <= 2, tried
+    err = capfd.readouterr().err
+    assert err.count("the workers' warm-up failed (RuntimeError: the warm-up broke on "
+                     "purpose); runs go on without it") == 1, err
+
+
+def test_watchs_warm_up_replays_the_packages_own_cassette_whole(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    """The warm-up a spare runs is a real replay (no miss, every recorded rollout) and leaves
+    nothing behind: the working folder as it was, no output kept."""
+    import json
+    import tempfile
+
+    from hermes_replay._corpus.watch_run import WARMUP_CASSETTE, warm_up
+
+    recorded = set()
+    with WARMUP_CASSETTE.open(encoding="utf-8") as f:
+        for line in f:
+            record = json.loads(line)
+            if record.get("type") == "interaction":
+                recorded.add(record["rollout"])
+    assert len(recorded) >= 2, recorded  # a warm-up of nothing would warm nothing up
+    # wandb makes two temporary folders when these modules are first imported (and removes
+    # them at exit): theirs, not the warm-up's, so imported before the count starts
+    import wandb.sdk.artifacts.artifact
+    import wandb.sdk.data_types._private  # noqa: F401
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    assert warm_up() == sorted(recorded)
+    assert Path.cwd() == tmp_path
+    assert list((tmp_path / "tmp").iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
+
+
+def make_module_temp_folder(name: str) -> str:
+    """What wandb does at import: a temporary folder held by a module, removed at exit."""
+    import tempfile
+
+    holder = tempfile.TemporaryDirectory(prefix=name)
+    sys.modules[__name__].__dict__.setdefault("_HELD", []).append(holder)
+    return holder.name
+
+
+def test_a_worker_cleans_up_its_own_temporary_folders_never_the_warm_processes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "holds_a_folder.py").write_text(
+        "import tempfile\nHELD = tempfile.TemporaryDirectory(prefix='warm-held-')\n")
+    monkeypatch.syspath_prepend(str(site))
+    with WarmProcess(["json", "holds_a_folder"], user_roots=[tmp_path / "project"]) as warm:
+        [mine] = list(warm.run([("k", make_module_temp_folder, ("worker-held-",))]))
+        [warms] = list(warm.run([("k", import_library, ("holds_a_folder",))]))
+        [held_run] = list(warm.run([("k", _held_folder, ())]))
+        held = held_run.value
+        assert warms.value is True  # preloaded: the folder is the warm process's
+        assert Path(held).is_dir(), "a worker removed the warm process's folder"
+    assert mine.error is None and not Path(mine.value).exists(), mine
+    assert not Path(held).exists()  # and the warm process's own exit removed its one
+
+
+def _held_folder() -> str:
+    import holds_a_folder  # type: ignore[import-not-found]
+
+    return holds_a_folder.HELD.name

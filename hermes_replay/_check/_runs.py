@@ -368,8 +368,15 @@ def traced_twice_row(display: str, process: ModeRun, rerun: Path,
     return _row("twice", display, [])
 
 
-def twice_row(display: str, cassette: Path, work: Path) -> RuleRow:
-    """Is the replay deterministic? The process cassette (else any) replayed twice."""
+def twice_row(display: str, cassette: Path, work: Path, process_failed: bool = False) -> RuleRow:
+    """Is the replay deterministic? The process cassette (else any) replayed twice.
+
+    When the process row failed and both replays here fail too, they failed for the cause
+    that row shows: the row says so once, as a warning pointing there, instead of a third
+    failure of one cause; if the two failed runs also differ, that difference is named as
+    the likely cause of them all (the run errors are the process row's to show). One replay
+    failing and the other not is still this row's own failure: that is the non-determinism
+    it looks for."""
     from hermes_replay._runner.twice import replay_twice
 
     found = cassettes_by_mode(cassette)
@@ -377,6 +384,18 @@ def twice_row(display: str, cassette: Path, work: Path) -> RuleRow:
     if chosen is None:
         return _row("twice", display, [("warn", f"no replayable cassette at {cassette}")])
     report = replay_twice(chosen, work)
+    if process_failed and len(report.errors) == 2:
+        if report.difference is None:
+            first = report.errors[0].split(":", 1)[-1].strip().splitlines()[0][:160]
+            return _row("twice", display, [("warn", f"{chosen}: not judged: both replays "
+                                             f"failed, as the process run did ({first})")],
+                        "fix the process row above, then check again")
+        # two failed runs that also differ: the difference is the likely cause of all three
+        return _row("twice", display, [("fail", f"{chosen}: the two replays differ from each "
+                                         "other, the likely cause of the process row's failure "
+                                         "too: " + "; ".join(
+                                             line.strip()
+                                             for line in report.difference.lines()))])
     return _row("twice", display, _twice_problems(chosen, report.errors, report.difference))
 
 
@@ -435,7 +454,8 @@ def check_dynamic(env_file: Path, display: str, target: Target,
         rows = [imported, *analyse_runs(display, target, process, evaluate, plain), rerun]
         if target.cassette is not None:
             rows.append(traced_twice_row(display, process, (work / "rerun").resolve(), runs)
-                        or twice_row(display, target.cassette, work / "twice"))
+                        or twice_row(display, target.cassette, work / "twice",
+                                     process_failed=not process.ok))
         return rows
     finally:
         if keep is None:

@@ -229,3 +229,21 @@ def test_check_twice_row_fails_when_both_runs_miss(
     assert row.status == "fail"
     assert [f for f in row.findings if "run 1 failed:" in str(f)], row.findings
     assert [f for f in row.findings if "run 2 failed:" in str(f)], row.findings
+
+
+def test_check_twice_row_does_not_fail_again_for_the_process_rows_cause(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cassette that no longer matches the env fails the process row; both replays of the
+    twice row then fail the same way: one cause, said once (a warning pointing at the process
+    row), not a third failure repeating both runs' misses."""
+    from hermes_replay._check._runs import twice_row
+
+    cassette = _record("", monkeypatch)
+    _make_both_runs_miss(cassette)
+    row = twice_row("envs/twice_env.py", cassette, project / "work", process_failed=True)
+    assert row.status == "warn", row.findings
+    [finding] = row.findings
+    assert "not judged: both replays failed, as the process run did" in finding.message
+    assert "had no matching recording" in finding.message  # the cause, in one line
+    assert "run 2 failed" not in finding.message
+    assert "fix the process row above" in str(finding)

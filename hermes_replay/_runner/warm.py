@@ -247,6 +247,17 @@ def _import_all(names: Iterable[str]) -> list[str]:
     return failed
 
 
+def _warm_up() -> None:
+    """What every run of an env CLI makes first, made once here for all forks (``fast_cli``):
+    a library that cannot load here is the child's to report."""
+    try:
+        from hermes_replay._runner.fast_cli import warm_up
+
+        warm_up()
+    except Exception:
+        pass
+
+
 def serve(result_fd: int, roots_text: str) -> None:
     """The warm process's loop (started by :meth:`WarmProcess.start`)."""
     roots = [Path(p) for p in roots_text.split(os.pathsep) if p]
@@ -279,6 +290,7 @@ def _serve(result_fd: int, roots: list[Path]) -> None:
                     if frame[0] == "preload":
                         started = time.perf_counter()
                         failed = _import_all(frame[1])
+                        _warm_up()
                         _send(result_fd, ("ready", time.perf_counter() - started, failed))
                     elif frame[0] == "run":
                         _purge_user_modules(roots)  # and each module's verdict kept (_USERS)

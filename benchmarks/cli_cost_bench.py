@@ -55,7 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=6, help="runs per side (default 6)")
     args = ap.parse_args(argv)
-    tmp = Path(tempfile.mkdtemp(prefix="cli-cost-bench-"))
+    with tempfile.TemporaryDirectory(prefix="cli-cost-bench-") as tmp:
+        return _measure(Path(tmp), args.reps)
+
+
+def _measure(tmp: Path, reps: int) -> int:
     project = watch_bench.make_project(tmp / "project")
     os.chdir(project)
     from hermes_replay._corpus.watch_run import STACK, replay_in_child
@@ -84,13 +88,13 @@ def main(argv: list[str] | None = None) -> int:
     got: dict[str, list[float]] = {"on": [], "off": []}
     rewards: dict[str, dict[str, float | None]] = {}
     order = ["on", "off", "off", "on"]
-    for i in range(args.reps * 2):
+    for i in range(reps * 2):
         side = order[i % 4]
         with _patches_off() if side == "off" else contextlib.nullcontext():
             took, rewards[side] = once()
         got[side].append(took)
     on, off = statistics.median(got["on"]), statistics.median(got["off"])
-    print(f"per-run CPU of one replay (median of {args.reps}, ABBA): on {on * 1000:.1f} ms · "
+    print(f"per-run CPU of one replay (median of {reps}, ABBA): on {on * 1000:.1f} ms · "
           f"off {off * 1000:.1f} ms · saved {(off - on) * 1000:.1f} ms · "
           f"off/on {off / on:.2f}x (load average {os.getloadavg()[0]:.1f})")
     same = rewards["on"] == rewards["off"]

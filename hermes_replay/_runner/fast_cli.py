@@ -6,13 +6,14 @@ patches of third-party code, installed for one run by :func:`fast_cli` (depth-co
 back after) and each behaviour-identical:
 
 1. **pydantic-cli's help strings** (``_add_pydantic_field_to_parser``): for each of ~70 fields
-   per parser (four parsers a run) it ``deepcopy``\\ s the field's ``FieldInfo`` only to blank
-   ``json_schema_extra`` on the copy and ``repr`` it into the help text (20–25 ms, mostly deep
-   copies of typing objects). ``FieldInfo._copy()`` (pydantic's own copy: every slot, and
-   fresh ``metadata``/``_attributes_set``) gives a copy whose ``json_schema_extra`` can be set
-   without touching the original, and whose ``repr`` is the same text: the repr prints each
-   attribute's repr, and a deep copy of an attribute reprs like the attribute itself. The
-   module's ``deepcopy`` is used nowhere else; anything but a ``FieldInfo`` still deep-copies.
+   per parser (one per mode, three a run) it deep-copies the field's ``FieldInfo`` only to
+   blank ``json_schema_extra`` on the copy and ``repr`` it into the help text (20–25 ms a run,
+   mostly deep copies of typing objects). ``FieldInfo._copy()`` (pydantic's own copy: every
+   slot, and fresh ``metadata``/``_attributes_set``) gives a copy whose ``json_schema_extra``
+   can be set without touching the original, and whose ``repr`` is the same text: the repr
+   prints each attribute's repr, and a deep copy of an attribute reprs like the attribute
+   itself. The module's ``deepcopy`` is used nowhere else; anything but a ``FieldInfo``
+   still deep-copies.
 2. **atroposlib's prefixed models** (``get_prefixed_pydantic_model``, imported by name into
    ``atroposlib.envs.base``): each run builds ``openai.``-prefixed copies of
    ``APIServerConfig`` (identical every run) with pydantic's ``create_model``. For a class

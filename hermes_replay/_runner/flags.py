@@ -8,14 +8,17 @@ instead of 2, against a paid endpoint. Other flags argparse rejects, but with no
 after the env file has been imported.
 
 So every run hermes-replay makes (record, passthrough, replay) checks the flags first: when
-the environment's CLI starts, before atroposlib parses anything, each ``--flag`` must be one
-of the mode's options exactly (every namespace alike: ``--env.*``, ``--openai.*``,
-``--slurm``, ``--testing`` …). The options come from the same pydantic models atroposlib
-builds its parser from, so the check knows exactly the flags it accepts.
+the environment's CLI has built its parser, before atroposlib parses anything, each ``--flag``
+must be one of the mode's options exactly (every namespace alike: ``--env.*``, ``--openai.*``,
+``--slurm``, ``--testing`` …). The options are read from the very parser atroposlib built
+(pydantic-cli's ``_to_subparser``, the one seam between building and ``parse_args``), so the
+check knows exactly the flags it accepts and costs nothing: building a second parser from the
+same models only to read its option strings was about 16 ms of every run.
 """
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import sys
 from collections.abc import Iterator, Sequence
@@ -30,12 +33,22 @@ MODES = ("serve", "process", "evaluate")
 
 
 def _options(env_cls: Any, mode: str) -> set[str]:
-    """Every option string atroposlib's parser accepts for ``mode`` of ``env_cls``."""
+    """Every option string atroposlib's parser accepts for ``mode`` of ``env_cls``, from a
+    parser built for the purpose (where pydantic-cli lacks the seam ``checked_flags`` uses)."""
     from pydantic_cli import pydantic_class_to_parser
 
     config_cls = getattr(env_cls, f"get_cli_{mode}_config_cls")()
     parser = pydantic_class_to_parser(config_cls, default_value_override={})
     return set(parser._option_string_actions)  # argparse's table of option strings
+
+
+def parser_options(parser: argparse.ArgumentParser, mode: str) -> set[str] | None:
+    """The option strings of ``mode``'s subparser of ``parser`` (atroposlib's top parser has
+    one per mode); None if it has no such subparser."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and mode in action.choices:
+            return set(action.choices[mode]._option_string_actions)
+    return None
 
 
 def unknown_flags(argv: Sequence[str], options: set[str]) -> list[tuple[str, list[str]]]:
@@ -55,27 +68,52 @@ def unknown_flags(argv: Sequence[str], options: set[str]) -> list[tuple[str, lis
     return found
 
 
-def _check(env_cls: Any, argv: Sequence[str]) -> None:
+def _check(env_cls: Any, argv: Sequence[str], options: set[str] | None = None) -> None:
     if not argv or argv[0] not in MODES:
         return  # no mode, or --help: atroposlib's own usage message says what to do
-    problems = unknown_flags(argv[1:], _options(env_cls, argv[0]))
+    if options is None:
+        options = _options(env_cls, argv[0])
+    problems = unknown_flags(argv[1:], options)
     if problems:
         raise UnknownFlags(env_cls.__name__, argv[0], problems)
 
 
 @contextmanager
 def checked_flags() -> Iterator[None]:
-    """Inside the block, an atroposlib environment's ``cli()`` checks ``sys.argv`` first."""
+    """Inside the block, an atroposlib environment's ``cli()`` checks ``sys.argv`` before it
+    parses: on the parser it built itself, the moment pydantic-cli hands it over."""
+    import pydantic_cli
     from atroposlib.envs.base import BaseEnv
 
     original = BaseEnv.__dict__["cli"]
+    build = getattr(pydantic_cli, "_to_subparser", None)
+    pending: list[tuple[Any, list[str]]] = []  # (env class, argv) of a cli() not checked yet
 
     def cli(cls: Any) -> Any:
-        _check(cls, sys.argv[1:])
-        return original.__func__(cls)
+        argv = sys.argv[1:]
+        if build is None:  # a pydantic-cli without the seam: a parser of our own, first
+            _check(cls, argv)
+            return original.__func__(cls)
+        pending.append((cls, argv))
+        try:
+            return original.__func__(cls)
+        finally:
+            pending.clear()
+
+    def to_subparser(*args: Any, **kwargs: Any) -> Any:
+        parser = build(*args, **kwargs)
+        if pending:  # atroposlib's own parser for this cli(): check, then let it parse
+            cls, argv = pending.pop()
+            options = parser_options(parser, argv[0]) if argv and argv[0] in MODES else None
+            _check(cls, argv, options)
+        return parser
 
     BaseEnv.cli = classmethod(cli)  # type: ignore[method-assign,assignment]
+    if build is not None:
+        pydantic_cli._to_subparser = to_subparser
     try:
         yield
     finally:
         BaseEnv.cli = original  # type: ignore[method-assign]
+        if build is not None:
+            pydantic_cli._to_subparser = build

@@ -30,6 +30,7 @@ from hermes_replay._errors import (
     UnknownFlags,
 )
 from hermes_replay._runner.dead_endpoint import DEFAULT_FIRST_ANSWER_TIMEOUT
+from hermes_replay._runner.fast_cli import fast_cli
 from hermes_replay._runner.flags import checked_flags
 from hermes_replay._runner.options import RunOptions
 from hermes_replay._runner.plan import flag_value
@@ -244,6 +245,8 @@ def run_env(
             stack.enter_context(output if output is not None else redirected_to(log_path))
             stack.enter_context(library_output_with_env())
             stack.enter_context(checked_flags())  # a misspelt flag stops the run here
+            # the CLI's fixed costs cut; the TLS context shared only where no real TLS is due
+            stack.enter_context(fast_cli(reuse_tls=mode == "replay"))
             if mode == "replay":  # a run that keeps missing is stopped (ReplayStalled)
                 stack.enter_context(stall_guard(session, max_misses=options.max_misses))
                 if live_calls is not None:  # and a dead live endpoint, naming it

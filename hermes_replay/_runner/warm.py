@@ -262,6 +262,17 @@ def _import_all(names: Iterable[str]) -> list[str]:
     return failed
 
 
+def _warm_up() -> None:
+    """What every run of an env CLI makes first, made once here for all forks (``fast_cli``):
+    a library that cannot load here is the child's to report."""
+    try:
+        from hermes_replay._runner.fast_cli import warm_up
+
+        warm_up()
+    except Exception:
+        pass
+
+
 def serve(result_fd: int, roots_text: str) -> None:
     """The warm process's loop (started by :meth:`WarmProcess.start`)."""
     roots = [Path(p) for p in roots_text.split(os.pathsep) if p]
@@ -321,6 +332,7 @@ class _Serve:
                     if frame[0] == "preload":
                         started = time.perf_counter()
                         failed = _import_all(frame[1])
+                        _warm_up()
                         self.warmup = frame[2]
                         _send(self.result_fd, ("ready", time.perf_counter() - started, failed))
                     elif frame[0] == "batch":

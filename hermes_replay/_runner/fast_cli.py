@@ -21,8 +21,9 @@ back after) and each behaviour-identical:
    and imported anew, as an editable Atropos checkout's is in a warm process, is a new key and
    replaces the old entry). Safe because nothing changes the returned class: atroposlib only
    uses it as a base of its ``Cli*Config`` classes, and pydantic copies a base's fields into a
-   subclass rather than altering them. The user's env config class is never kept: it is new
-   every run, and may change between runs.
+   subclass rather than altering them. The user's env config class is kept for one run only
+   (atroposlib prefixes it three times a run, once per mode, each the same class): it is new
+   every run, and may change between runs, so the run's entries go when the run ends.
 3. **httpx2's TLS context** (``create_ssl_context``, called by every default transport, so by
    every ``AsyncOpenAI()``): loading the system's CA bundle takes ~20 ms a client. In a
    *replay* only, the default-arguments case (``verify=True``, no ``cert``) returns one
@@ -56,6 +57,8 @@ _ORIGINAL: dict[str, Any] = {}
 # (module, qualname, prefix) -> (the class, its prefixed model): one entry per name, so a class
 # imported anew replaces its old entry instead of piling up beside it
 _PREFIXED: dict[tuple[str, str, str], tuple[type, Any]] = {}
+# (the user's class, prefix) -> its prefixed model, for the run now going (cleared at its end)
+_RUN_PREFIXED: dict[tuple[int, str], tuple[type, Any]] = {}
 # the inputs httpx2 builds a default context from -> that context
 _TLS: dict[tuple[Any, ...], Any] = {}
 
@@ -78,7 +81,14 @@ def _prefixed(base_model: Any, prefix: str) -> Any:
     if build is None:  # outside a run (another thread's run ended): atroposlib's own
         from atroposlib.utils.cli import get_prefixed_pydantic_model as build
     if not _is_atroposlibs(base_model):
-        return build(base_model, prefix)
+        if _DEPTH["all"] == 0:
+            return build(base_model, prefix)
+        mine = _RUN_PREFIXED.get((id(base_model), prefix))
+        if mine is not None and mine[0] is base_model:
+            return mine[1]
+        model = build(base_model, prefix)
+        _RUN_PREFIXED[(id(base_model), prefix)] = (base_model, model)
+        return model
     key = (base_model.__module__, base_model.__qualname__, prefix)
     kept = _PREFIXED.get(key)
     if kept is not None and kept[0] is base_model:
@@ -151,6 +161,7 @@ def _uninstall(reuse_tls: bool) -> None:
             transports.create_ssl_context = _ORIGINAL.pop("tls")
     _DEPTH["all"] -= 1
     if _DEPTH["all"] == 0:
+        _RUN_PREFIXED.clear()
         if "deepcopy" in _ORIGINAL:
             pydantic_cli.deepcopy = _ORIGINAL.pop("deepcopy")
         if "prefixed" in _ORIGINAL:

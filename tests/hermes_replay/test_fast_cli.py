@@ -137,18 +137,34 @@ def test_atroposlibs_prefixed_models_are_kept_and_unchanged() -> None:
     assert kept.__name__ == fresh.__name__
 
 
-def test_the_users_config_class_is_never_kept() -> None:
+def test_the_users_config_class_is_kept_for_one_run_only() -> None:
+    """atroposlib prefixes the env's config class once per mode (three times a run): within
+    a run it is the same class, so one model serves all three; the next run's class may have
+    changed, so nothing of it outlives the run."""
     import atroposlib.envs.base as base
     from atroposlib.envs.base import BaseEnvConfig
+    from atroposlib.utils.cli import get_prefixed_pydantic_model
 
     class MyConfig(BaseEnvConfig):
         extra: int = 1
 
+    fresh = get_prefixed_pydantic_model(MyConfig, "env.")
     with fast_cli():
         one = base.get_prefixed_pydantic_model(MyConfig, "env.")
+        assert base.get_prefixed_pydantic_model(MyConfig, "env.") is one
+        assert base.get_prefixed_pydantic_model(MyConfig, "other.") is not one
+    assert fast._RUN_PREFIXED == {}
+    with fast_cli():
         two = base.get_prefixed_pydantic_model(MyConfig, "env.")
-    assert one is not two and _fields(one) == _fields(two)
+    assert one is not two and _fields(one) == _fields(two) == _fields(fresh)
     assert not any(kept is MyConfig for kept, _ in fast._PREFIXED.values())
+
+    class Changed(BaseEnvConfig):  # a class edited between runs is its own key
+        extra: int = 2
+
+    with fast_cli():
+        changed = base.get_prefixed_pydantic_model(Changed, "env.")
+    assert _fields(changed) != _fields(one)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -17,7 +17,7 @@ from hermes_replay._corpus.watch_accept import ACCEPT_KEY, Acceptance, KeyReader
 from hermes_replay._runner.options import RunOptions
 from hermes_replay._terminal.render import Style
 
-__all__ = ["Watcher"]
+__all__ = ["Watcher", "heaviest_first"]
 
 
 class Watcher:
@@ -35,6 +35,7 @@ class Watcher:
         self.warm = WarmProcess(STACK, user_roots=[plan.root], warmup=(warm_up, ()))
         self.acceptance = Acceptance()
         self.keys = KeyReader()
+        self.costs: dict[Path, float] = {}  # each cassette's CPU seconds in its last run
 
     def close(self) -> None:
         self.keys.close()
@@ -128,7 +129,7 @@ class Watcher:
         here, environ = str(Path.cwd()), dict(os.environ)
         calls = [(c, replay_in_child,
                   (str(c), str(self.out / self._slug(c)), here, environ, [str(self.plan.root)],
-                   self.options)) for c in cassettes]
+                   self.options)) for c in heaviest_first(cassettes, self.costs)]
         tally: dict[str, int] = {}
         cpu = 0.0
         try:
@@ -143,6 +144,7 @@ class Watcher:
                     word = _WORDS[status(done.value.summary)]
                 tally[word] = tally.get(word, 0) + 1
                 cpu += done.cpu
+                self.costs[done.key] = done.cpu
                 self.say("\n".join(lines))
         except WarmProcessDied as exc:  # out of memory, killed: start a new one for next time
             self.say(f"{self.style('ERROR', 'red')}   {exc}; starting a new warm process")
@@ -186,3 +188,20 @@ def _relevant(change: Any, path: str) -> bool:
     if Path(path).is_dir():
         return worth_watching(Path(path))
     return path.endswith(".py") or is_cassette_name(path)
+
+
+def heaviest_first(cassettes: list[Path], costs: dict[Path, float]) -> list[Path]:
+    """The order to hand a save's cassettes out in: the costliest first. Workers take the next
+    cassette as they free up and the save waits for the last one, so a heavy one handed out
+    last keeps one worker busy while the others sit idle (longest first bounds that wait by the
+    lightest). The cost is a cassette's CPU seconds in its last run (``costs``); one never run
+    yet goes first, the biggest on disk first (a cassette's size grows with its requests)."""
+    def size(cassette: Path) -> int:
+        try:
+            return cassette.stat().st_size
+        except OSError:
+            return 0
+
+    unknown = [c for c in cassettes if c not in costs]
+    known = [c for c in cassettes if c in costs]
+    return sorted(unknown, key=lambda c: -size(c)) + sorted(known, key=lambda c: -costs[c])

@@ -70,3 +70,18 @@ def test_a_syntax_error_names_file_line_and_column(tmp_path: Path) -> None:
     assert caret.index("^") - 4 == code.strip().index(")")
     broken.write_text("def f():\n    return 1\n")
     assert syntax_error(broken) is None
+
+
+def test_a_saves_cassettes_are_handed_out_heaviest_first(tmp_path: Path) -> None:
+    """Workers take the next cassette as they free up, so the save waits for the last one:
+    the costly ones go first (last run's CPU; never run yet: first, biggest file first)."""
+    from hermes_replay._corpus.watch import heaviest_first
+
+    files = {}
+    for name, size in (("a", 10), ("b", 300), ("c", 20), ("new-small", 5), ("new-big", 900)):
+        files[name] = tmp_path / f"{name}.jsonl"
+        files[name].write_bytes(b"x" * size)
+    costs = {files["a"]: 0.4, files["b"]: 0.1, files["c"]: 0.9}
+    order = heaviest_first([files[n] for n in ("a", "b", "c", "new-small", "new-big")], costs)
+    assert [p.stem for p in order] == ["new-big", "new-small", "c", "a", "b"]
+    assert heaviest_first([], costs) == []

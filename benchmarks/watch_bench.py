@@ -18,6 +18,10 @@ replay's the whole interpreter's), their ratio, and each target with PASS/FAIL:
 - with ``--copies 5``: fifteen cassettes (each shipped one five times), save -> last verdict
   median <= 2.0 s (wall)
 
+``--small N`` measures instead a watch of N small cassettes (copies of the package's own
+two-rollout, four-request recording of ``multi_signal_env``, the spare workers' warm-up):
+the size of what a quick start records, where the shipped ones have 12 rollouts each.
+
 ``--load N`` keeps N busy-looping processes running through the whole measurement (a shared
 machine: the issue's target is "at load 2 on 2 cores"); the load average is printed with every
 result. Wall is what the user waits; on a machine shared with other work, CPU is the figure
@@ -84,6 +88,17 @@ def make_project(root: Path) -> Path:
     for git in (["init", "-q"], ["add", "environments"]):
         subprocess.run(["git", *git], cwd=root, check=True, capture_output=True)
     return root
+
+
+def add_small(root: Path, count: int) -> Path:
+    """``count`` copies of the package's small recording in ``cassettes/small``; the folder."""
+    from hermes_replay._corpus.watch_run import WARMUP_CASSETTE
+
+    folder = root / "cassettes" / "small"
+    folder.mkdir(parents=True)
+    for n in range(count):
+        shutil.copy(WARMUP_CASSETTE, folder / f"small-{n:02d}.jsonl")
+    return folder
 
 
 def add_copies(root: Path, copies: int) -> int:
@@ -219,21 +234,29 @@ def _load() -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=5, help="saves per watch (default 5)")
-    ap.add_argument("--only", choices=("one", "all"), default=None,
+    ap.add_argument("--only", choices=("one", "all", "none"), default=None,
                     help="only the watch of one cassette, or of all (default: both)")
     ap.add_argument("--copies", type=int, default=1,
                     help="each shipped cassette this many times (5: fifteen cassettes)")
+    ap.add_argument("--small", type=int, default=0,
+                    help="measure a watch of this many small (two-rollout) cassettes instead")
     ap.add_argument("--load", type=int, default=0,
                     help="busy-looping processes to run throughout (default 0)")
     args = ap.parse_args(argv)
     print(f"watch benchmark: nproc={os.cpu_count()}; load average {_load()}; "
           f"{args.load} busy process(es) added", flush=True)
-    one = every = None
+    one = every = small = None
     burners = Burners(args.load)
     try:
         with tempfile.TemporaryDirectory(prefix="watch-bench-") as tmp:
             project = make_project(Path(tmp) / "project")
             count = add_copies(project, args.copies)
+            if args.small:
+                add_small(project, args.small)
+                print(f"{args.small} small cassettes (two rollouts each; one save that all "
+                      "import):", flush=True)
+                small = measure(project, "cassettes/small", args.reps, args.small)
+                args.only = "none"
             if args.only in (None, "one"):
                 print("one cassette (multi_signal_env/process.jsonl):", flush=True)
                 one = measure(project, "cassettes/multi_signal_env/process.jsonl", args.reps, 1)
@@ -243,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         burners.stop()
     passed = []
+    if small is not None:
+        passed.append(report(f"{args.small} small cassettes", small,
+                             TARGET_FIFTEEN_S if args.small >= 15 else TARGET_ALL_S))
     if one is not None:
         passed.append(report("one cassette", one, TARGET_ONE_S))
     if every is not None:

@@ -22,33 +22,13 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import watch_bench  # (the benchmark folder, put on sys.path above)
 
-
-@contextlib.contextmanager
-def _patches_off() -> Iterator[None]:
-    """The run as before ``fast_cli``: no patches, the flag check on a parser of its own."""
-    import hermes_replay._runner.flags as flags
-    import hermes_replay._runner.run as run
-
-    saved = run.fast_cli, flags.parser_options
-
-    @contextlib.contextmanager
-    def nothing(**_: Any) -> Iterator[None]:
-        yield
-
-    run.fast_cli = nothing  # type: ignore[assignment]
-    flags.parser_options = lambda parser, mode: None  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        run.fast_cli, flags.parser_options = saved  # type: ignore[assignment]
+from hermes_replay._runner.fast_cli import switched_off
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,14 +63,14 @@ def _measure(tmp: Path, reps: int) -> int:
 
     for _ in range(2):  # the first runs compile and import what the stack did not
         once()
-        with _patches_off():
+        with switched_off():
             once()
     got: dict[str, list[float]] = {"on": [], "off": []}
     rewards: dict[str, dict[str, float | None]] = {}
     order = ["on", "off", "off", "on"]
     for i in range(reps * 2):
         side = order[i % 4]
-        with _patches_off() if side == "off" else contextlib.nullcontext():
+        with switched_off() if side == "off" else contextlib.nullcontext():
             took, rewards[side] = once()
         got[side].append(took)
     on, off = statistics.median(got["on"]), statistics.median(got["off"])

@@ -48,7 +48,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["fast_cli", "warm_up"]
+__all__ = ["fast_cli", "switched_off", "warm_up"]
 
 _LOCK = threading.Lock()
 _DEPTH = {"all": 0, "tls": 0}
@@ -193,3 +193,26 @@ def warm_up() -> None:
         _prefixed(APIServerConfig, "openai.")
         _prefixed(BaseEnvConfig, "env.")
         _shared_tls()
+
+
+@contextmanager
+def switched_off() -> Iterator[None]:
+    """Inside the block, runs start their env CLI as before this module: no patches, and the
+    flag check builds a parser of its own. For measuring what the patches save side by side
+    (``benchmarks/cli_cost_bench.py``) and for proving them behaviour-identical (the tests):
+    never needed by a user. Not thread-safe: a run in another thread sees it too."""
+    import hermes_replay._runner.flags as flags
+    import hermes_replay._runner.run as run
+
+    saved = run.fast_cli, flags.parser_options
+
+    @contextmanager
+    def nothing(**_: Any) -> Iterator[None]:
+        yield
+
+    run.fast_cli = nothing  # type: ignore[assignment]
+    flags.parser_options = lambda parser, mode: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        run.fast_cli, flags.parser_options = saved  # type: ignore[assignment]

@@ -6,12 +6,10 @@ TLS context exists in a replay only."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
 import os
 import ssl
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,6 @@ import pytest
 
 import hermes_replay._runner.fast_cli as fast
 import hermes_replay._runner.flags as flags
-import hermes_replay._runner.run as run
 from hermes_replay._runner.fast_cli import fast_cli
 from hermes_replay._runner.run import run_cassette, run_env
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
@@ -321,29 +318,12 @@ def test_the_shared_tls_context_is_a_replays_only(tmp_path: Path,
     assert seen == [False, False, True]  # record, passthrough, replay
 
 
-@contextlib.contextmanager
-def _patches_off() -> Iterator[None]:
-    """A run as before: no fast_cli, the flag check on a parser of its own."""
-    saved = run.fast_cli, flags.parser_options
-
-    @contextlib.contextmanager
-    def nothing(**_: Any) -> Iterator[None]:
-        yield
-
-    run.fast_cli = nothing  # type: ignore[assignment]
-    flags.parser_options = lambda parser, mode: None  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        run.fast_cli, flags.parser_options = saved  # type: ignore[assignment]
-
-
 def test_a_replays_outputs_are_byte_equal_with_and_without(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     cassette = ROOT / "cassettes" / "multi_signal_env" / "process.jsonl"
     on = run_cassette(cassette, out_dir=tmp_path / "on")
-    with _patches_off():
+    with fast.switched_off():
         off = run_cassette(cassette, out_dir=tmp_path / "off")
     assert on.rewards and on.rewards == off.rewards
     groups = sorted(p.name for p in (tmp_path / "on").glob("*.jsonl"))

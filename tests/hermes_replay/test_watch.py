@@ -186,3 +186,56 @@ def test_the_accept_key_makes_the_current_rewards_the_baseline(calc_project: Pat
         assert _changes(lines) == {}
     finally:
         assert watch.stop() == 0
+
+
+def _recorded_rewards(cassette: Path) -> dict[str, float]:
+    """Each rollout's reward as the cassette recorded it (its outcome lines, read here)."""
+    import json
+
+    rewards = {}
+    for line in cassette.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("type") == "outcome" and record.get("reward") is not None:
+            rewards[record["rollout"]] = float(record["reward"])
+    return rewards
+
+
+def test_cassettes_sharing_a_worker_each_show_their_own_rollouts_rewards(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A save's cassettes share a few workers (one after another in one process): each
+    verdict must still be its own cassette's. Three shipped envs on two workers, each reward
+    scaled by a module they all import; every moved rollout is checked against its own
+    cassette's recorded reward times the new scale, under that cassette's verdict."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    try:
+        import watch_bench
+    finally:
+        sys.path.pop(0)
+    monkeypatch.delenv("HERMES_REPLAY_TRUST", raising=False)  # make_project sets it: undone
+    project = watch_bench.make_project(tmp_path / "project")
+    recorded = {env: _recorded_rewards(project / "cassettes" / env / "process.jsonl")
+                for env in watch_bench.ENVS}
+    watch = _Watch(project, "cassettes", "-j", "2")
+    try:
+        first = watch.until(WAITING)
+        assert sum(line.startswith("ok ") for line in first) == 3, first
+        (project / "environments" / "reward_scale.py").write_text("SCALE = 0.5\n")
+        lines = watch.until(WAITING)
+    finally:
+        watch.stop()
+    blocks: dict[str, dict[str, tuple[float, float]]] = {}
+    current = None
+    for line in lines:
+        if line.startswith("CHANGED "):
+            current = next(env for env in watch_bench.ENVS if f"{env}/process.jsonl" in line)
+            blocks[current] = {}
+        elif current is not None and (m := _CHANGE.match(line)):
+            blocks[current][m[1]] = (float(m[2]), float(m[3]))
+        elif not line.startswith("    "):
+            current = None
+    assert sorted(blocks) == sorted(watch_bench.ENVS), lines
+    for env, moved in blocks.items():
+        assert set(moved) == {r for r, v in recorded[env].items() if v != 0.0}, (env, lines)
+        for rollout, (old, new) in moved.items():
+            assert old == pytest.approx(recorded[env][rollout], abs=1e-3), (env, rollout)
+            assert new == pytest.approx(0.5 * recorded[env][rollout], abs=1e-3), (env, rollout)

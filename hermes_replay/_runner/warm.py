@@ -262,9 +262,10 @@ def _import_all(names: Iterable[str]) -> list[str]:
     return failed
 
 
-def _warm_up() -> None:
-    """What every run of an env CLI makes first, made once here for all forks (``fast_cli``):
-    a library that cannot load here is the child's to report."""
+def _make_cli_caches() -> None:
+    """What every run of an env CLI makes first, made once here for all forks (``fast_cli``;
+    not the spares' warm-up, which runs in each spare): a library that cannot load here is
+    the child's to report."""
     try:
         from hermes_replay._runner.fast_cli import warm_up
 
@@ -332,7 +333,7 @@ class _Serve:
                     if frame[0] == "preload":
                         started = time.perf_counter()
                         failed = _import_all(frame[1])
-                        _warm_up()
+                        _make_cli_caches()
                         self.warmup = frame[2]
                         _send(self.result_fd, ("ready", time.perf_counter() - started, failed))
                     elif frame[0] == "batch":

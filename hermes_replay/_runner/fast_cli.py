@@ -51,6 +51,7 @@ from typing import Any
 __all__ = ["fast_cli", "switched_off", "warm_up"]
 
 _LOCK = threading.Lock()
+_OFF = {"off": False}  # switched_off(): runs go as before this module
 _DEPTH = {"all": 0, "tls": 0}
 _ORIGINAL: dict[str, Any] = {}
 
@@ -172,6 +173,9 @@ def _uninstall(reuse_tls: bool) -> None:
 def fast_cli(*, reuse_tls: bool = False) -> Iterator[None]:
     """Inside the block, an env CLI's fixed costs are cut (1 and 2 above; 3 with
     ``reuse_tls``, which only a replay may ask for). Re-entrant and thread-safe."""
+    if _OFF["off"]:
+        yield
+        return
     with _LOCK:
         _install(reuse_tls)
     try:
@@ -202,17 +206,12 @@ def switched_off() -> Iterator[None]:
     (``benchmarks/cli_cost_bench.py``) and for proving them behaviour-identical (the tests):
     never needed by a user. Not thread-safe: a run in another thread sees it too."""
     import hermes_replay._runner.flags as flags
-    import hermes_replay._runner.run as run
 
-    saved = run.fast_cli, flags.parser_options
-
-    @contextmanager
-    def nothing(**_: Any) -> Iterator[None]:
-        yield
-
-    run.fast_cli = nothing  # type: ignore[assignment]
+    saved = flags.parser_options
+    _OFF["off"] = True
     flags.parser_options = lambda parser, mode: None  # type: ignore[assignment]
     try:
         yield
     finally:
-        run.fast_cli, flags.parser_options = saved  # type: ignore[assignment]
+        _OFF["off"] = False
+        flags.parser_options = saved  # type: ignore[assignment]

@@ -298,6 +298,8 @@ class _Worker:
     frames: _Frames = field(default_factory=lambda: _Frames())
     job: tuple[Any, float] | None = None
     batch: int | None = None  # the batch whose jobs it runs (None: a spare, not used yet)
+    warming: bool = False  # a spare whose warm-up has not reported yet
+    call: tuple[Callable[..., Any], tuple[Any, ...]] | None = None  # the job's, to hand again
 
 
 class _Serve:
@@ -370,13 +372,14 @@ class _Serve:
         gc.freeze()  # the workers need not copy pages to collect these
         worker = _fork_worker(self.roots, warmup, self.result_fd, self.cmd_fd,
                               [(w.jobs, w.results) for w in self.workers.values()])
+        worker.warming = warmup is not None
         self.workers[worker.results] = worker
         self.sel.register(worker.results, selectors.EVENT_READ)
         return worker
 
     def _give(self, worker: _Worker) -> None:
         batch, key, func, args = self.todo.popleft()
-        worker.job, worker.batch = (key, time.perf_counter()), batch
+        worker.job, worker.batch, worker.call = (key, time.perf_counter()), batch, (func, args)
         _send(worker.jobs, (key, func, args))
 
     @staticmethod
@@ -389,6 +392,7 @@ class _Serve:
         if data:
             for kind, *rest in worker.frames.feed(data):
                 if kind == "warmed":
+                    worker.warming = False
                     self._warmed(rest[0])
                     continue
                 assert kind == "done", kind
@@ -408,8 +412,16 @@ class _Serve:
             os.close(worker.jobs)
         del self.workers[worker.results]
         _, status, usage = os.wait4(worker.pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        if worker.warming:  # died warming up (killed for memory, say): never the job's fault
+            why = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+            self._warmed(f"the spare worker died ({why})")
+            if worker.job is not None:  # handed out before it was ready: it goes first again
+                assert worker.batch is not None and worker.call is not None
+                self.todo.appendleft((worker.batch, worker.job[0],
+                                      *worker.call))
+            return
         if worker.job is not None:  # it died with a job in hand: that job's report
-            code = os.waitstatus_to_exitcode(status)
             why = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
             _send(self.result_fd, ("done", Finished(
                 worker.job[0], error=f"the run's process died ({why}) before it reported",

@@ -341,3 +341,26 @@ def _held_folder() -> str:
     import holds_a_folder  # type: ignore[import-not-found]
 
     return holds_a_folder.HELD.name
+
+
+def dying_warm_up(seconds: float) -> None:
+    """A spare killed while it warms up (the kernel's OOM killer, say), after a job was
+    already handed to it."""
+    import time
+
+    time.sleep(seconds)
+    os._exit(3)
+
+
+def test_a_spare_that_dies_warming_up_costs_no_job(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    with WarmProcess(["json"], user_roots=[tmp_path], warmup=(dying_warm_up, (0.5,))) as warm:
+        first = list(warm.run([(n, warmed, ()) for n in range(2)], parallel=2))
+        # handed to the two spares at once, while they still warm up; they die
+        second = list(warm.run([(n, warmed, ()) for n in range(2)], parallel=2))
+        third = list(warm.run([(n, warmed, ()) for n in range(2)], parallel=2))
+    assert all(d.error is None for d in first + second + third), second
+    assert sorted(d.key for d in second) == [0, 1]
+    err = capfd.readouterr().err
+    assert err.count("the workers' warm-up failed (the spare worker died (exit code 3)); "
+                     "runs go on without it") == 1, err

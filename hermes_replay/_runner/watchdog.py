@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -157,6 +158,8 @@ def watchdog(check: Callable[[], TripT | None], *, error: Callable[[TripT], Base
             raise KeyboardInterrupt  # the user's own Ctrl-C
 
         previous = signal.signal(signal.SIGINT, on_sigint)
+        previous_hook = sys.unraisablehook
+        sys.unraisablehook = _ours_dropped(dog, previous_hook)
         thread = threading.Thread(target=dog.run, name=name, daemon=True)
         thread.start()
     outer_interval = dog.interval
@@ -179,7 +182,25 @@ def watchdog(check: Callable[[], TripT | None], *, error: Callable[[TripT], Base
         if not nested:
             thread.join()
             signal.signal(signal.SIGINT, previous)
+            if getattr(sys.unraisablehook, "_hermes_dog", None) is dog:
+                sys.unraisablehook = previous_hook
             _ACTIVE = None
+
+
+def _ours_dropped(dog: _Dog, previous: Callable[[Any], Any]) -> Callable[[Any], None]:
+    """An unraisable-exception hook for the block: drops the interrupt a trip sent when it
+    landed where Python cannot raise it — a garbage-collector callback or a ``__del__`` running
+    at that instant ("Exception ignored in: <function gc_callback …>", which pytest also turns
+    into a failure). Nothing is lost: the interrupt is sent again at the next tick, until the
+    block ends. Everything else, the user's own Ctrl-C included, goes to ``previous``."""
+    def hook(args: Any) -> None:
+        if isinstance(args.exc_value, KeyboardInterrupt) \
+                and any(w.trip is not None for w in list(dog.watches)):
+            return
+        previous(args)
+
+    hook._hermes_dog = dog  # type: ignore[attr-defined]
+    return hook
 
 
 def _nothing() -> None:

@@ -16,7 +16,8 @@ import threading
 from contextvars import ContextVar, Token
 from typing import Any, Protocol
 
-__all__ = ["ActiveSession", "active_mode", "annotate", "current", "enter", "leave", "sessions"]
+__all__ = ["ActiveSession", "active_mode", "annotate", "current", "enter", "is_active", "leave",
+           "sessions"]
 
 
 class ActiveSession(Protocol):
@@ -68,6 +69,12 @@ def current() -> ActiveSession | None:
     if mine is not None and mine in active:
         return mine
     return active[0] if len(active) == 1 else None
+
+
+def is_active(session: ActiveSession) -> bool:
+    """Whether ``session`` is still open (entered and not left)."""
+    with _LOCK:
+        return session in _ACTIVE
 
 
 def active_mode() -> str | None:

@@ -7,7 +7,8 @@ those of tasks spawned there) carry the same scope.
 
 Identity must be stable across record and replay; how an id is made is the environment
 layer's rule (``environments/_ids.py``), never a uuid or a clock. When the block ends, what
-the rollout reported goes to the session active in this context (``_active``), and to no other.
+the rollout reported goes to the session that was active where it started (``_active``), if
+that session is still open, and to no other.
 """
 
 from __future__ import annotations
@@ -55,13 +56,17 @@ def rollout(rollout_id: str) -> Iterator[RolloutScope]:
     if problem is not None:
         raise ValueError(f"{problem}; {ROLLOUT_ID_RULE}")
     scope = RolloutScope(rollout_id)
+    # the run this rollout belongs to is the one active where it starts: a coroutine that an
+    # interrupted run abandoned is closed by the garbage collector later, in whatever context
+    # runs then, and its report must not land in that later run
+    owner = _active.current()
     token = _CURRENT.set(scope)
     try:
         yield scope
     finally:
         _reset(_CURRENT, token)
-        session = _active.current()
-        if session is not None:
+        session = _active.current() if owner is None else owner
+        if session is not None and _active.is_active(session):
             session.rollout_finished(scope)
 
 

@@ -112,3 +112,45 @@ def test_a_context_without_its_own_session_gets_the_only_one_else_none(tmp_path:
         t2.join()
     assert seen == [one, None]
     assert _active.current() is None
+
+
+class _Suspend:
+    """An await that never resumes by itself: a rollout left mid-turn by an interrupted run."""
+
+    def __await__(self):  # type: ignore[no-untyped-def]
+        yield
+
+
+class _Heard:
+    def __init__(self) -> None:
+        self.finished: list[str] = []
+
+    def rollout_finished(self, scope: object) -> None:
+        self.finished.append(scope.id)  # type: ignore[attr-defined]
+
+    def annotate(self, fields: dict[str, object]) -> None:
+        pass
+
+
+def test_a_rollout_abandoned_by_an_earlier_run_reports_to_no_later_one(tmp_path: Path) -> None:
+    """An interrupted run leaves its rollout's coroutine suspended; the garbage collector
+    closes it later, in whatever context runs then: its ``finally`` must not put that rollout
+    into the run that is active by then (it showed as a third rollout in a two-rollout replay)."""
+
+    async def rollout_left_mid_turn() -> None:
+        with hermes_replay.rollout("old-0") as scope:
+            scope.report(reward=None, turns_used=1)
+            await _Suspend()
+
+    heard_old, heard_new = _Heard(), _Heard()
+    with hermes_replay.cassette(tmp_path / "old.jsonl", "passthrough") as old:
+        old.observe(heard_old)
+        left = rollout_left_mid_turn()
+        left.send(None)  # now inside the rollout, suspended
+    with hermes_replay.cassette(tmp_path / "new.jsonl", "passthrough") as new:
+        new.observe(heard_new)
+        with hermes_replay.rollout("new-0"):
+            pass
+        left.close()  # what the garbage collector does to it, here and now
+    assert heard_new.finished == ["new-0"]
+    assert heard_old.finished == []  # closed after its run ended: reported to no one

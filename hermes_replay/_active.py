@@ -5,7 +5,7 @@ Interception, rollout outcome reports, ``annotate`` and the tokenizer check all 
 cassettes open at once in one process — two threads, two tasks — never see each other's traffic
 or events. A context that opened none (a worker thread the env started without copying its
 context) falls back to the only active session in the process; with several active and none of
-its own, it gets none rather than a guess.
+its own, it gets none rather than a guess; so does a context whose own session has ended.
 
 This module imports nothing from the package, so every other module may import it.
 """
@@ -63,11 +63,14 @@ def leave(session: ActiveSession) -> bool:
 
 
 def current() -> ActiveSession | None:
-    """This context's session if it is still active, else the process's only active one."""
+    """This context's session while it is active; for a context that opened none, the
+    process's only active one. A context whose own session has ended gets none: it is a task
+    or tool thread of a run that is over (an interrupted one left it behind), and what it does
+    late belongs to no later run."""
     mine = _CONTEXT.get()
     active = _ACTIVE
-    if mine is not None and mine in active:
-        return mine
+    if mine is not None:
+        return mine if mine in active else None
     return active[0] if len(active) == 1 else None
 
 

@@ -154,3 +154,16 @@ def test_a_rollout_abandoned_by_an_earlier_run_reports_to_no_later_one(tmp_path:
         left.close()  # what the garbage collector does to it, here and now
     assert heard_new.finished == ["new-0"]
     assert heard_old.finished == []  # closed after its run ended: reported to no one
+
+
+def test_a_context_whose_own_run_ended_reaches_no_later_run(tmp_path: Path) -> None:
+    """A tool thread or task carries a copy of its run's context; when that run is over (an
+    interrupted one leaves such threads behind), what it does late must not reach the run that
+    is active by then — unlike a context that never had a run of its own."""
+    import contextvars
+
+    with hermes_replay.cassette(tmp_path / "old.jsonl", "passthrough"):
+        left_behind = contextvars.copy_context()  # what a tool thread of this run runs in
+    with hermes_replay.cassette(tmp_path / "new.jsonl", "passthrough") as new:
+        assert left_behind.run(_active.current) is None
+        assert contextvars.Context().run(_active.current) is new  # never had one: the only one

@@ -22,7 +22,12 @@ from environments.tools.sandbox import (
     get_sandbox,
     sandbox_root,
 )
-from environments.tools.sandbox.local import group_members
+from environments.tools.sandbox.local import (
+    QUOTA_CHECK_MAX_S,
+    QUOTA_CHECK_MIN_S,
+    group_members,
+    next_quota_check,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -275,3 +280,20 @@ def test_agent_cannot_break_the_sandbox_by_deleting_tmp(task_id):
     box = get_sandbox(task_id)
     box.run("rm -rf .tmp")
     assert box.run("mktemp").output.startswith("/workspace/.tmp/")
+
+
+def test_a_workspace_that_grows_fast_is_counted_again_before_it_can_fill():
+    """The quota of an isolated command is a count of its workspace while it runs; the next
+    count must come before the room left could fill at the rate just seen, whatever the disk."""
+    mib = 1024**2
+    # 40 MiB written in 20 ms (2 GB/s), 20 MiB of room left: full in 10 ms at that rate
+    wait = next_quota_check(0.01, 20 * mib, (0.0, 0), (0.02, 40 * mib), counting=0.0)
+    assert QUOTA_CHECK_MIN_S <= wait <= 0.010 / 2
+    # nearly full at that rate: as soon as the floor allows, never a 0 s busy loop
+    assert next_quota_check(0.01, 1, (0.0, 0), (0.02, 40 * mib), counting=0.0) \
+        == QUOTA_CHECK_MIN_S
+    # a workspace that does not grow: the wait doubles, up to the ceiling
+    assert next_quota_check(0.004, mib, (0.0, 5), (0.004, 5), counting=0.0) == 0.008
+    assert next_quota_check(0.04, mib, (0.0, 5), (0.04, 5), counting=0.0) == QUOTA_CHECK_MAX_S
+    # a huge workspace whose count takes 30 ms is counted at most a tenth of the time
+    assert next_quota_check(0.004, mib, (0.0, 0), (0.02, 40 * mib), counting=0.03) == 0.3

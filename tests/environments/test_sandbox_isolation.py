@@ -168,7 +168,9 @@ def test_filling_the_disk_is_stopped_by_the_workspace_quota(task_id):
     assert error == "exit code 137", result
     assert "quota of 24 MiB" in result["output"]
     used = _bwrap.tree_bytes(box.work_dir, 10**12)
-    assert used < 24 * 1024**2 + 64 * 1024**2  # stopped near the quota, not at the timeout
+    # stopped near the quota, not at the timeout: with a count every 50 ms a page cache's
+    # gigabytes a second ran it 56-64 MiB past; counted as fast as it grows, 0-4 MiB
+    assert used < 24 * 1024**2 + 64 * 1024**2
     base = box.base_dir
     cleanup_sandbox(task_id)
     assert not os.path.exists(base)

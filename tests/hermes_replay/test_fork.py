@@ -26,6 +26,7 @@ from _fork_project import (
     rollouts,
     workspace_files,
 )
+from _recorded_project import recorded_project_fixtures
 
 from hermes_replay import ForkError, fork_rollout, load_cassette
 from hermes_replay._fork.plan import agent_turns, rollout_fingerprint
@@ -35,22 +36,7 @@ from hermes_replay.scripted_endpoint import ScriptedEndpoint
 pytestmark = pytest.mark.xdist_group("fork")
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = make_project(tmp_path_factory.mktemp("recorded"))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(root)
-        assert record() == 0
-    return root
-
-
-@pytest.fixture
-def project(recorded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "proj"
-    shutil.copytree(recorded, root, symlinks=True)
-    monkeypatch.chdir(root)
-    main(["trust", str(root)])
-    return root
+recorded, project = recorded_project_fixtures(make_project, record)
 
 
 def _fork(capsys: pytest.CaptureFixture, ep: ScriptedEndpoint, *extra: str,

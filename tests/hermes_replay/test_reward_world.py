@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from _recorded_project import recorded_project_fixtures
 from _world_project import (
     CASSETTE_REL,
     edit_env,
@@ -29,22 +30,7 @@ from hermes_replay.cli import main
 pytestmark = pytest.mark.xdist_group("reward_world")
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = make_project(tmp_path_factory.mktemp("recorded"))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(root)
-        assert record() == 0
-    return root
-
-
-@pytest.fixture
-def project(recorded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "proj"
-    shutil.copytree(recorded, root, symlinks=True)
-    monkeypatch.chdir(root)
-    main(["trust", str(root)])
-    return root
+recorded, project = recorded_project_fixtures(make_project, record)
 
 
 def _replay(capsys: pytest.CaptureFixture, *extra: str) -> tuple[int, str]:

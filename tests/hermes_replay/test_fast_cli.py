@@ -16,6 +16,7 @@ from typing import Any
 import pydantic
 import pydantic_cli
 import pytest
+from _tiny_env import tiny_env_source
 
 import hermes_replay._runner.fast_cli as fast
 import hermes_replay._runner.flags as flags
@@ -254,48 +255,13 @@ def stack_imported() -> bool:
 
 # ------------------------------------------------------------------ whole runs
 
-ENV = '''
-import json, sys
-from typing import Any
-
-import httpx2._config
-import httpx2._transports.default as transports
-
-from environments._config import default_server_configs
-from environments.hermes_base_env import HermesAgentBaseEnv, HermesAgentEnvConfig
-
-
-class TinyEnv(HermesAgentBaseEnv):
-    name = "tiny"
-    env_config_cls = HermesAgentEnvConfig
-
-    @classmethod
-    def config_init(cls):
-        return HermesAgentEnvConfig(enabled_toolsets=[], group_size=1, total_steps=1,
-                                    max_agent_turns=1, eval_size=1,
-                                    use_wandb=False), default_server_configs()
-
-    async def setup(self) -> None:
-        shared = transports.create_ssl_context is not httpx2._config.create_ssl_context
-        with open("tls.json", "a") as fh:
-            fh.write(json.dumps(shared) + "\\n")
-
-    async def get_next_item(self) -> str:
-        return "2+2?"
-
-    def format_prompt(self, item: str) -> str:
-        return item
-
-    async def compute_reward(self, item, result, ctx) -> float:
-        return 1.0
-
-    async def evaluate(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-if __name__ == "__main__":
-    TinyEnv.cli()
-'''
+ENV = tiny_env_source(
+    imports=("import json\n\nimport httpx2._config\n"
+             "import httpx2._transports.default as transports\n"),
+    setup=(
+        "        shared = transports.create_ssl_context is not httpx2._config.create_ssl_context\n"
+        "        with open(\"tls.json\", \"a\") as fh:\n"
+        "            fh.write(json.dumps(shared) + \"\\n\")\n"))
 
 
 def test_the_shared_tls_context_is_a_replays_only(tmp_path: Path,

@@ -8,48 +8,14 @@ import json
 from pathlib import Path
 
 import pytest
+from _tiny_env import tiny_env_source
 
 from hermes_replay._runner.flags import unknown_flags
 from hermes_replay.cli import main
 from hermes_replay.scripted_endpoint import ScriptedEndpoint
 
 # one item, one rollout by default: a run that ignores the flag ends fast (and records)
-ENV = '''
-from typing import Any
-
-from environments._config import default_server_configs
-from environments.hermes_base_env import HermesAgentBaseEnv, HermesAgentEnvConfig
-
-
-class TinyEnv(HermesAgentBaseEnv):
-    name = "tiny"
-    env_config_cls = HermesAgentEnvConfig
-
-    @classmethod
-    def config_init(cls):
-        return HermesAgentEnvConfig(enabled_toolsets=[], group_size=1, total_steps=1,
-                                    max_agent_turns=1, eval_size=1,
-                                    use_wandb=False), default_server_configs()
-
-    async def setup(self) -> None:
-        pass
-
-    async def get_next_item(self) -> str:
-        return "2+2?"
-
-    def format_prompt(self, item: str) -> str:
-        return item
-
-    async def compute_reward(self, item, result, ctx) -> float:
-        return 1.0
-
-    async def evaluate(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-if __name__ == "__main__":
-    TinyEnv.cli()
-'''
+ENV = tiny_env_source()
 CASSETTE = Path("cassettes/tiny_env/process.jsonl")
 
 

@@ -65,9 +65,8 @@ def rollout(rollout_id: str) -> Iterator[RolloutScope]:
         yield scope
     finally:
         _reset(_CURRENT, token)
-        session = _active.current() if owner is None else owner
-        if session is not None and _active.is_active(session):
-            session.rollout_finished(scope)
+        if owner is not None and _active.is_active(owner):
+            owner.rollout_finished(scope)
 
 
 def _reset(var: contextvars.ContextVar[Any], token: contextvars.Token[Any]) -> None:

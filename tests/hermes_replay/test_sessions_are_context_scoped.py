@@ -147,11 +147,14 @@ def test_a_rollout_abandoned_by_an_earlier_run_reports_to_no_later_one(tmp_path:
         old.observe(heard_old)
         left = rollout_left_mid_turn()
         left.send(None)  # now inside the rollout, suspended
+    unrecorded = rollout_left_mid_turn()  # a rollout of a run with no cassette at all
+    unrecorded.send(None)
     with hermes_replay.cassette(tmp_path / "new.jsonl", "passthrough") as new:
         new.observe(heard_new)
         with hermes_replay.rollout("new-0"):
             pass
-        left.close()  # what the garbage collector does to it, here and now
+        left.close()  # what the garbage collector does to them, here and now
+        unrecorded.close()
     assert heard_new.finished == ["new-0"]
     assert heard_old.finished == []  # closed after its run ended: reported to no one
 

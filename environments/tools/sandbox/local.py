@@ -150,7 +150,6 @@ def next_quota_check(interval: float, room: int, last: tuple[float, int] | None,
 
 
 @register_backend
-
 class LocalSandbox(SandboxBackend):
     """A directory and the process groups of one task on this machine."""
 

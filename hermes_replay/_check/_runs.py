@@ -37,6 +37,7 @@ from hermes_replay._check._dynamic import (
 )
 from hermes_replay._check._findings import RuleRow
 from hermes_replay._interpreter import python_command
+from hermes_replay._terminal.render import shown_path
 
 if TYPE_CHECKING:
     from hermes_replay._runner.twice import Difference
@@ -138,8 +139,9 @@ def run_mode(env_file: Path, mode: str, target: Target, work: Path,
         if cassette is None:  # name what is there: "no evaluate cassette at …/process.jsonl"
             folder = target.cassette if target.cassette.is_dir() else target.cassette.parent
             there = f" (it holds {', '.join(sorted(by_mode))} only)" if by_mode else ""
+            shown = shown_path(env_file)  # as the user would type it from here
             return ModeRun(mode, skipped=f"no {mode} cassette in {folder}{there}: record one "
-                           f"with `hermes-replay record {env_file} --endpoint URL --model M -- "
+                           f"with `hermes-replay record {shown} --endpoint URL --model M -- "
                            f"{mode} …` to check {mode} offline")
         header = read_header(cassette)
         argv = set_flag(list(header.get("command") or [mode]), OUTPUT_FLAG[mode], str(output))
@@ -235,8 +237,9 @@ def _row(rule: str, display: str, problems: list[outputs.Problem],
 def _rerun_fix(run: ModeRun, target: Target) -> str:
     """What to do about a run that did not finish: how to reproduce it, and the usual cause."""
     if run.skipped:
-        return (f"record a {run.mode} cassette next to the one you passed, or check live with "
-                "--endpoint URL --model M")
+        article = "an" if run.mode.startswith(tuple("aeiou")) else "a"
+        return (f"record {article} {run.mode} cassette next to the one you passed, or check live "
+                "with --endpoint URL --model M")
     again = f"reproduce it with `{shlex.join(['hermes-replay', *run.command[3:]])}`"
     if target.cassette is not None:
         return (f"{again}; a cassette miss means the environment now sends other requests than "

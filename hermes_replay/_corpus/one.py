@@ -16,6 +16,7 @@ from typing import Any
 
 from hermes_replay._corpus.summary import RunSummary, failed, status, summarize
 from hermes_replay._runner.options import RunOptions
+from hermes_replay._terminal.render import shown_path
 
 __all__ = ["CassetteResult", "RunHooks", "run_one"]
 
@@ -117,11 +118,3 @@ def attempt(cassette: Path, out_dir: Path, options: RunOptions, *,
     if summary.log:
         summary.log = shown_path(Path(summary.log))
     return summary, message, result, error
-
-
-def shown_path(path: Path) -> str:
-    """A path as the user would type it: relative to the working directory when inside it."""
-    try:
-        return str(path.relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)

@@ -19,6 +19,7 @@ from hermes_replay._errors import LiveCallsFailed, ReplayFailed
 from hermes_replay._secrets.redact import redact_text
 from hermes_replay._session.live_calls import LiveCalls
 from hermes_replay._session.summary import ReplaySummary
+from hermes_replay._terminal.render import shown_path
 
 __all__ = ["live_verdict", "log_tail", "ran_nothing_at_all", "replay_verdict"]
 
@@ -43,14 +44,6 @@ def log_tail(log: Path | None, lines: int = TAIL_LINES) -> list[str]:
     return [redact_text(line) for line in kept[-lines:]]
 
 
-def _shown(path: Path) -> str:
-    """``path`` relative to the working directory when inside it (as the user typed it)."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
-
-
 def replay_verdict(cassette: Path, summary: ReplaySummary, exit_code: int,
                    env_file: Path, argv: Sequence[str], log: Path | None, *,
                    as_recorded: bool) -> ReplayFailed | None:
@@ -67,7 +60,7 @@ def replay_verdict(cassette: Path, summary: ReplaySummary, exit_code: int,
     ran_nothing = ran_nothing_at_all(summary)
     if exit_code == 0 and not ran_nothing and not (never_ran and (as_recorded or all_skipped)):
         return None
-    rerun = shlex.join(["hermes-replay", "replay", _shown(cassette), "-v"])
+    rerun = shlex.join(["hermes-replay", "replay", shown_path(cassette), "-v"])
     if exit_code != 0:
         what = (f"the environment exited with code {exit_code} (a crash or an exception is "
                 "code 1; its traceback is in the log)")
@@ -79,7 +72,7 @@ def replay_verdict(cassette: Path, summary: ReplaySummary, exit_code: int,
                 "none of them" if held else
                 "the cassette holds no recording and the run made no request")
         hint = ("a replay that runs nothing proves nothing: record the cassette again with a "
-                f"command that runs at least one step (hermes-replay record {_shown(env_file)} "
+                f"command that runs at least one step (hermes-replay record {shown_path(env_file)} "
                 f"… -- {shlex.join(argv[:1])} …; its recorded command is "
                 f"{shlex.join(argv)[:200]!r}), or delete it; `hermes-replay verify` flags such "
                 "a cassette")
@@ -88,10 +81,10 @@ def replay_verdict(cassette: Path, summary: ReplaySummary, exit_code: int,
         what = (f"the environment exited normally but ran {ran} of the "
                 f"{summary.recorded_rollouts} recorded rollouts")
         hint = ("if the command line, dataset or item order changed on purpose, re-record the "
-                f"cassette (hermes-replay record {_shown(env_file)} … -- {shlex.join(argv[:1])} "
-                "…); "
+                f"cassette (hermes-replay record {shown_path(env_file)} … -- "
+                f"{shlex.join(argv[:1])} …); "
                 f"else find why those rollouts were skipped: {rerun}")
-    return ReplayFailed(_shown(cassette), what, exit_code=exit_code, never_ran=never_ran,
+    return ReplayFailed(shown_path(cassette), what, exit_code=exit_code, never_ran=never_ran,
                         recorded=summary.recorded_rollouts, log=log, log_tail=log_tail(log),
                         hint=hint)
 
@@ -109,7 +102,7 @@ def live_verdict(cassette: Path, live: LiveCalls) -> LiveCallsFailed | None:
     patterns selected no call (a typo in a model name re-scores nothing, silently, otherwise),
     or live calls got no answer (the env scored those rollouts without its judge: an
     ``except`` around the judge, as research_judge_env has, hides that from the rewards)."""
-    where = _shown(cassette)
+    where = shown_path(cassette)
     if live.sent == 0:
         return LiveCallsFailed(
             live.nothing_selected(), cassette=where,

@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from rich import box
@@ -30,7 +31,7 @@ from rich.style import Style as RichStyle
 from rich.table import Column, Table
 from rich.text import Text
 
-__all__ = ["Progress", "Style", "fmt_reward", "sanitize", "table", "truncate"]
+__all__ = ["Progress", "Style", "fmt_reward", "sanitize", "shown_path", "table", "truncate"]
 
 # Without a terminal nothing may wrap: a folded rollout id would break every grep.
 _NO_WRAP_WIDTH = 100_000
@@ -64,6 +65,14 @@ def _isatty(stream: Any) -> bool:
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def shown_path(path: Path) -> str:
+    """``path`` as the user would type it: relative to the working directory when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def sanitize(text: str) -> str:

@@ -175,6 +175,7 @@ def test_failed_and_skipped_runs_are_reported(tmp_path):
     assert by_rule["process"].findings[0].fix.startswith(
         "reproduce it with `hermes-replay replay env.py -- process`; a cassette miss means")
     assert by_rule["evaluate"].status == "warn"
+    assert by_rule["evaluate"].findings[0].fix.startswith("record an evaluate cassette next to")
     assert by_rule["rewards"].status == "warn"
 
 
@@ -223,14 +224,17 @@ def test_live_then_offline(tmp_path):
     assert "outside [0, 1]" in rows["rewards"].findings[0].message
 
 
-def test_a_missing_mode_names_the_folder_and_what_it_holds(tmp_path):
+def test_a_missing_mode_names_the_folder_and_what_it_holds(tmp_path, monkeypatch):
     """``check`` on a folder with only a process cassette said "no evaluate cassette at
-    …/process.jsonl" — naming the process cassette as the missing one."""
+    …/process.jsonl" — naming the process cassette as the missing one; the command it proposes
+    names the env file as the user typed it, not by its absolute path."""
     from hermes_replay._check._runs import run_mode
 
+    monkeypatch.chdir(tmp_path)
     proc = tmp_path / "process.jsonl"
     proc.write_text(json.dumps({"type": "header", "command": ["process"]}) + "\n")
-    run = run_mode(tmp_path / "env.py", "evaluate", Target(cassette=proc), tmp_path / "w")
+    run = run_mode(Path("env.py"), "evaluate", Target(cassette=proc), tmp_path / "w")
     assert run.skipped is not None
     assert run.skipped.startswith(f"no evaluate cassette in {tmp_path} (it holds process only)")
     assert "process.jsonl" not in run.skipped
+    assert "`hermes-replay record env.py --endpoint URL --model M -- evaluate …`" in run.skipped

@@ -9,7 +9,8 @@ Problems with a numeric answer that the agent should compute with the terminal a
   ``max_agent_turns``;
 * bonus (``format_bonus``): the final message is exactly ``ANSWER: <number>``.
 
-The sum is clamped to [0, 1].
+The sum is clamped to [0, 1]; ``compute_reward`` returns the four signals beside it, so a
+snapshot, ``show``, ``diff`` and the report show which one moved (``correctness 1 → 0``).
 
     python environments/multi_signal_env.py process --env.total_steps 2 --env.group_size 4 \
         --env.data_path_to_save_groups out/multi.jsonl \
@@ -115,12 +116,14 @@ class MultiSignalEnv(HermesAgentBaseEnv):
         return f"ANSWER: {item['answer']}"
 
     async def compute_reward(self, item: dict[str, Any], result: AgentResult,
-                             ctx: ToolContext) -> float:
+                             ctx: ToolContext) -> tuple[float, dict[str, float]]:
+        """The weighted sum of the signals, clamped to [0, 1], with the signals beside it: a
+        review then reads `correctness 1 → 0`, not only the sum that moved."""
         parts = self.signals(item, result)
         for name, value in parts.items():
             self._signal_buffer[name].append(value)
         total = sum(WEIGHTS[k] * parts[k] for k in WEIGHTS) + parts["bonus"]
-        return min(1.0, max(0.0, total))
+        return min(1.0, max(0.0, total)), parts
 
     async def evaluate(self, *args: Any, **kwargs: Any) -> None:
         start = time.time()

@@ -45,18 +45,20 @@ def env():
     (_result("no answer", calls=1, turns=6), 0.2),  # max turns: efficiency 0
 ])
 async def test_reward_combines_the_signals(env, result, expected):
-    assert await env.compute_reward(ITEM, result, ctx=None) == pytest.approx(expected)
+    reward, parts = await env.compute_reward(ITEM, result, ctx=None)
+    assert reward == pytest.approx(expected)
+    assert parts == env.signals(ITEM, result)  # the parts beside it are the ones it summed
 
 
 async def test_reward_is_always_clamped_to_unit_interval(env):
     finals = ("ANSWER: 5050", "ANSWER: 1", "", "5050")
     for final, calls, errors, turns in itertools.product(finals, (0, 1, 3), (0, 1, 3),
                                                          (1, 2, 6, 9)):
-        reward = await env.compute_reward(ITEM, _result(final, calls, min(errors, calls),
-                                                        turns), ctx=None)
+        reward, _ = await env.compute_reward(ITEM, _result(final, calls, min(errors, calls),
+                                                           turns), ctx=None)
         assert 0.0 <= reward <= 1.0
     env.config.format_bonus = 1.0
-    assert await env.compute_reward(ITEM, _result("ANSWER: 5050", 1, 0, 2), None) == 1.0
+    assert (await env.compute_reward(ITEM, _result("ANSWER: 5050", 1, 0, 2), None))[0] == 1.0
 
 
 async def test_groups_and_evaluate_against_the_endpoint(tmp_path):

@@ -11,13 +11,16 @@
 * :func:`final_response`, :func:`tools_used` — the last assistant text, the tools called;
 * :func:`load_items`, :func:`split_items` — a dataset with a quiet offline fallback to built-in
   samples, and a seeded train/eval split;
-* :func:`mean` — of an empty list, 0.0.
+* :func:`mean` — of an empty list, 0.0;
+* :func:`reward_parts` — keep the named parts of the running rollout's reward with it, for a
+  ``compute_reward`` that returns a float (returning ``(reward, parts)`` does the same).
 """
 
 from __future__ import annotations
 
 from environments._config import default_server_configs
 from environments._examples import final_response, load_items, mean, split_items, tools_used
+from hermes_replay import reward_parts
 
-__all__ = ["default_server_configs", "final_response", "load_items", "mean", "split_items",
-           "tools_used"]
+__all__ = ["default_server_configs", "final_response", "load_items", "mean", "reward_parts",
+           "split_items", "tools_used"]

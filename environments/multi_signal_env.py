@@ -9,8 +9,9 @@ Problems with a numeric answer that the agent should compute with the terminal a
   ``max_agent_turns``;
 * bonus (``format_bonus``): the final message is exactly ``ANSWER: <number>``.
 
-The sum is clamped to [0, 1]; ``compute_reward`` returns the four signals beside it, so a
-snapshot, ``show``, ``diff`` and the report show which one moved (``correctness 1 → 0``).
+The sum is clamped to [0, 1]; the four signals are kept with each rollout as its reward's
+parts, so a snapshot, ``show``, ``diff`` and the report show which one moved
+(``correctness 1 → 0``).
 
     python environments/multi_signal_env.py process --env.total_steps 2 --env.group_size 4 \
         --env.data_path_to_save_groups out/multi.jsonl \
@@ -31,6 +32,7 @@ from environments.helpers import (
     final_response,
     load_items,
     mean,
+    reward_parts,
     split_items,
     tools_used,
 )
@@ -116,14 +118,16 @@ class MultiSignalEnv(HermesAgentBaseEnv):
         return f"ANSWER: {item['answer']}"
 
     async def compute_reward(self, item: dict[str, Any], result: AgentResult,
-                             ctx: ToolContext) -> tuple[float, dict[str, float]]:
-        """The weighted sum of the signals, clamped to [0, 1], with the signals beside it: a
-        review then reads `correctness 1 → 0`, not only the sum that moved."""
+                             ctx: ToolContext) -> float:
+        """The weighted sum of the signals, clamped to [0, 1]. The signals are kept with the
+        rollout (``reward_parts``), so a review reads ``correctness 1 → 0``, not only the sum
+        that moved; the reward stays a float for subclasses that build on it."""
         parts = self.signals(item, result)
         for name, value in parts.items():
             self._signal_buffer[name].append(value)
+        reward_parts(parts)
         total = sum(WEIGHTS[k] * parts[k] for k in WEIGHTS) + parts["bonus"]
-        return min(1.0, max(0.0, total)), parts
+        return min(1.0, max(0.0, total))
 
     async def evaluate(self, *args: Any, **kwargs: Any) -> None:
         start = time.time()

@@ -45,20 +45,31 @@ def env():
     (_result("no answer", calls=1, turns=6), 0.2),  # max turns: efficiency 0
 ])
 async def test_reward_combines_the_signals(env, result, expected):
-    reward, parts = await env.compute_reward(ITEM, result, ctx=None)
-    assert reward == pytest.approx(expected)
-    assert parts == env.signals(ITEM, result)  # the parts beside it are the ones it summed
+    assert await env.compute_reward(ITEM, result, ctx=None) == pytest.approx(expected)
+
+
+async def test_the_signals_are_kept_with_the_rollout_as_its_rewards_parts(env):
+    """What show, diff, snapshots and the report print beside the sum: each signal as the
+    example's rule gives it for this reply (recomputed here, not read from the env)."""
+    import hermes_replay
+
+    result = _result("The result is ANSWER: 5051.", calls=1, turns=2)  # wrong, tool used
+    with hermes_replay.rollout("train-parts-0-0") as scope:
+        reward = await env.compute_reward(ITEM, result, ctx=None)
+    assert scope.outcome["parts"] == {"correctness": 0.0, "tool_use": 1.0, "efficiency": 1.0,
+                                      "bonus": 0.0}
+    assert reward == pytest.approx(0.6 * 0.0 + 0.2 * 1.0 + 0.2 * 1.0)  # still a float
 
 
 async def test_reward_is_always_clamped_to_unit_interval(env):
     finals = ("ANSWER: 5050", "ANSWER: 1", "", "5050")
     for final, calls, errors, turns in itertools.product(finals, (0, 1, 3), (0, 1, 3),
                                                          (1, 2, 6, 9)):
-        reward, _ = await env.compute_reward(ITEM, _result(final, calls, min(errors, calls),
-                                                           turns), ctx=None)
+        reward = await env.compute_reward(ITEM, _result(final, calls, min(errors, calls),
+                                                        turns), ctx=None)
         assert 0.0 <= reward <= 1.0
     env.config.format_bonus = 1.0
-    assert (await env.compute_reward(ITEM, _result("ANSWER: 5050", 1, 0, 2), None))[0] == 1.0
+    assert await env.compute_reward(ITEM, _result("ANSWER: 5050", 1, 0, 2), None) == 1.0
 
 
 async def test_groups_and_evaluate_against_the_endpoint(tmp_path):

@@ -561,11 +561,18 @@ def _purge_user_modules(roots: Sequence[Path]) -> None:
 
 
 def _end_workers(workers: list[_Worker]) -> None:
+    """End every worker: a run in hand is stopped (SIGTERM); a worker with none is let go
+    (EOF), so it exits the way a retired one does, running its own cleanup (the temporary
+    folders a run's libraries made: a signal would leave them in /tmp). Retired workers are
+    only waited for; any still there after 5 s is killed."""
     for worker in workers:
-        try:
-            os.kill(worker.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+        if worker.job is not None:
+            try:
+                os.kill(worker.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        elif worker.jobs >= 0:
+            _Serve._retire(worker)
     deadline = time.monotonic() + 5
     for worker in workers:
         while time.monotonic() < deadline:

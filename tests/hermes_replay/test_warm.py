@@ -337,6 +337,39 @@ def test_a_worker_cleans_up_its_own_temporary_folders_never_the_warm_processes(
     assert not Path(held).exists()  # and the warm process's own exit removed its one
 
 
+class _Holder:
+    pass
+
+
+def make_slowly_removed_folder(where: str) -> str:
+    """A library's module-level temporary folder whose cleanup at exit takes a while (a big
+    folder to remove)."""
+    import shutil
+    import tempfile
+    import time
+    import weakref
+
+    path = tempfile.mkdtemp(prefix="worker-slow-", dir=where)
+    holder = _Holder()
+    sys.modules[__name__].__dict__.setdefault("_HELD", []).append(holder)
+
+    def remove(folder: str = path) -> None:
+        time.sleep(0.5)
+        shutil.rmtree(folder, ignore_errors=True)
+
+    weakref.finalize(holder, remove)
+    return path
+
+
+def test_a_watch_closed_right_after_a_save_lets_its_workers_clean_up(tmp_path: Path) -> None:
+    """Ctrl-C just after a save's verdicts: the workers of that save are still exiting,
+    removing what their runs left; ending them with a signal left it all in /tmp."""
+    with WarmProcess(["json"], user_roots=[tmp_path / "project"]) as warm:
+        [made] = list(warm.run([("k", make_slowly_removed_folder, (str(tmp_path),))]))
+    assert made.error is None, made
+    assert not Path(made.value).exists(), "the worker was stopped before its cleanup ran"
+
+
 def _held_folder() -> str:
     import holds_a_folder  # type: ignore[import-not-found]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 
 import pytest
 from _hermes_env_helpers import make_env
@@ -88,3 +89,49 @@ async def test_groups_and_evaluate_against_the_endpoint(tmp_path):
             "eval/bonus"} <= set(metrics)
     samples = [json.loads(s) for s in (tmp_path / "samples.jsonl").read_text().splitlines()]
     assert all({"correctness", "tool_use", "efficiency", "reward"} <= set(s) for s in samples)
+
+
+def _parts_from_recording(cassette) -> dict[str, dict[str, float]]:
+    """Each recorded rollout's four signals, worked out here from what it did — its model
+    calls, its agent tool calls and their exit codes, its last reply — by the rule the
+    module docstring states (ideal 2 turns, at most 6, bonus 0.1, as config_init sets)."""
+    from environments.multi_signal_env import BUILTIN_PROBLEMS
+
+    answers = {p["question"]: p["answer"] for p in BUILTIN_PROBLEMS}
+    out = {}
+    for rid, record in cassette.rollouts.items():
+        calls = sorted(record.interactions, key=lambda i: i.seq)
+        prompt = calls[0].request["body"]["messages"][-1]["content"]
+        answer = next(a for q, a in answers.items() if q in prompt)
+        final = calls[-1].response["body"]["choices"][0]["message"].get("content") or ""
+        tools = [t for t in cassette.tool_calls if t.rollout == rid and t.source == "agent"]
+        failed = sum(1 for t in tools if t.exit_code not in (0, None))
+        found = re.search(r"ANSWER:\s*(-?[\d,\.]+)", final, re.IGNORECASE)
+        right = found is not None and found[1].replace(",", "").rstrip(".") == answer
+        turns = len(calls)
+        out[rid] = {
+            "correctness": 1.0 if right else 0.0,
+            "tool_use": 0.0 if not tools else (1.0 if failed < len(tools) else 0.5),
+            "efficiency": 1.0 if turns <= 2 else max(0.0, 1.0 - (turns - 2) / 4),
+            "bonus": 0.1 if right and re.fullmatch(r"\s*ANSWER:\s*-?\d+\s*", final) else 0.0,
+        }
+    return out
+
+
+def test_a_replay_of_the_shipped_cassette_shows_each_rollouts_own_signals(replay_run):
+    """The parts a replay shows (snapshots, show, report) for the shipped recording, against
+    the signals of each rollout's own recorded actions; their weighted sum is the reward the
+    recording holds for that rollout."""
+    from pathlib import Path
+
+    from hermes_replay import load_cassette
+
+    path = Path(__file__).resolve().parents[2] / "cassettes" / "multi_signal_env" / "process.jsonl"
+    expected = _parts_from_recording(load_cassette(path))
+    result = replay_run(path, strict=True)
+    shown = {r.id: r.parts for r in result.rollouts}
+    assert shown == expected and len(shown) == 12
+    for rid, parts in expected.items():
+        total = 0.6 * parts["correctness"] + 0.2 * parts["tool_use"] \
+            + 0.2 * parts["efficiency"] + parts["bonus"]
+        assert result.recorded_rewards[rid] == pytest.approx(min(1.0, total)), rid

@@ -22,12 +22,12 @@ from environments.tools.sandbox import (
     get_sandbox,
     sandbox_root,
 )
-from environments.tools.sandbox.local import (
+from environments.tools.sandbox._warden import (
     QUOTA_CHECK_MAX_S,
     QUOTA_CHECK_MIN_S,
-    group_members,
     next_quota_check,
 )
+from environments.tools.sandbox.local import group_members
 
 
 @pytest.fixture(autouse=True)

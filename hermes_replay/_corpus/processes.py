@@ -92,14 +92,37 @@ def _die_with_parent(alive: Connection) -> None:
 def _worker(conn: Connection, alive: Connection) -> None:
     """A worker process: replay the jobs the parent sends, one at a time, until told to stop."""
     _die_with_parent(alive)
-    while True:
-        try:
-            job = conn.recv()
-        except (EOFError, OSError, KeyboardInterrupt):
-            return
-        if job is None:
-            return
-        conn.send(_replay_one(job))
+    try:
+        while True:
+            try:
+                job = conn.recv()
+            except (EOFError, OSError, KeyboardInterrupt):
+                return
+            if job is None:
+                return
+            conn.send(_replay_one(job))
+    finally:
+        _end_what_the_envs_started()
+
+
+def _end_what_the_envs_started(grace: float = 5) -> None:
+    """End the processes the replayed envs left running (an env's own ``ProcessPoolExecutor``,
+    made in ``setup`` and never shut down, as math_server_zero's is).
+
+    An env's own ``python -m … process`` ends such a pool at interpreter exit, where
+    ``concurrent.futures`` shuts its executors down before anything waits for children. A
+    multiprocessing worker ends the other way round: it joins every child process first, and
+    an idle pool worker never ends by itself — the worker hung until ``_stop`` killed it, 30 s
+    a worker, and the pool's processes ran on for good with no parent. At this point every
+    cassette is done, so what is left is only waiting to be told to stop."""
+    children = multiprocessing.active_children()
+    for child in children:
+        child.terminate()
+    for child in children:
+        child.join(grace)
+        if child.is_alive():
+            child.kill()
+            child.join(grace)
 
 
 @dataclass

@@ -11,7 +11,9 @@ written again here and applied to each rollout's own recorded reply.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -58,6 +60,7 @@ def test_an_env_with_its_own_process_pool_replays_under_j(tmp_path, monkeypatch,
         oracle[cassette.name] = [rule for _got, rule in rewards.values()]
     capsys.readouterr()
     out = tmp_path / "replayed"
+    before = _processes_of(tmp_path)  # the records' pools, in this process
     code = main(["replay", str(root / "envs" / "cassettes"), "-j", "2", "--out", str(out)])
     printed = capsys.readouterr()
     assert code == 0, printed.out[-3000:] + printed.err[-3000:]
@@ -71,3 +74,43 @@ def test_an_env_with_its_own_process_pool_replays_under_j(tmp_path, monkeypatch,
         assert summary["changed"] == {} and summary["rollouts"] == len(oracle[name])
         rule = oracle[name]
         assert summary["mean_reward"] == pytest.approx(sum(rule) / len(rule))
+    # The workers ended the pools the envs left (which only interpreter exit shuts down): a
+    # worker waited on its idle pool until killed 30 s later, and the pool's fork server and
+    # worker ran on with no parent. The records ran in this process, whose pools stay.
+    left = _processes_of(tmp_path, besides=before)
+    assert left == [], [_command_line(pid) for pid in left]
+
+
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:300]
+    except OSError:
+        return f"{pid} (gone)"
+
+
+def _processes_of(folder: Path, besides: list[int] | None = None, wait: float = 10
+                  ) -> list[int]:
+    """Live processes, other than ``besides`` and this process's children, that work in
+    ``folder`` or were started with it on their command line (a fork server's ``sys_path``);
+    waits up to ``wait`` seconds for them to go when ``besides`` is given."""
+    deadline = time.monotonic() + (wait if besides is not None else 0)
+    while True:
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == os.getpid() or int(entry) in (besides or []):
+                continue
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+                cwd = os.readlink(f"/proc/{entry}/cwd")
+                state, ppid = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1] \
+                    .split()[:2]
+            except OSError:
+                continue
+            if int(ppid) == os.getpid():
+                continue  # this process's own fork server and resource tracker: its to end
+            if state != "Z" and (str(folder).encode() in cmdline
+                                 or cwd.startswith(str(folder))):
+                found.append(int(entry))
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.1)

@@ -7,6 +7,7 @@ Each test runs real commands under real bwrap and measures the workspace from th
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -174,3 +175,45 @@ def test_the_warden_imports_nothing_from_the_working_folder_or_pythonpath(tmp_pa
         assert guard._proc is not None and guard._proc.stdin is not None
         guard._proc.stdin.close()
         assert guard._proc.wait(timeout=5) == 0
+
+
+def test_the_warden_counts_ahead_of_the_commands_where_it_may(box):
+    box.run("true")
+    pid = warden().pid
+    assert pid is not None
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    # root may raise a priority (CAP_SYS_NICE); anyone else keeps the one it started with
+    expected = max(-20, ours - 10) if os.geteuid() == 0 else ours
+    assert int(fields[16]) == expected  # field 19 of stat: nice
+
+
+def test_a_forked_child_starts_its_own_warden_and_leaves_the_parents_alone(box):
+    box.run("true")
+    parent_warden = warden().pid
+    read, write = os.pipe()
+    guard = warden()
+    with guard._lock:  # as another thread may hold it at the moment of a fork
+        child = os.fork()
+        if child == 0:  # pragma: no cover - the child reports through the pipe
+            try:
+                box.run("true")  # a copied held lock would hang here for good
+                os.write(write, str(warden().pid).encode())
+            finally:
+                os._exit(0)
+    os.close(write)
+    try:
+        ready, _, _ = select.select([read], [], [], 30)
+        assert ready, "the forked child hung on the warden's lock"
+        child_warden = int(os.read(read, 64) or 0)
+    finally:
+        os.close(read)
+        if not ready:
+            os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+    assert child_warden not in (0, parent_warden)
+    assert warden().pid == parent_warden  # the parent's is untouched
+    deadline = time.monotonic() + 10  # and the child's ended with the child
+    while start_time(child_warden) is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert start_time(child_warden) is None

@@ -34,6 +34,7 @@ from hermes_replay._corpus.job import Job, replay_job
 from hermes_replay._corpus.one import CassetteResult
 from hermes_replay._corpus.summary import RunSummary
 from hermes_replay._interpreter import safe_path_environ
+from hermes_replay._runner.env_children import end_env_children
 
 __all__ = ["default_jobs", "replay_in_processes", "without_progress"]
 
@@ -102,27 +103,7 @@ def _worker(conn: Connection, alive: Connection) -> None:
                 return
             conn.send(_replay_one(job))
     finally:
-        _end_what_the_envs_started()
-
-
-def _end_what_the_envs_started(grace: float = 5) -> None:
-    """End the processes the replayed envs left running (an env's own ``ProcessPoolExecutor``,
-    made in ``setup`` and never shut down, as math_server_zero's is).
-
-    An env's own ``python -m … process`` ends such a pool at interpreter exit, where
-    ``concurrent.futures`` shuts its executors down before anything waits for children. A
-    multiprocessing worker ends the other way round: it joins every child process first, and
-    an idle pool worker never ends by itself — the worker hung until ``_stop`` killed it, 30 s
-    a worker, and the pool's processes ran on for good with no parent. At this point every
-    cassette is done, so what is left is only waiting to be told to stop."""
-    children = multiprocessing.active_children()
-    for child in children:
-        child.terminate()
-    for child in children:
-        child.join(grace)
-        if child.is_alive():
-            child.kill()
-            child.join(grace)
+        end_env_children()  # an env's own process pool, say: see that module
 
 
 @dataclass

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_replay._interpreter import python_command
+from hermes_replay._runner.env_children import end_env_children
 
 __all__ = ["Finished", "WarmProcess", "WarmProcessDied"]
 
@@ -465,6 +466,7 @@ def _fork_worker(roots: Sequence[Path],
         _keep_bytecode()  # (the user's modules were purged just before the fork)
         _work(jobs_read, results_write, roots, warmup)
     finally:
+        end_env_children()  # an env's own process pool, say: os._exit would orphan it
         _finalize_own(inherited)
         sys.stdout.flush()
         sys.stderr.flush()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -397,3 +398,34 @@ def test_a_spare_that_dies_warming_up_costs_no_job(
     err = capfd.readouterr().err
     assert err.count("the workers' warm-up failed (the spare worker died (exit code 3)); "
                      "runs go on without it") == 1, err
+
+
+def start_a_process_pool() -> list[int]:
+    """What an env's ``setup`` may do (math_server_zero grades in one): a process pool of its
+    own, used once and never shut down. Returns the pool's worker pids."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=2)
+    sys.modules[__name__].__dict__.setdefault("_HELD", []).append(pool)
+    list(pool.map(abs, [-1, -2, -3]))
+    return sorted(pool._processes)  # type: ignore[attr-defined]
+
+
+def test_a_process_pool_a_run_left_ends_with_the_worker() -> None:
+    with WarmProcess(["json"]) as warm:
+        [run] = list(warm.run([("k", start_a_process_pool, ())]))
+    assert run.error is None and len(run.value) == 2, run
+    # A worker ends with os._exit: a pool's idle processes, blocked on a queue whose other end
+    # they hold themselves, ran on for good with no parent (one more per save under watch).
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in run.value) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in run.value), run.value
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

@@ -217,3 +217,12 @@ def test_a_forked_child_starts_its_own_warden_and_leaves_the_parents_alone(box):
     while start_time(child_warden) is not None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert start_time(child_warden) is None
+
+
+def test_the_warden_holds_none_of_the_harnesss_output(box):
+    # Started during a run whose fds 1 and 2 are a capture pipe (the env log), a warden that
+    # inherited them would hold that pipe open for as long as it lives.
+    box.run("true")
+    pid = warden().pid
+    assert pid is not None
+    assert [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in (1, 2)] == ["/dev/null"] * 2

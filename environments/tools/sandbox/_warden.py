@@ -208,7 +208,11 @@ class Warden:
             self._proc = subprocess.Popen(
                 [sys.executable, "-I", "-c", _BOOT, _HERE],
                 stdin=subprocess.PIPE,
+                # not the harness's fds: started during a run, it would hold that run's
+                # captured output pipe open for good (and has nothing to say: a warden that
+                # fails is started again, or the harness counts itself)
                 stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
                 cwd="/",
                 start_new_session=True,  # a ^C to the harness's terminal is the harness's
             )

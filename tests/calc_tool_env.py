@@ -10,7 +10,8 @@ For the Ray executor's tests: ``CALC_ENV_JOURNAL=FILE`` appends one line per run
 groups path, which names the cassette's out folder, and its process id);
 ``CALC_ENV_DIE=NAME[@MARKER],...`` kills the process running a cassette whose groups path holds
 NAME (a Ray worker dying mid-cassette) — with ``@MARKER``, only while MARKER does not exist yet
-(it is made first), so the retry lives.
+(it is made first), so the retry lives. ``CALC_ENV_POOL=1`` makes a process pool in ``setup``
+and never shuts it down (math_server_zero grades in one).
 """
 
 from __future__ import annotations
@@ -88,6 +89,11 @@ class CalcEnv(HermesAgentBaseEnv):
         return config, default_server_configs()
 
     async def setup(self) -> None:
+        if os.environ.get("CALC_ENV_POOL"):  # before the journal line: it is there when noted
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._pool = ProcessPoolExecutor(max_workers=1)
+            self._pool.submit(abs, -1).result()
         _journal_and_die(str(self.config.data_path_to_save_groups or ""))
         if self.config.crash_in == "setup":
             raise RuntimeError("calc env: setup failed on purpose")

@@ -23,6 +23,7 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from contextlib import redirect_stderr
@@ -85,9 +86,22 @@ def _die_with_parent(alive: Connection) -> None:
             alive.recv()
         except (EOFError, OSError):
             pass
-        os._exit(1)
+        try:
+            # os._exit would leave an env's own pool with no parent. The replay still running
+            # on the main thread may be starting one (the next cassette's env): no process
+            # starts from now on, and one already on its way is ended by the second pass.
+            multiprocessing.process.BaseProcess.start = _refuse_to_start  # type: ignore[method-assign]
+            end_env_children(grace=1)
+            time.sleep(0.1)
+            end_env_children(grace=1)
+        finally:
+            os._exit(1)
 
     threading.Thread(target=watch, name="hermes-replay-parent-watch", daemon=True).start()
+
+
+def _refuse_to_start(self: Any) -> None:
+    raise RuntimeError("this replay worker is ending: its parent is gone")
 
 
 def _worker(conn: Connection, alive: Connection) -> None:

@@ -4,7 +4,8 @@
   come run on a new worker. (A ``ProcessPoolExecutor`` failed every pending one as well:
   14 ERROR rows for one death.)
 - A SIGKILLed ``replay -j 2`` takes its workers with it, and so the fork server and the
-  resource tracker they kept alive (they ran on, ≈350 MB, 25 minutes later).
+  resource tracker they kept alive (they ran on, ≈350 MB, 25 minutes later), and the process
+  pools the envs made (a worker ending at once left them with no parent).
 """
 
 from __future__ import annotations
@@ -48,6 +49,13 @@ def test_a_dead_worker_is_one_error_row(calc_project: Path, monkeypatch: pytest.
     assert "exited with code 17" in out + err
 
 
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:200]
+    except OSError:
+        return f"{pid} (gone)"
+
+
 def _session_processes(sid: int) -> list[int]:
     """Live processes of session ``sid`` (Linux /proc), zombies left out."""
     found = []
@@ -67,7 +75,9 @@ def _session_processes(sid: int) -> list[int]:
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_sigkill_of_the_parent_leaves_no_process_behind(calc_project: Path) -> None:
     _corpus(calc_project)
-    env = {**os.environ, "CALC_ENV_JOURNAL": str(calc_project / "journal.txt")}
+    # each env also holds a process pool of its own, which a worker's os._exit would orphan
+    env = {**os.environ, "CALC_ENV_JOURNAL": str(calc_project / "journal.txt"),
+           "CALC_ENV_POOL": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "hermes_replay.cli", "replay", "cassettes",
                              "-j", "2", "--out", "out", "--no-report"],
                             cwd=calc_project, env=env, start_new_session=True,
@@ -87,7 +97,8 @@ def test_sigkill_of_the_parent_leaves_no_process_behind(calc_project: Path) -> N
         deadline = time.monotonic() + 20
         while _session_processes(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _session_processes(proc.pid) == []
+        left = _session_processes(proc.pid)
+        assert left == [], [_command_line(pid) for pid in left]
     finally:
         for pid in _session_processes(proc.pid):  # what this test started, by id
             os.kill(pid, signal.SIGKILL)

@@ -18,6 +18,7 @@ import time
 import uuid
 
 import pytest
+from _bwrap_required import bwrap_required_fixture
 
 from environments.tools import dispatch_tool, tool_result_error
 from environments.tools.sandbox import (
@@ -33,11 +34,7 @@ from environments.tools.sandbox._procs import scan
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap is Linux-only")
 
 
-@pytest.fixture(autouse=True)
-def _isolation_required(monkeypatch):
-    problem = _bwrap.bwrap_problem()
-    assert problem is None, f"bubblewrap must work for these tests (.ci/run installs it): {problem}"
-    monkeypatch.setenv("HERMES_SANDBOX", "bwrap")
+_isolation_required = bwrap_required_fixture()
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from _bwrap_required import bwrap_required_fixture
 
 from environments.tools.sandbox import (
     SandboxLimits,
@@ -37,11 +38,7 @@ QUOTA = 24 * MiB
 WRITE_160 = "for i in $(seq 40); do head -c 4M /dev/zero > f$i.bin; done; sleep 30"
 
 
-@pytest.fixture(autouse=True)
-def _isolation_required(monkeypatch):
-    problem = _bwrap.bwrap_problem()
-    assert problem is None, f"bubblewrap must work for these tests (.ci/run installs it): {problem}"
-    monkeypatch.setenv("HERMES_SANDBOX", "bwrap")
+_isolation_required = bwrap_required_fixture()
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from _calc_project import CASSETTE_REL
+from _proc_table import command_line
 
 import environments.hermes_base_env  # noqa: F401  (numpy once per process)
 from hermes_replay.cli import main
@@ -47,13 +48,6 @@ def test_a_dead_worker_is_one_error_row(calc_project: Path, monkeypatch: pytest.
                     for n in NAMES}, out
     assert "the replay worker process died while replaying" in out + err
     assert "exited with code 17" in out + err
-
-
-def _command_line(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:200]
-    except OSError:
-        return f"{pid} (gone)"
 
 
 def _session_processes(sid: int) -> list[int]:
@@ -98,7 +92,7 @@ def test_sigkill_of_the_parent_leaves_no_process_behind(calc_project: Path) -> N
         while _session_processes(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.2)
         left = _session_processes(proc.pid)
-        assert left == [], [_command_line(pid) for pid in left]
+        assert left == [], [command_line(pid) for pid in left]
     finally:
         for pid in _session_processes(proc.pid):  # what this test started, by id
             os.kill(pid, signal.SIGKILL)

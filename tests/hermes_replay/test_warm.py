@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _proc_table import alive
 
 from hermes_replay._runner.warm import WarmProcess
 
@@ -418,14 +419,7 @@ def test_a_process_pool_a_run_left_ends_with_the_worker() -> None:
     # A worker ends with os._exit: a pool's idle processes, blocked on a queue whose other end
     # they hold themselves, ran on for good with no parent (one more per save under watch).
     deadline = time.monotonic() + 10
-    while any(_alive(pid) for pid in run.value) and time.monotonic() < deadline:
+    while any(alive(pid) for pid in run.value) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(_alive(pid) for pid in run.value), run.value
+    assert not any(alive(pid) for pid in run.value), run.value
 
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"

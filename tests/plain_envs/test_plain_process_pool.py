@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from _plain_script import plain_script
+from _proc_table import command_line
 from _sum_oracle import env_rule, own_rollouts
 
 from hermes_replay import bundled_tokenizer_path
@@ -78,14 +79,7 @@ def test_an_env_with_its_own_process_pool_replays_under_j(tmp_path, monkeypatch,
     # worker waited on its idle pool until killed 30 s later, and the pool's fork server and
     # worker ran on with no parent. The records ran in this process, whose pools stay.
     left = _processes_of(tmp_path, besides=before)
-    assert left == [], [_command_line(pid) for pid in left]
-
-
-def _command_line(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:300]
-    except OSError:
-        return f"{pid} (gone)"
+    assert left == [], [command_line(pid) for pid in left]
 
 
 def _processes_of(folder: Path, besides: list[int] | None = None, wait: float = 10

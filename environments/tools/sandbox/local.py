@@ -288,7 +288,7 @@ class LocalSandbox(SandboxBackend):
         """Wait for ``proc`` until ``deadline``; None if it ended, else "timeout" (not killed).
 
         Through a pidfd where there is one (Linux 5.3): ``Popen.wait(timeout)`` polls with
-        sleeps growing to 50 ms, and a command that took 70 ms was seen to end at 113."""
+        sleeps growing to 50 ms, and a ``sleep 0.06`` was seen to end at 118 ms (79 ms here)."""
         with contextlib.suppress(OSError, AttributeError):
             pidfd = os.pidfd_open(proc.pid)
             try:
